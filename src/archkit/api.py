@@ -1,0 +1,271 @@
+"""archkit's library API: load, check, schema, init, render, ... — returns values, never prints."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Iterable, Optional
+
+from archkit.checks import all_rules, rule_meta, run_rules
+from archkit.diagnostics import Diagnostic, Severity, has_errors, sort_diagnostics
+from archkit.spec import LoadResult, Spec, load_file
+from archkit.spec.schema import schema_text
+
+__all__ = [
+    "CheckReport", "FileReport", "WriteResult", "check", "check_spec", "examples", "explain",
+    "init", "load", "rules", "schema", "write_tree",
+]
+
+SCHEMA_COMMENT = "# yaml-language-server: $schema={schema}\n"
+
+
+# --------------------------------------------------------------------------- load / check
+
+def load(path: str | os.PathLike) -> LoadResult:
+    """Load and validate a spec file; the result carries every located diagnostic."""
+    return load_file(path)
+
+
+@dataclass
+class FileReport:
+    file: str
+    spec: Optional[Spec]
+    diagnostics: list[Diagnostic]
+
+
+@dataclass
+class CheckReport:
+    files: list[FileReport] = field(default_factory=list)
+
+    @property
+    def diagnostics(self) -> list[Diagnostic]:
+        return [d for f in self.files for d in f.diagnostics]
+
+    @property
+    def failed(self) -> bool:
+        return has_errors(self.diagnostics)
+
+
+def check_spec(spec: Spec, select: Optional[list[str]] = None,
+               ignore: Optional[list[str]] = None) -> list[Diagnostic]:
+    """Run the rule catalogue on a loaded spec."""
+    return sort_diagnostics(run_rules(spec, select, ignore))
+
+
+def check(paths: Iterable[str | os.PathLike], select: Optional[list[str]] = None,
+          ignore: Optional[list[str]] = None, env: Optional[str] = None) -> CheckReport:
+    """Load each spec and run the rules; with `env`, budgets of that environment apply."""
+    report = CheckReport()
+    for path in paths:
+        res = load(path)
+        diags = list(res.diagnostics)
+        spec = res.spec
+        if spec is not None:
+            if env:
+                if spec.environment(env) is None:
+                    diags.append(Diagnostic("AK103", Severity.ERROR, f"environment '{env}' is not defined",
+                                            res.file, 1, 1, "environments"))
+                else:
+                    spec = spec.with_environment(env)
+            diags += check_spec(spec, select, ignore)
+        report.files.append(FileReport(res.file, spec, sort_diagnostics(diags)))
+    return report
+
+
+# --------------------------------------------------------------------------- catalogue
+
+def rules() -> dict[str, dict]:
+    """code -> {name, summary, help, severity} for every registered rule."""
+    return rule_meta()
+
+
+def explain(code: str) -> Optional[str]:
+    rule = all_rules().get(code.upper())
+    return rule.explain() if rule else None
+
+
+def schema() -> str:
+    """The JSON Schema of archkit/v1 as text."""
+    return schema_text()
+
+
+# --------------------------------------------------------------------------- init
+
+def _examples_dir() -> Path:
+    packaged = resources.files("archkit") / "_examples"
+    if packaged.is_dir():
+        return Path(str(packaged))
+    return Path(__file__).resolve().parents[2] / "examples"
+
+
+def examples() -> dict[str, Path]:
+    """Bundled example specs by name."""
+    return {p.stem: p for p in sorted(_examples_dir().glob("*.yaml"))}
+
+
+def init(path: str | os.PathLike, example: Optional[str] = None) -> Path:
+    """Write a starter spec; never overwrites. Raises FileExistsError / KeyError."""
+    target = Path(path)
+    if example:
+        found = examples()
+        if example not in found:
+            raise KeyError(example)
+        text = found[example].read_text(encoding="utf-8")
+    else:
+        text = (resources.files("archkit") / "starter.yaml").read_text(encoding="utf-8")
+    _write_new(target, text.encode("utf-8"))
+    return target
+
+
+def _write_new(target: Path, data: bytes) -> None:
+    """Create `target` atomically and only if it does not exist yet."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.link(tmp, target)  # fails with FileExistsError instead of replacing a user's file
+    finally:
+        os.unlink(tmp)
+
+
+# --------------------------------------------------------------------------- writing outputs
+
+MANIFEST = ".archkit-manifest.json"
+
+
+@dataclass
+class WriteResult:
+    """What writing a tree of generated files did (or, with check=True, would do)."""
+
+    written: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    stale: list[str] = field(default_factory=list)      # differ from what would be written
+    refused: list[str] = field(default_factory=list)    # exist but were not generated by archkit
+
+    @property
+    def ok(self) -> bool:
+        return not self.refused and not self.stale
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def write_tree(out_dir: str | os.PathLike, files: dict[str, str | bytes], check: bool = False,
+               force: bool = False) -> WriteResult:
+    """Write generated files atomically under `out_dir`.
+
+    A manifest of what archkit wrote (path -> sha256) lets later runs tell their own files
+    from a user's: an existing file that archkit did not write, or that was edited since,
+    is refused unless `force`. With `check`, nothing is written and stale files are listed
+    (a CI drift gate).
+    """
+    root = Path(out_dir)
+    manifest_path = root / MANIFEST
+    try:
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+        if not isinstance(manifest, dict):
+            manifest = {}
+    except (OSError, ValueError):
+        manifest = {}
+    result = WriteResult()
+    new_manifest = dict(manifest)
+    for rel in sorted(files):
+        if rel.startswith("/") or ".." in Path(rel).parts:
+            raise ValueError(f"generated path escapes the output folder: {rel}")
+        content = files[rel]
+        data = content.encode("utf-8") if isinstance(content, str) else content
+        dest = root / rel
+        existing = dest.read_bytes() if dest.is_file() else None
+        if existing == data:
+            result.unchanged.append(rel)
+            new_manifest[rel] = _sha(data)
+            continue
+        if check:
+            result.stale.append(rel)
+            continue
+        if existing is not None and not force and manifest.get(rel) != _sha(existing):
+            result.refused.append(rel)
+            continue
+        _atomic_write(dest, data)
+        new_manifest[rel] = _sha(data)
+        result.written.append(rel)
+    if check:
+        for rel in sorted(set(manifest) - set(files)):
+            if (root / rel).exists():
+                result.stale.append(rel)  # a file a previous render made that is no longer produced
+    elif new_manifest != manifest:
+        _atomic_write(manifest_path, (json.dumps(dict(sorted(new_manifest.items())), indent=1) + "\n").encode())
+    return result
+
+
+# --------------------------------------------------------------------------- render
+
+@dataclass
+class RenderResult:
+    """Files a render produced and what writing them did."""
+
+    files: dict[str, str | bytes]
+    write: WriteResult
+    diagnostics: list[Diagnostic]
+    skipped: dict[str, str] = field(default_factory=dict)  # generator -> why
+
+
+def generate(spec: Spec, spec_path: str = "<spec>", only: Optional[list[str]] = None,
+             formats: tuple[str, ...] = ("svg",), measured: Optional[dict] = None,
+             templates_dir: Optional[Path] = None, env: Optional[str] = None,
+             progress=None) -> tuple[dict[str, str | bytes], list[Diagnostic]]:
+    """Run the selected generators in memory; returns {relative path: content} and findings."""
+    from archkit.generators import RenderContext, all_generators
+
+    gens = all_generators()
+    unknown = [n for n in (only or []) if n not in gens]
+    if unknown:
+        raise KeyError(", ".join(unknown))
+    if env:
+        spec = spec.with_environment(env)
+    diags = check_spec(spec)
+    ctx = RenderContext(spec=spec, spec_path=spec_path, diagnostics=diags, measured=measured,
+                        formats=formats, templates_dir=templates_dir, env=env)
+    files: dict[str, str | bytes] = {}
+    selected = [g for name, g in gens.items() if not only or name in only]
+    for i, gen in enumerate(selected):
+        if progress:
+            progress(gen.name, i, len(selected))
+        for rel, content in gen.fn(ctx).items():
+            if rel in files:
+                raise RuntimeError(f"generators disagree: two of them produce {rel}")
+            files[rel] = content
+    return files, diags
+
+
+def render(spec_path: str | os.PathLike, out_dir: str | os.PathLike, only: Optional[list[str]] = None,
+           formats: tuple[str, ...] = ("svg",), measured: Optional[dict] = None,
+           templates_dir: Optional[Path] = None, check: bool = False, force: bool = False,
+           env: Optional[str] = None, progress=None) -> RenderResult:
+    """Render every artifact of a spec into `out_dir` (or, with `check`, report stale files)."""
+    res = load(spec_path)
+    if res.spec is None:
+        return RenderResult({}, WriteResult(), res.diagnostics)
+    files, diags = generate(res.spec, str(spec_path), only, formats, measured, templates_dir, env,
+                            progress)
+    return RenderResult(files, write_tree(out_dir, files, check=check, force=force), diags)

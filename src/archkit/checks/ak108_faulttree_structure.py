@@ -1,0 +1,58 @@
+"""AK108: a fault tree is malformed."""
+
+from archkit.checks.registry import Rule, register
+from archkit.spec.model import GateType
+
+
+@register
+class FaultTreeStructure(Rule):
+    """A fault tree has a cycle, an unused event, or an `atleast` gate with a bad k."""
+
+    code = "AK108"
+    name = "faulttree-structure"
+    source = "seed 000 §3.4: root event, gates, leaf checks"
+    rationale = """
+A fault tree is a directed acyclic graph from the top event to leaf events. Cycles make
+minimal cut sets undefined; an event no gate uses never appears in the runbook; an
+`atleast` gate needs 1 <= k <= number of inputs.
+"""
+
+    def check(self, ctx):
+        for tree in ctx.spec.faulttrees:
+            gates = {g.id: g for g in tree.gates}
+            used = {tree.top}
+            for g in tree.gates:
+                used.update(g.inputs)
+                if g.type is GateType.ATLEAST:
+                    if g.k is None or g.k > len(g.inputs):
+                        yield ctx.at(g, "k", f"gate '{g.id}' is atleast but k={g.k} with {len(g.inputs)} inputs")
+                elif g.k is not None:
+                    yield ctx.at(g, "k", f"gate '{g.id}' is {g.type.value}; 'k' applies to atleast gates only")
+            for e in tree.events:
+                if e.id not in used:
+                    yield ctx.at(e, "id", f"event '{e.id}' is not an input of any gate in tree '{tree.id}'")
+            for g in tree.gates:
+                if g.id not in used:
+                    yield ctx.at(g, "id", f"gate '{g.id}' is not reachable from top '{tree.top}'")
+            # cycle detection
+            state: dict[str, int] = {}
+
+            def visit(gid, trail):
+                state[gid] = 1
+                for inp in gates[gid].inputs:
+                    if inp in gates:
+                        if state.get(inp) == 1:
+                            return trail + [gid, inp]
+                        if not state.get(inp):
+                            found = visit(inp, trail + [gid])
+                            if found:
+                                return found
+                state[gid] = 2
+                return None
+
+            for gid in gates:
+                if not state.get(gid):
+                    cyc = visit(gid, [])
+                    if cyc:
+                        yield ctx.at(gates[cyc[-2]], "inputs", "fault tree cycle: " + " -> ".join(cyc))
+                        break

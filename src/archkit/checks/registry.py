@@ -1,0 +1,163 @@
+"""The rule registry: one module per rule, registered by code, duplicates refused."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import re
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, Callable, ClassVar, Iterable, Iterator, Optional
+
+from archkit.diagnostics import Diagnostic, Severity
+from archkit.spec.loader import SourceMap, file_of, format_path, source_of
+from archkit.spec.model import Node, Spec
+
+CODE_RE = re.compile(r"^AK[1-9][0-9]{2}$")
+FAMILIES = {
+    "AK1": "spec structure",
+    "AK2": "latency and capacity",
+    "AK3": "topology",
+    "AK4": "resilience",
+    "AK5": "security and compliance",
+    "AK6": "observability",
+}
+
+
+class DuplicateRuleError(RuntimeError):
+    """Two rules claim the same code."""
+
+
+class Rule:
+    """Base class of a check: set `code`, `name`, `severity`, `source`, `rationale`; write `check`.
+
+    The class docstring's first line is the rule's summary (shown by `archkit rules`).
+    `source` cites where the rule comes from (a seed section, a doc).
+    """
+
+    code: ClassVar[str]
+    name: ClassVar[str]
+    severity: ClassVar[Severity] = Severity.ERROR
+    source: ClassVar[str] = ""
+    rationale: ClassVar[str] = ""
+
+    def check(self, ctx: "Context") -> Iterable[Diagnostic]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    @classmethod
+    def summary(cls) -> str:
+        return (cls.__doc__ or cls.name).strip().splitlines()[0].strip()
+
+    @classmethod
+    def explain(cls) -> str:
+        body = [f"{cls.code} {cls.name} ({cls.severity.value}, {family_of(cls.code)})", "",
+                cls.summary()]
+        if cls.rationale:
+            body += ["", cls.rationale.strip()]
+        if cls.source:
+            body += ["", f"Source: {cls.source}"]
+        return "\n".join(body) + "\n"
+
+
+def family_of(code: str) -> str:
+    return FAMILIES.get(code[:3], "other")
+
+
+_REGISTRY: dict[str, type[Rule]] = {}
+_LOADED = False
+
+
+def register(cls: type[Rule]) -> type[Rule]:
+    """Class decorator: add a rule to the registry; refuses bad or duplicate codes."""
+    code = getattr(cls, "code", "")
+    if not CODE_RE.match(code):
+        raise ValueError(f"rule {cls.__name__} has a malformed code {code!r}")
+    if code in _REGISTRY and _REGISTRY[code] is not cls:
+        raise DuplicateRuleError(f"rule code {code} registered twice: "
+                                 f"{_REGISTRY[code].__module__} and {cls.__module__}")
+    _REGISTRY[code] = cls
+    return cls
+
+
+def all_rules() -> dict[str, type[Rule]]:
+    """Every registered rule by code, importing the `archkit.checks.akNNN*` modules once."""
+    global _LOADED
+    if not _LOADED:
+        import archkit.checks as pkg
+
+        for mod in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
+            if re.match(r"^ak[1-9][0-9]{2}", mod.name):
+                importlib.import_module(f"archkit.checks.{mod.name}")
+        _LOADED = True
+    return dict(sorted(_REGISTRY.items()))
+
+
+def rule_meta() -> dict[str, dict]:
+    return {code: {"name": r.name, "summary": r.summary(), "help": r.explain(),
+                   "severity": r.severity.value} for code, r in all_rules().items()}
+
+
+@dataclass
+class Context:
+    """What a rule sees: the spec, where its parts are in the file, shared derived data."""
+
+    spec: Spec
+    rule: Optional[type[Rule]] = None
+    cache: dict[str, Any] = field(default_factory=dict)
+
+    @cached_property
+    def source(self) -> SourceMap:
+        return source_of(self.spec)
+
+    @property
+    def file(self) -> str:
+        return file_of(self.spec)
+
+    def memo(self, key: str, fn: Callable[[], Any]) -> Any:
+        """Compute shared derived data once per check run (e.g. the queueing analysis)."""
+        if key not in self.cache:
+            self.cache[key] = fn()
+        return self.cache[key]
+
+    def at(self, obj: Node | tuple, field_name: Optional[str] = None, message: str = "", *,
+           severity: Optional[Severity] = None, hint: str = "", key: bool = False,
+           **extra: Any) -> Diagnostic:
+        """A diagnostic of the current rule located at `obj` (or its field)."""
+        path = obj if isinstance(obj, tuple) else obj.spec_path
+        if field_name is not None:
+            path = path + (field_name,)
+        loc = self.source.at(path, key=key)
+        rule = self.rule
+        assert rule is not None, "Context.at used outside a rule"
+        return Diagnostic(rule.code, severity or rule.severity, message, self.file, loc.line,
+                          loc.col, format_path(path), hint, extra)
+
+
+def _selected(code: str, select: list[str], ignore: list[str]) -> bool:
+    if select and not any(code.startswith(s) for s in select):
+        return False
+    return not any(code.startswith(i) for i in ignore)
+
+
+def run_rules(spec: Spec, select: Optional[list[str]] = None,
+              ignore: Optional[list[str]] = None) -> list[Diagnostic]:
+    """Run every selected rule on a loaded spec (code prefixes: AK2 selects a family)."""
+    select = list(select or []) + list(spec.checks.select)
+    ignore = list(ignore or []) + list(spec.checks.ignore)
+    ctx = Context(spec)
+    out: list[Diagnostic] = []
+    for code, rule_cls in all_rules().items():
+        if not _selected(code, select, ignore):
+            continue
+        ctx.rule = rule_cls
+        try:
+            out.extend(rule_cls().check(ctx))
+        except Exception as exc:  # a broken rule must not hide the others' findings
+            out.append(Diagnostic("AK199", Severity.ERROR,
+                                  f"internal error in rule {code}: {type(exc).__name__}: {exc}",
+                                  ctx.file))
+    return out
+
+
+def iter_rules() -> Iterator[type[Rule]]:
+    yield from all_rules().values()

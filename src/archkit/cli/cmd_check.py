@@ -1,0 +1,93 @@
+"""`archkit check`, `archkit rules`, `archkit explain`, `archkit schema`."""
+
+from __future__ import annotations
+
+import json
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from archkit import __version__, api
+from archkit.cli import app
+from archkit.cli.output import diag_line, fail
+from archkit.diagnostics import summary_line, to_json, to_sarif
+
+
+class CheckFormat(str, Enum):
+    text = "text"
+    json = "json"
+    sarif = "sarif"
+
+
+def _codes(values: Optional[list[str]]) -> list[str]:
+    out: list[str] = []
+    for v in values or []:
+        out += [c.strip().upper() for c in v.split(",") if c.strip()]
+    return out
+
+
+@app.command()
+def check(
+    specs: Annotated[list[Path], typer.Argument(help="Spec files to check.", show_default=False)],
+    format: Annotated[CheckFormat, typer.Option("--format", "-f", help="Output format.")] = CheckFormat.text,
+    select: Annotated[Optional[list[str]], typer.Option(help="Only these codes or prefixes (AK2, AK203).")] = None,
+    ignore: Annotated[Optional[list[str]], typer.Option(help="Skip these codes or prefixes.")] = None,
+    env: Annotated[Optional[str], typer.Option(help="Apply this environment's budget overrides.")] = None,
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write the report here.")] = None,
+) -> None:
+    """Check specs for design faults: structure, capacity, resilience, topology, security.
+
+    Exit 1 when any error is found.
+    """
+    report = api.check(specs, select=_codes(select), ignore=_codes(ignore), env=env)
+    diags = report.diagnostics
+    if format is CheckFormat.json:
+        text = to_json(diags)
+    elif format is CheckFormat.sarif:
+        text = to_sarif(diags, api.rules(), __version__)
+    else:
+        lines = [diag_line(d) for d in diags]
+        lines.append(f"{len(report.files)} file(s) checked: {summary_line(diags)}")
+        text = "\n".join(lines) + "\n"
+    if output:
+        output.write_text(text, encoding="utf-8")
+    else:
+        typer.echo(text, nl=False)
+    raise typer.Exit(1 if report.failed else 0)
+
+
+@app.command()
+def rules(
+    format: Annotated[CheckFormat, typer.Option("--format", "-f", help="text or json.")] = CheckFormat.text,
+) -> None:
+    """List the check catalogue."""
+    meta = api.rules()
+    if format is not CheckFormat.text:
+        typer.echo(json.dumps(meta, indent=2, ensure_ascii=False))
+        return
+    for code, m in meta.items():
+        typer.echo(f"{code}  {m['severity']:<7}  {m['name']:<32}  {m['summary']}")
+    typer.echo(f"{len(meta)} rules")
+
+
+@app.command()
+def explain(code: Annotated[str, typer.Argument(help="A rule code, e.g. AK203.")]) -> None:
+    """Explain a rule: what it finds, why, and which seed it comes from."""
+    text = api.explain(code)
+    if text is None:
+        raise fail(f"no rule {code!r}; see `archkit rules`", 2)
+    typer.echo(text, nl=False)
+
+
+@app.command()
+def schema(
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write to this file.")] = None,
+) -> None:
+    """Print the JSON Schema of the archkit/v1 spec."""
+    text = api.schema()
+    if output:
+        output.write_text(text, encoding="utf-8")
+    else:
+        typer.echo(text, nl=False)

@@ -1,0 +1,874 @@
+"""The archkit/v1 spec model: one AI service's data flow, control flow, topology and faults.
+
+Conventions (see docs/spec.md):
+- every number carries its unit in the key name (`p99_ms`, `gb_per_hour`, `max_queue_delay_us`);
+- every entity that others refer to has an `id`; references are plain ids and are resolved
+  by the structural checks (AK1xx), not here, so that all dangling references are reported
+  together with their source lines;
+- unknown keys are errors (`extra="forbid"`), with a "did you mean" suggestion from the loader.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Annotated, Any, Iterator, Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+
+Id = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$", min_length=1, max_length=128,
+                          description="identifier: letters, digits, '_', '-', '.'")]
+Ms = Annotated[float, Field(ge=0, description="milliseconds")]
+Fraction = Annotated[float, Field(ge=0, le=1)]
+PositiveInt = Annotated[int, Field(ge=1)]
+
+
+class Node(BaseModel):
+    """Base of every spec object: strict keys, and a record of where in the file it came from."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=False,
+                              use_enum_values=False, validate_default=True)
+    _path: tuple = PrivateAttr(default=())
+
+    @property
+    def spec_path(self) -> tuple:
+        """The path of this object in the document, e.g. ('dataflow', 'stages', 2)."""
+        return self._path
+
+
+# --------------------------------------------------------------------------- metadata/budgets
+
+class Metadata(Node):
+    """Who owns the service and where its dashboards and code live."""
+
+    name: Id
+    title: Optional[str] = None
+    description: Optional[str] = None
+    owners: list[str] = Field(default_factory=list, description="team or person contacts")
+    links: dict[str, str] = Field(default_factory=dict,
+                                  description="named links: dashboard, repo, runbook_base_url, ...")
+    labels: dict[str, str] = Field(default_factory=dict)
+
+
+class Budgets(Node):
+    """End-to-end objectives the whole request path must meet."""
+
+    p50_ms: Optional[Ms] = None
+    p95_ms: Optional[Ms] = None
+    p99_ms: Optional[Ms] = None
+    throughput_rps: Optional[Annotated[float, Field(ge=0)]] = Field(
+        None, description="design request rate the service must sustain")
+    peak_throughput_rps: Optional[Annotated[float, Field(ge=0)]] = None
+    error_rate: Optional[Fraction] = Field(None, description="max fraction of failed requests")
+    availability: Optional[Annotated[float, Field(gt=0, lt=1)]] = Field(
+        None, description="availability objective, e.g. 0.999")
+    slo_window_days: Annotated[int, Field(ge=1, le=366)] = 30
+    failure_rate_threshold: Fraction = Field(
+        0.01, description="stages whose failure_rate exceeds this are drawn as failure-prone")
+
+
+# --------------------------------------------------------------------------- data flow
+
+class StageKind(str, Enum):
+    ingress = "ingress"
+    gateway = "gateway"
+    preprocess = "preprocess"
+    model = "model"
+    postprocess = "postprocess"
+    store = "store"
+    cache = "cache"
+    external = "external"
+    queue = "queue"
+    rules = "rules"
+    human = "human"
+
+
+class Plane(str, Enum):
+    """Seed 004 §2.2: data, control and policy planes."""
+
+    data = "data"
+    control = "control"
+    policy = "policy"
+
+
+class Device(str, Enum):
+    cpu = "cpu"
+    gpu = "gpu"
+
+
+class ModelFormat(str, Enum):
+    onnx = "onnx"
+    torchscript = "torchscript"
+    tensorrt = "tensorrt"
+    savedmodel = "savedmodel"
+    python = "python"
+    pickle = "pickle"
+    xgboost = "xgboost"
+    other = "other"
+
+
+class BatchTiming(Node):
+    """Measured or estimated service time of ONE batch of `batch_size` items (seed 000 §2.1)."""
+
+    batch_size: PositiveInt
+    copy_ms: Ms = Field(0.0, description="host→device copy time of the whole batch")
+    compute_ms: Ms = Field(description="compute time of the whole batch")
+    overhead_ms: Ms = Field(0.0, description="fixed pre/post work per batch")
+    measured: bool = Field(True, description="false when the figure is an estimate")
+
+    @property
+    def total_ms(self) -> float:
+        return self.copy_ms + self.compute_ms + self.overhead_ms
+
+
+class Batching(Node):
+    """Dynamic batching as Triton configures it."""
+
+    max_batch_size: PositiveInt
+    preferred_batch_sizes: list[PositiveInt] = Field(default_factory=list)
+    max_queue_delay_us: Annotated[int, Field(ge=0)] = 0
+    max_queue_size: Optional[Annotated[int, Field(ge=0)]] = Field(
+        None, description="bounded queue: requests beyond it are refused")
+    queue_timeout_us: Optional[Annotated[int, Field(ge=0)]] = None
+
+
+class VersionPolicy(Node):
+    """Which model versions the server keeps loaded (seed 000 §2.2: latest 2)."""
+
+    latest_num_versions: Optional[PositiveInt] = None
+    specific: list[int] = Field(default_factory=list)
+
+
+class RollbackVerification(Node):
+    """How a rollback is proven (seed 000 §5.12)."""
+
+    golden_set: Optional[str] = Field(None, description="path of inputs with known outputs")
+    command: Optional[str] = None
+    expect: Optional[str] = None
+
+
+class Quantization(Node):
+    mode: Literal["none", "dynamic", "static", "fp16", "int8"] = "none"
+    layers: list[str] = Field(default_factory=list)
+    accuracy_drop: Optional[Fraction] = None
+
+
+class ModelInfo(Node):
+    """A model served by a stage: identity, batching and measured timings."""
+
+    name: str
+    version: Optional[str] = None
+    sha256: Optional[Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]] = None
+    format: ModelFormat = ModelFormat.onnx
+    server: Optional[str] = Field(None, description="serving runtime, e.g. triton")
+    device: Device = Device.gpu
+    instances: PositiveInt = 1
+    batching: Optional[Batching] = None
+    service_time: list[BatchTiming] = Field(default_factory=list)
+    reload_ms: Optional[Ms] = Field(None, description="model reload / CUDA context rebuild time")
+    cold_start_ms: Optional[Ms] = None
+    gpu_memory_gb: Optional[Annotated[float, Field(ge=0)]] = None
+    version_policy: Optional[VersionPolicy] = None
+    rollback: Optional[RollbackVerification] = None
+    quantization: Optional[Quantization] = None
+    opset: Optional[int] = None
+
+
+class Encryption(Node):
+    at_rest: bool = False
+    in_transit: bool = False
+    algorithm: Optional[str] = None
+    kms_key_rotation_days: Optional[PositiveInt] = None
+
+
+class Stage(Node):
+    """One step of the data flow with its latency budget, volume and failure rate."""
+
+    id: Id
+    name: Optional[str] = None
+    kind: StageKind
+    plane: Plane = Plane.data
+    service: Optional[Id] = Field(None, description="topology service that runs this stage")
+    description: Optional[str] = None
+    p50_ms: Optional[Ms] = None
+    p95_ms: Optional[Ms] = None
+    p99_ms: Optional[Ms] = None
+    timeout_ms: Optional[Ms] = None
+    gb_per_hour: Optional[Annotated[float, Field(ge=0)]] = None
+    failure_rate: Optional[Fraction] = None
+    failure_cause: Optional[str] = None
+    concurrency: Optional[PositiveInt] = Field(None, description="parallel workers for non-model stages")
+    data_classes: list[str] = Field(default_factory=list,
+                                    description="e.g. pii, biometric, credentials, raw_image")
+    compliance: list[str] = Field(default_factory=list, description="e.g. 'GDPR Art.9'")
+    encryption: Optional[Encryption] = None
+    egress: bool = Field(False, description="data leaves the trust boundary from here")
+    logs_payload: bool = Field(False, description="raw payloads are written to logs")
+    model: Optional[ModelInfo] = None
+    cache: Optional[dict[str, Any]] = Field(None, description="cache settings: key, ttl_s, backend")
+
+
+class Transport(str, Enum):
+    http = "http"
+    grpc = "grpc"
+    kafka = "kafka"
+    queue = "queue"
+    shm = "shm"
+    inproc = "inproc"
+    s3 = "s3"
+    redis = "redis"
+    sql = "sql"
+
+
+class Edge(Node):
+    """Data moving from one stage to another."""
+
+    from_: Id = Field(alias="from")
+    to: Id
+    payload: Optional[str] = None
+    bytes: Optional[Annotated[int, Field(ge=0)]] = Field(None, description="mean payload size")
+    transport: Transport = Transport.http
+    mode: Literal["sync", "async"] = "sync"
+    p50_ms: Optional[Ms] = Field(None, description="transfer time, if significant")
+    p99_ms: Optional[Ms] = None
+    label: Optional[str] = None
+    condition: Optional[str] = Field(None, description="taken only when this holds (branch)")
+
+
+class Dataflow(Node):
+    """Stages and the edges between them."""
+
+    stages: list[Stage] = Field(default_factory=list)
+    edges: list[Edge] = Field(default_factory=list)
+
+
+# --------------------------------------------------------------------------- control flow
+
+class Branch(Node):
+    when: str = Field(description="the branch condition's outcome, e.g. 'yes', 'fresh'")
+    next: Id
+
+
+class Decision(Node):
+    """A diamond: criterion, where its data comes from, branches and the failure path."""
+
+    id: Id
+    label: Optional[str] = None
+    criterion: Optional[str] = Field(None, description="e.g. 'feature age < 300s'")
+    source: Optional[str] = Field(None, description="where the data for the decision comes from")
+    timeout_ms: Optional[Ms] = None
+    branches: list[Branch] = Field(default_factory=list)
+    on_failure: Optional[Id] = Field(None, description="node taken when the decision cannot be made")
+
+
+class Retry(Node):
+    attempts: Annotated[int, Field(ge=0, le=100)] = Field(description="retries after the first try")
+    backoff_ms: Ms = 0.0
+    backoff_multiplier: Annotated[float, Field(ge=1)] = 1.0
+    jitter: bool = False
+
+
+class CircuitBreaker(Node):
+    error_rate_threshold: Fraction = 0.5
+    window_s: Annotated[float, Field(gt=0)] = 10.0
+    open_s: Annotated[float, Field(gt=0)] = 30.0
+    min_requests: PositiveInt = 20
+
+
+class Call(Node):
+    """A call to a stage or service with its timeout, retries, breaker and fallback."""
+
+    id: Id
+    label: Optional[str] = None
+    target: Id = Field(description="a dataflow stage id or a topology service id")
+    timeout_ms: Optional[Ms] = None
+    retry: Optional[Retry] = None
+    circuit_breaker: Optional[CircuitBreaker] = None
+    caller: Optional[Id] = Field(None, description="the call whose target makes this call (nesting)")
+    next: Optional[Id] = None
+    on_failure: Optional[Id] = Field(None, description="fallback node on error or timeout")
+    idempotent: bool = True
+
+
+class Terminal(Node):
+    """Where a request ends."""
+
+    id: Id
+    label: Optional[str] = None
+    outcome: Literal["success", "degraded", "rejected", "error"] = "success"
+    status: Optional[int] = Field(None, description="protocol status returned, e.g. 200, 429")
+
+
+class Controlflow(Node):
+    """Who decides what, when: decisions, calls and terminals."""
+
+    start: Optional[Id] = None
+    timeout_ms: Optional[Ms] = Field(None, description="overall request deadline")
+    decisions: list[Decision] = Field(default_factory=list)
+    calls: list[Call] = Field(default_factory=list)
+    terminals: list[Terminal] = Field(default_factory=list)
+
+    def nodes(self) -> Iterator[Decision | Call | Terminal]:
+        yield from self.decisions
+        yield from self.calls
+        yield from self.terminals
+
+
+# --------------------------------------------------------------------------- topology
+
+class GpuSharing(str, Enum):
+    exclusive = "exclusive"
+    mig = "mig"
+    time_slicing = "time_slicing"
+    memory_fraction = "memory_fraction"
+
+
+class Gpu(Node):
+    model: str
+    count: PositiveInt = 1
+    memory_gb: Optional[Annotated[float, Field(gt=0)]] = None
+    mig_profile: Optional[str] = None
+    sharing: GpuSharing = GpuSharing.exclusive
+    memory_fraction: Optional[Annotated[float, Field(gt=0, le=1)]] = None
+
+
+class Taint(Node):
+    key: str
+    value: Optional[str] = None
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] = "NoSchedule"
+
+
+class NodePool(Node):
+    """A group of identical nodes."""
+
+    id: Id
+    role: Literal["inference", "training", "preprocess", "general", "storage", "system"] = "general"
+    instance_type: Optional[str] = None
+    count: Annotated[int, Field(ge=0)] = 1
+    cpu_cores: Optional[Annotated[float, Field(gt=0)]] = None
+    memory_gib: Optional[Annotated[float, Field(gt=0)]] = None
+    gpu: Optional[Gpu] = None
+    labels: dict[str, str] = Field(default_factory=dict)
+    taints: list[Taint] = Field(default_factory=list)
+    networks: list[Id] = Field(default_factory=list)
+    multi_tenant: bool = False
+
+
+class Network(Node):
+    """A network plane (business, RDMA, management, ...)."""
+
+    id: Id
+    kind: Literal["business", "rdma", "management", "storage", "public"] = "business"
+    cidr: str
+    mtu: Annotated[int, Field(ge=576, le=65535)] = 1500
+    public: bool = False
+
+
+class Storage(Node):
+    id: Id
+    type: Literal["nfs", "cephfs", "tmpfs", "s3", "local", "hostpath", "pvc", "emptydir", "redis",
+                  "database"]
+    source: Optional[str] = Field(None, description="server:/export, bucket, claim name, ...")
+    mount_options: list[str] = Field(default_factory=list)
+    encrypted: bool = False
+    size_gib: Optional[Annotated[float, Field(gt=0)]] = None
+    data_classes: list[str] = Field(default_factory=list)
+
+
+class ResourceAmounts(Node):
+    cpu_cores: Optional[Annotated[float, Field(ge=0)]] = None
+    memory_mib: Optional[Annotated[float, Field(ge=0)]] = None
+    gpu: Optional[Annotated[float, Field(ge=0)]] = Field(None, description="nvidia.com/gpu")
+
+
+class Resources(Node):
+    requests: ResourceAmounts = Field(default_factory=ResourceAmounts)
+    limits: ResourceAmounts = Field(default_factory=ResourceAmounts)
+
+
+class Port(Node):
+    name: str
+    port: Annotated[int, Field(ge=1, le=65535)]
+    protocol: Literal["TCP", "UDP"] = "TCP"
+    purpose: Literal["http", "grpc", "metrics", "admin", "other"] = "http"
+
+
+class Probe(Node):
+    """An HTTP, TCP or exec probe."""
+
+    http_path: Optional[str] = None
+    port: Optional[int] = None
+    exec: Optional[list[str]] = None
+    tcp_port: Optional[int] = None
+    period_s: Annotated[float, Field(gt=0)] = 10
+    timeout_s: Annotated[float, Field(gt=0)] = 1
+    failure_threshold: PositiveInt = 3
+    initial_delay_s: Annotated[float, Field(ge=0)] = 0
+
+
+class Probes(Node):
+    liveness: Optional[Probe] = None
+    readiness: Optional[Probe] = None
+    startup: Optional[Probe] = None
+
+
+class Security(Node):
+    run_as_user: Optional[int] = None
+    run_as_non_root: Optional[bool] = None
+    read_only_root_fs: bool = False
+    privileged: bool = False
+
+
+class Mount(Node):
+    storage: Id
+    path: str
+    read_only: bool = False
+
+
+class IngressRule(Node):
+    """Who may connect to this service."""
+
+    from_: str = Field(alias="from", description="a CIDR, 'service:<id>' or 'public'")
+    ports: list[int] = Field(default_factory=list)
+    auth: Literal["none", "jwt", "mtls", "api_key", "oauth2"] = "none"
+
+
+class EgressRule(Node):
+    to: str = Field(description="a CIDR, host name or 'service:<id>'")
+    ports: list[int] = Field(default_factory=list)
+
+
+class KubeRef(Node):
+    """How the service appears in Kubernetes, for `archkit verify`."""
+
+    kind: Literal["Deployment", "StatefulSet", "DaemonSet"] = "Deployment"
+    name: Optional[str] = None
+    namespace: str = "default"
+    container: Optional[str] = None
+    labels: dict[str, str] = Field(default_factory=dict)
+
+
+class Service(Node):
+    """A deployable unit placed on a node pool."""
+
+    id: Id
+    image: Optional[str] = None
+    pool: Id
+    replicas: Annotated[int, Field(ge=0)] = 1
+    min_replicas: Optional[Annotated[int, Field(ge=0)]] = None
+    max_replicas: Optional[Annotated[int, Field(ge=0)]] = None
+    resources: Resources = Field(default_factory=Resources)
+    ports: list[Port] = Field(default_factory=list)
+    probes: Probes = Field(default_factory=Probes)
+    security: Security = Field(default_factory=Security)
+    mounts: list[Mount] = Field(default_factory=list)
+    ingress: list[IngressRule] = Field(default_factory=list)
+    egress: list[EgressRule] = Field(default_factory=list)
+    ulimits: dict[str, int] = Field(default_factory=dict, description="e.g. nofile: 65536")
+    sysctls: dict[str, str | int] = Field(default_factory=dict)
+    env: dict[str, str] = Field(default_factory=dict)
+    public: bool = Field(False, description="reachable from outside the cluster")
+    external: bool = Field(False, description="a third-party dependency not deployed by us")
+    kubernetes: Optional[KubeRef] = None
+    log_keywords: list[str] = Field(default_factory=list)
+    deploy_command: Optional[str] = None
+    rollback_command: Optional[str] = None
+
+
+class OsTuning(Node):
+    sysctls: dict[str, str | int] = Field(default_factory=dict)
+    ntp: Optional[bool] = None
+    max_clock_drift_ms: Optional[Ms] = None
+    swappiness: Optional[int] = None
+
+
+class Topology(Node):
+    """Node pools, networks, storage and services."""
+
+    node_pools: list[NodePool] = Field(default_factory=list)
+    networks: list[Network] = Field(default_factory=list)
+    storage: list[Storage] = Field(default_factory=list)
+    services: list[Service] = Field(default_factory=list)
+    os_tuning: Optional[OsTuning] = None
+
+
+# --------------------------------------------------------------------------- fault trees
+
+class GateType(str, Enum):
+    OR = "or"
+    AND = "and"
+    ATLEAST = "atleast"
+
+
+class Gate(Node):
+    id: Id
+    label: Optional[str] = None
+    type: GateType
+    k: Optional[PositiveInt] = Field(None, description="for atleast: how many inputs must fail")
+    inputs: list[Id] = Field(min_length=1)
+
+
+class BasicEvent(Node):
+    """A leaf: how to check it, what healthy output looks like, and how to fix it.
+
+    The check's output is compared with `expect` (substring), `expect_regex` or
+    `expect_exit_code`; a mismatch confirms the event (the fault is present).
+    """
+
+    id: Id
+    label: Optional[str] = None
+    check: Optional[str] = Field(None, description="shell command, run exactly as written")
+    expect: Optional[str] = Field(None, description="substring present when healthy")
+    expect_regex: Optional[str] = None
+    expect_exit_code: Optional[int] = None
+    timeout_s: Annotated[float, Field(gt=0, le=600)] = 10
+    cost_s: Optional[Annotated[float, Field(ge=0)]] = Field(None, description="time a check takes a human")
+    probability: Optional[Fraction] = None
+    rate_per_hour: Optional[Annotated[float, Field(ge=0)]] = None
+    mismatch_means: Optional[str] = None
+    remedy: Optional[str] = None
+
+
+class FaultTree(Node):
+    """Top event of one service, its gates and leaf events."""
+
+    id: Id
+    service: Optional[Id] = None
+    top: Id = Field(description="the gate (or event) that is the top event")
+    label: Optional[str] = None
+    mission_time_h: Optional[Annotated[float, Field(gt=0)]] = Field(
+        None, description="converts rate_per_hour into probability")
+    gates: list[Gate] = Field(default_factory=list)
+    events: list[BasicEvent] = Field(default_factory=list)
+    escalation: Optional[str] = None
+
+
+# --------------------------------------------------------------------------- observability
+
+class MetricType(str, Enum):
+    histogram = "histogram"
+    summary = "summary"
+    counter_us = "counter_us"  # Triton's cumulative *_duration_us counters
+    counter = "counter"
+    gauge = "gauge"
+
+
+class MetricRef(Node):
+    metric: str
+    type: MetricType = MetricType.histogram
+    count_metric: Optional[str] = Field(None, description="request counter for counter_us ratios")
+    labels: dict[str, str] = Field(default_factory=dict)
+
+
+class StageMetrics(Node):
+    """The series that measure one stage."""
+
+    stage: Id
+    latency: Optional[MetricRef] = None
+    errors: Optional[MetricRef] = None
+    requests: Optional[MetricRef] = None
+    queue: Optional[MetricRef] = None
+    compute: Optional[MetricRef] = None
+
+
+class EffectiveQps(Node):
+    """Seed 004 §3.4: successes with confidence >= floor, per second."""
+
+    metric: str
+    confidence_floor: Fraction = 0.8
+    baseline_qps: Optional[Annotated[float, Field(gt=0)]] = None
+    alert_below_ratio: Fraction = 0.5
+    labels: dict[str, str] = Field(default_factory=dict)
+
+
+class ColdStart(Node):
+    metric: str
+    max_ms: Ms = 800
+    type: MetricType = MetricType.gauge
+    labels: dict[str, str] = Field(default_factory=dict)
+
+
+class Drift(Node):
+    metric: str
+    method: Literal["ks", "psi", "chi2"] = "ks"
+    p_value_threshold: Fraction = 0.01
+    labels: dict[str, str] = Field(default_factory=dict)
+
+
+class GpuMemory(Node):
+    metric: str
+    total_metric: Optional[str] = None
+    max_ratio: Fraction = 0.9
+    labels: dict[str, str] = Field(default_factory=dict)
+
+
+class GoldenSignals(Node):
+    effective_qps: Optional[EffectiveQps] = None
+    cold_start: Optional[ColdStart] = None
+    drift: Optional[Drift] = None
+    gpu_memory: Optional[GpuMemory] = None
+
+
+class LogPolicy(Node):
+    level: Literal["DEBUG", "INFO", "WARN", "ERROR"] = "INFO"
+    never_log: list[str] = Field(default_factory=list, description="fields that must never be logged")
+    required_fields: list[str] = Field(default_factory=list)
+
+
+class ScrapeTarget(Node):
+    service: Id
+    port: int
+    path: str = "/metrics"
+    job: Optional[str] = None
+
+
+class Observability(Node):
+    stages: list[StageMetrics] = Field(default_factory=list)
+    golden_signals: GoldenSignals = Field(default_factory=GoldenSignals)
+    logging: Optional[LogPolicy] = None
+    scrape: list[ScrapeTarget] = Field(default_factory=list)
+    clock_sync: Optional[bool] = Field(None, description="hosts' clocks are synchronised (NTP/PTP)")
+    max_clock_drift_ms: Optional[Ms] = None
+    alert_for: str = Field("5m", pattern=r"^[0-9]+[smhd]$", description="default 'for' of alerts")
+
+
+# --------------------------------------------------------------------------- policies
+
+class DegradeRule(Node):
+    """Seed 004 §2.2 policy plane: condition → action."""
+
+    id: Id
+    condition: str
+    action: Literal["route", "skip", "reject", "human_review", "cache_only", "default_response",
+                    "shed_load"]
+    target: Optional[Id] = Field(None, description="stage, call, service or control node it acts on")
+    fallback: Optional[Id] = Field(None, description="where traffic goes instead")
+    store: Optional[str] = Field(None, description="where the rule lives, e.g. consul kv path")
+
+
+class SecurityPolicy(Node):
+    """Service-wide security settings."""
+
+    kms_key_rotation_days: Optional[PositiveInt] = None
+    training_data_encrypted: Optional[bool] = None
+
+
+class Policies(Node):
+    degrade: list[DegradeRule] = Field(default_factory=list)
+    security: Optional[SecurityPolicy] = None
+
+
+# --------------------------------------------------------------------------- load test
+
+class Target(Node):
+    protocol: Literal["http", "triton-http", "triton-grpc"] = "http"
+    host: str = Field(description="base URL; load tests only ever target loopback addresses")
+    service: Optional[Id] = None
+
+
+class Payload(Node):
+    file: Optional[str] = None
+    folder: Optional[str] = None
+    glob: str = "*"
+    template: Optional[str] = None
+    content_type: Optional[str] = None
+
+    @model_validator(mode="after")
+    def _one_source(self) -> "Payload":
+        given = [k for k in ("file", "folder", "template") if getattr(self, k) is not None]
+        if len(given) > 1:
+            raise ValueError(f"payload takes one of file, folder or template, not {', '.join(given)}")
+        return self
+
+
+class TritonInput(Node):
+    name: str
+    datatype: str = "BYTES"
+    shape: list[int] = Field(default_factory=list)
+
+
+class Scenario(Node):
+    """One kind of request in the traffic mix."""
+
+    id: Id
+    weight: Annotated[float, Field(gt=0)] = 1
+    method: Literal["GET", "POST", "PUT", "DELETE", "PATCH"] = "POST"
+    path: Optional[str] = None
+    headers: dict[str, str] = Field(default_factory=dict)
+    payload: Optional[Payload] = None
+    model: Optional[str] = Field(None, description="Triton model name for triton targets")
+    inputs: list[TritonInput] = Field(default_factory=list)
+    outputs: list[str] = Field(default_factory=list)
+    expect_status: list[int] = Field(default_factory=lambda: [200])
+    p50_ms: Optional[Ms] = None
+    p95_ms: Optional[Ms] = None
+    p99_ms: Optional[Ms] = None
+
+
+class Fault(Node):
+    at_s: Annotated[float, Field(ge=0)]
+    action: Literal["stop", "kill", "restart", "pause", "delay"]
+    target: Id = Field(description="a topology service id")
+    duration_s: Optional[Annotated[float, Field(ge=0)]] = None
+    delay_ms: Optional[Ms] = None
+    command: Optional[str] = Field(None, description="how to apply it outside the local runner")
+    expect_fallback: Optional[Id] = Field(None, description="control-flow node expected to answer")
+
+
+class Level(Node):
+    """One load-test level: baseline, stress or chaos."""
+
+    id: Id
+    kind: Literal["baseline", "stress", "chaos"]
+    users: PositiveInt = 10
+    rate_rps: Optional[Annotated[float, Field(gt=0)]] = None
+    duration_s: Annotated[float, Field(gt=0, le=86400)] = 60
+    max_requests: Optional[PositiveInt] = None
+    start_rps: Optional[Annotated[float, Field(gt=0)]] = None
+    step_rps: Optional[Annotated[float, Field(gt=0)]] = None
+    step_duration_s: Optional[Annotated[float, Field(gt=0)]] = None
+    max_rps: Optional[Annotated[float, Field(gt=0)]] = None
+    faults: list[Fault] = Field(default_factory=list)
+
+
+class Loadtest(Node):
+    target: Target
+    scenarios: list[Scenario] = Field(default_factory=list)
+    levels: list[Level] = Field(default_factory=list)
+
+
+# --------------------------------------------------------------------------- environments
+
+class StageOverride(Node):
+    stage: Id
+    p50_ms: Optional[Ms] = None
+    p95_ms: Optional[Ms] = None
+    p99_ms: Optional[Ms] = None
+    service_time: Optional[list[BatchTiming]] = None
+
+
+class Environment(Node):
+    """Budget overrides for one hardware profile (e.g. `cpu`, `h200`)."""
+
+    id: Id
+    description: Optional[str] = None
+    hardware: Optional[str] = None
+    budgets: Optional[Budgets] = None
+    stages: list[StageOverride] = Field(default_factory=list)
+    measured: Optional[str] = Field(None, description="where the numbers come from")
+
+
+# --------------------------------------------------------------------------- the spec
+
+class CheckSettings(Node):
+    """Per-spec rule selection, like a linter's config."""
+
+    ignore: list[str] = Field(default_factory=list)
+    select: list[str] = Field(default_factory=list)
+
+
+class Spec(Node):
+    """An archkit/v1 spec: one AI service's architecture."""
+
+    api_version: Literal["archkit/v1"] = Field(alias="apiVersion")
+    metadata: Metadata
+    budgets: Budgets = Field(default_factory=Budgets)
+    dataflow: Dataflow = Field(default_factory=Dataflow)
+    controlflow: Controlflow = Field(default_factory=Controlflow)
+    topology: Topology = Field(default_factory=Topology)
+    faulttrees: list[FaultTree] = Field(default_factory=list)
+    observability: Observability = Field(default_factory=Observability)
+    policies: Policies = Field(default_factory=Policies)
+    loadtest: Optional[Loadtest] = None
+    environments: list[Environment] = Field(default_factory=list)
+    checks: CheckSettings = Field(default_factory=CheckSettings)
+
+    # ---- lookups (derived; built on demand, never stored in the document)
+    def stage(self, stage_id: str) -> Optional[Stage]:
+        return self._index("stages").get(stage_id)
+
+    def service(self, service_id: str) -> Optional[Service]:
+        return self._index("services").get(service_id)
+
+    def pool(self, pool_id: str) -> Optional[NodePool]:
+        return self._index("pools").get(pool_id)
+
+    def control_node(self, node_id: str):
+        return self._index("control").get(node_id)
+
+    def environment(self, env_id: str) -> Optional[Environment]:
+        return self._index("envs").get(env_id)
+
+    def _index(self, name: str) -> dict:
+        cache = self.__dict__.setdefault("_archkit_index", {})
+        if name not in cache:
+            src = {
+                "stages": self.dataflow.stages,
+                "services": self.topology.services,
+                "pools": self.topology.node_pools,
+                "control": list(self.controlflow.nodes()),
+                "envs": self.environments,
+            }[name]
+            idx: dict = {}
+            for obj in src:
+                idx.setdefault(obj.id, obj)  # first wins; duplicates are reported by AK102
+            cache[name] = idx
+        return cache[name]
+
+    def with_environment(self, env_id: Optional[str]) -> "Spec":
+        """A copy of the spec with one environment's budget overrides applied."""
+        if not env_id:
+            return self
+        env = self.environment(env_id)
+        if env is None:
+            raise KeyError(env_id)
+        clone = self.model_copy(deep=True)
+        clone.__dict__.pop("_archkit_index", None)
+        if env.budgets is not None:
+            for key in env.budgets.model_fields_set:
+                setattr(clone.budgets, key, getattr(env.budgets, key))
+        for ov in env.stages:
+            st = clone.stage(ov.stage)
+            if st is None:
+                continue
+            for key in ("p50_ms", "p95_ms", "p99_ms"):
+                if getattr(ov, key) is not None:
+                    setattr(st, key, getattr(ov, key))
+            if ov.service_time is not None and st.model is not None:
+                st.model.service_time = ov.service_time
+        _copy_paths(self, clone)
+        return clone
+
+
+def _copy_paths(src: Node, dst: Node) -> None:
+    """Keep source locations on a deep copy (private attrs are copied, but be explicit)."""
+    for a, b in zip(walk(src), walk(dst)):
+        b._path = a._path
+
+
+def walk(node: Any, path: tuple = ()) -> Iterator[Node]:
+    """Every Node in the tree, depth first, in document order."""
+    if isinstance(node, Node):
+        yield node
+        for name in type(node).model_fields:
+            yield from walk(getattr(node, name), path)
+    elif isinstance(node, list):
+        for item in node:
+            yield from walk(item, path)
+    elif isinstance(node, dict):
+        for item in node.values():
+            yield from walk(item, path)
+
+
+def assign_paths(node: Any, path: tuple = ()) -> None:
+    """Record each object's document path (aliases, e.g. `from`, are used as keys)."""
+    if isinstance(node, Node):
+        node._path = path
+        for name, finfo in type(node).model_fields.items():
+            key = finfo.alias or name
+            assign_paths(getattr(node, name), path + (key,))
+    elif isinstance(node, list):
+        for i, item in enumerate(node):
+            assign_paths(item, path + (i,))
+    elif isinstance(node, dict):
+        for k, item in node.items():
+            assign_paths(item, path + (k,))

@@ -1,0 +1,82 @@
+"""Shared fixtures: repository paths, golden-file comparison with --update-golden."""
+
+from __future__ import annotations
+
+import difflib
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
+REFERENCE_SPECS = sorted((ROOT / "specs").glob("*.yaml"))
+ARTIFACTS = ROOT / "tests" / "artifacts"
+
+
+def pytest_addoption(parser):
+    parser.addoption("--update-golden", action="store_true", default=False,
+                     help="rewrite golden files from the current output instead of comparing")
+
+
+@pytest.fixture
+def update_golden(request) -> bool:
+    return bool(request.config.getoption("--update-golden"))
+
+
+class Golden:
+    """Compare text with a golden file; print a diff and the command that updates it."""
+
+    def __init__(self, update: bool):
+        self.update = update
+
+    def check(self, path: Path, actual: str | bytes) -> None:
+        path = Path(path)
+        if self.update:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(actual.encode("utf-8") if isinstance(actual, str) else actual)
+            return
+        assert path.exists(), (f"golden file {path.relative_to(ROOT)} is missing; "
+                               "create it with: .venv/bin/pytest --update-golden " + os.environ.get("PYTEST_CURRENT_TEST", "").split(" ")[0])
+        expected = path.read_bytes()
+        got = actual.encode("utf-8") if isinstance(actual, str) else actual
+        if expected != got:
+            try:
+                diff = "".join(difflib.unified_diff(
+                    expected.decode().splitlines(True), got.decode().splitlines(True),
+                    str(path.relative_to(ROOT)), "actual", n=2))
+            except UnicodeDecodeError:
+                diff = f"binary files differ ({len(expected)} vs {len(got)} bytes)"
+            pytest.fail(f"{path.relative_to(ROOT)} differs from the output:\n{diff[:6000]}\n"
+                        "If the change is intended, update with: .venv/bin/pytest --update-golden "
+                        + os.environ.get("PYTEST_CURRENT_TEST", "").split(" ")[0])
+
+    def check_tree(self, folder: Path, files: dict[str, str | bytes]) -> None:
+        """Golden comparison of a whole tree: fails on missing or extra files too."""
+        folder = Path(folder)
+        if self.update:
+            if folder.exists():
+                for p in sorted(folder.rglob("*"), reverse=True):
+                    if p.is_file():
+                        p.unlink()
+            for rel, content in files.items():
+                self.check(folder / rel, content)
+            return
+        have = {str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file()} if folder.exists() else set()
+        missing, extra = sorted(set(files) - have), sorted(have - set(files))
+        assert not missing and not extra, (
+            f"golden tree {folder.relative_to(ROOT)}: missing {missing}, extra {extra}; "
+            "update with: .venv/bin/pytest --update-golden")
+        for rel in sorted(files):
+            self.check(folder / rel, files[rel])
+
+
+@pytest.fixture
+def golden(update_golden) -> Golden:
+    return Golden(update_golden)
+
+
+@pytest.fixture(scope="session")
+def artifacts_dir() -> Path:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    return ARTIFACTS
