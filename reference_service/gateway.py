@@ -1,0 +1,304 @@
+"""The HTTP gateway: validate, cache, detect, crop, recognise, post-process.
+
+``POST /v1/ocr`` takes the raw image bytes (PNG, JPEG or WebP) as the request body.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import io
+import json
+import logging
+import time
+from contextlib import asynccontextmanager
+
+import numpy as np
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, Response
+from PIL import Image, UnidentifiedImageError
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from . import pipeline as P
+from .cache import make_cache
+from .metrics import Metrics
+from .models import DET_FILE, REC_FILE
+from .settings import Settings
+from .triton_client import TritonClient, TritonOverloaded, TritonUnavailable
+
+LOG = logging.getLogger("reference_service.gateway")
+ACCEPTED_TYPES = {"image/png", "image/jpeg", "image/webp", "application/octet-stream"}
+ACCEPTED_FORMATS = {"PNG", "JPEG", "WEBP"}
+PIPELINE_VERSION = "ppocrv4-det960-rec48-v1"  # part of the cache key: new models, new keys
+# A second guard inside PIL itself, in case a decoder reports a size lazily.
+Image.MAX_IMAGE_PIXELS = None
+
+
+class InputError(Exception):
+    """A request the gateway refuses with a 4xx and a short message."""
+
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(message)
+        self.status, self.code, self.message = status, code, message
+
+
+def error(status: int, code: str, message: str, headers: dict | None = None) -> JSONResponse:
+    """The one error shape: {"error": {"code", "message"}} (no tracebacks, no paths)."""
+    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status, headers=headers)
+
+
+def decode_image(body: bytes, s: Settings) -> np.ndarray:
+    """Validate format and size from the header, then decode to BGR uint8."""
+    if not body:
+        raise InputError(400, "empty_body", "request body is empty; send the image bytes")
+    try:
+        img = Image.open(io.BytesIO(body))  # lazy: reads the header only
+    except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError):
+        raise InputError(400, "not_an_image", "body is not a PNG, JPEG or WebP image") from None
+    if img.format not in ACCEPTED_FORMATS:
+        raise InputError(415, "unsupported_format", f"image format {img.format} not accepted; use PNG, JPEG or WebP")
+    w, h = img.size
+    if w * h > s.max_pixels or max(w, h) > s.max_side:
+        raise InputError(413, "image_too_large",
+                         f"image is {w}x{h}; limit is {s.max_pixels} pixels and {s.max_side} px per side")
+    if min(w, h) < s.min_side:
+        raise InputError(422, "image_too_small", f"image is {w}x{h}; each side must be at least {s.min_side} px")
+    try:
+        if img.format == "JPEG":
+            img.draft("RGB", (w, h))
+        img.load()
+        rgb = img.convert("RGB")
+    except (OSError, ValueError, SyntaxError, Image.DecompressionBombError):
+        raise InputError(400, "corrupt_image", "image data is truncated or corrupt") from None
+    finally:
+        img.close()
+    return np.ascontiguousarray(np.asarray(rgb)[:, :, ::-1])
+
+
+def _prepare_det(img: np.ndarray):
+    boxed, pad = P.letterbox(img)
+    page, rh, rw = P.det_resize(boxed)
+    return page, rh, rw, pad
+
+
+def _crop_all(img: np.ndarray, boxes: np.ndarray, rh: float, rw: float, pad: int, boxed_shape):
+    """Map det boxes to original coordinates and cut + resize the line crops."""
+    scale = np.array([rw, rh], dtype=np.float32)
+    originals, crops = [], []
+    boxed = img if pad == 0 else P.letterbox(img)[0]
+    for box in P.sorted_boxes(boxes):
+        b = box * scale
+        crops.append(P.rec_resize(P.crop_box(boxed, b)))
+        o = b.copy()
+        o[:, 1] -= pad
+        o[:, 0] = np.clip(o[:, 0], 0, img.shape[1])
+        o[:, 1] = np.clip(o[:, 1], 0, img.shape[0])
+        originals.append(o)
+    return originals, crops
+
+
+class Gateway:
+    """State of one gateway: settings, metrics, cache, Triton client, concurrency."""
+
+    def __init__(self, settings: Settings, supervisor=None) -> None:
+        self.s = settings
+        self.metrics = Metrics()
+        self.supervisor = supervisor
+        self.cache = make_cache(settings.redis_url, settings.cache_entries, settings.cache_ttl_s)
+        self.triton: TritonClient | None = None
+        self.ready = False
+        self.inflight = 0
+        self._tasks: list[asyncio.Task] = []
+
+    async def start(self) -> None:
+        self.triton = TritonClient(f"{self.s.host}:{self.s.triton_grpc_port}", self.s.detector.name,
+                                   self.s.recogniser.name, self.s.triton_timeout_s, self.s.triton_retries,
+                                   self.s.recogniser.max_batch_size, self.metrics)
+        if self.supervisor is not None:
+            self.supervisor.metrics = self.metrics
+            await self.supervisor.start()
+        self._tasks.append(asyncio.create_task(self._watch_readiness()))
+
+    async def stop(self) -> None:
+        for t in self._tasks:
+            t.cancel()
+        if self.supervisor is not None:
+            await self.supervisor.stop()
+        if self.triton is not None:
+            await self.triton.close()
+        await self.cache.close()
+
+    async def _watch_readiness(self) -> None:
+        while True:
+            ok = await self.triton.ready()
+            if ok and not self.ready and self.supervisor is not None:
+                self.supervisor.mark_ready()
+            self.ready = ok
+            self.metrics.triton_ready.set(1 if ok else 0)
+            await asyncio.sleep(0.5 if ok else 0.25)
+
+    async def ocr(self, body: bytes) -> tuple[dict, str]:
+        """Run the pipeline; returns (result, cache outcome)."""
+        m = self.metrics.stage_seconds
+        t = time.perf_counter()
+        img = await asyncio.to_thread(decode_image, body, self.s)
+        key = hashlib.sha256(body).hexdigest()
+        m.labels("validate").observe(time.perf_counter() - t)
+
+        t = time.perf_counter()
+        cached = await self.cache.get(f"{PIPELINE_VERSION}:{key}")
+        m.labels("cache").observe(time.perf_counter() - t)
+        if cached is not None:
+            self.metrics.cache.labels("hit").inc()
+            return json.loads(cached), "hit"
+        self.metrics.cache.labels("miss").inc()
+        if not self.ready:
+            raise TritonUnavailable()
+
+        t = time.perf_counter()
+        page, rh, rw, pad = await asyncio.to_thread(_prepare_det, img)
+        boxes, _scores = await self.triton.detect(page)
+        m.labels("detect").observe(time.perf_counter() - t)
+
+        t = time.perf_counter()
+        originals, crops = await asyncio.to_thread(_crop_all, img, boxes, rh, rw, pad, page.shape)
+        m.labels("crop").observe(time.perf_counter() - t)
+
+        t = time.perf_counter()
+        recognised = await self.triton.recognise(crops) if crops else []
+        m.labels("recognise").observe(time.perf_counter() - t)
+
+        t = time.perf_counter()
+        lines = [
+            {"text": text, "confidence": round(conf, 4), "box": np.round(box).astype(int).tolist()}
+            for box, (text, conf) in zip(originals, recognised)
+            if conf >= P.TEXT_SCORE and text.strip()
+        ]
+        result = {
+            "text": "\n".join(line["text"] for line in lines),
+            "lines": lines,
+            "confidence": round(float(np.mean([l["confidence"] for l in lines])), 4) if lines else 0.0,
+            "width": int(img.shape[1]),
+            "height": int(img.shape[0]),
+            "sha256": key,
+            "pipeline": PIPELINE_VERSION,
+        }
+        self.metrics.lines.observe(len(lines))
+        await self.cache.set(f"{PIPELINE_VERSION}:{key}", json.dumps(result).encode())
+        m.labels("postprocess").observe(time.perf_counter() - t)
+        return result, "miss"
+
+
+def create_app(settings: Settings, supervisor=None) -> FastAPI:
+    """The FastAPI app; ``supervisor`` (optional) starts and restarts Triton."""
+    gw = Gateway(settings, supervisor)
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI):
+        await gw.start()
+        try:
+            yield
+        finally:
+            await gw.stop()
+
+    app = FastAPI(title="OCR reference service", lifespan=lifespan, docs_url=None, redoc_url=None,
+                  openapi_url=None)
+    app.state.gateway = gw
+    s, met = settings, gw.metrics
+
+    @app.exception_handler(Exception)
+    async def _unhandled(_request: Request, exc: Exception):  # never leak a traceback or a path
+        LOG.exception("unhandled error")
+        return error(500, "internal_error", "internal error")
+
+    @app.get("/healthz")
+    async def healthz():
+        return {"status": "ok"}
+
+    @app.get("/readyz")
+    async def readyz():
+        if gw.ready:
+            return {"status": "ready", "models": [s.detector.name, s.recogniser.name]}
+        return error(503, "not_ready", "Triton models are not ready", {"Retry-After": str(s.retry_after_s)})
+
+    @app.get("/metrics")
+    async def metrics():
+        return Response(generate_latest(met.registry), media_type=CONTENT_TYPE_LATEST)
+
+    @app.get("/v1/models")
+    async def models():
+        from .models import model_sha256
+
+        return {"pipeline": PIPELINE_VERSION, "models": [
+            {"name": s.detector.name, "file": DET_FILE, "sha256": model_sha256(DET_FILE)},
+            {"name": s.recogniser.name, "file": REC_FILE, "sha256": model_sha256(REC_FILE)}]}
+
+    @app.post("/v1/ocr")
+    async def ocr(request: Request):
+        start = time.perf_counter()
+        resp = await _ocr(request)
+        code = str(resp.status_code)
+        met.requests.labels(code).inc()
+        met.request_seconds.labels(code).observe(time.perf_counter() - start)
+        return resp
+
+    async def _read_body(request: Request) -> bytes:
+        declared = request.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > s.max_body_bytes:
+            await _drain(request)
+            raise InputError(413, "body_too_large", f"body is {declared} bytes; limit is {s.max_body_bytes}")
+        chunks, size = [], 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > s.max_body_bytes:
+                await _drain(request)
+                raise InputError(413, "body_too_large", f"body exceeds {s.max_body_bytes} bytes")
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    async def _drain(request: Request, limit: int = 128 * 1024 * 1024) -> None:
+        # Read and discard the rest so the client sees the 413 instead of a reset; bounded.
+        seen = 0
+        try:
+            async for chunk in request.stream():
+                seen += len(chunk)
+                if seen > limit:
+                    break
+        except Exception:  # noqa: BLE001 - client went away; nothing to drain
+            pass
+
+    async def _ocr(request: Request):
+        ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        if ctype not in ACCEPTED_TYPES:
+            met.rejected.labels("content_type").inc()
+            await _drain(request)
+            return error(415, "unsupported_media_type",
+                         "Content-Type must be image/png, image/jpeg, image/webp or application/octet-stream")
+        if gw.inflight >= s.max_inflight:
+            met.rejected.labels("concurrency").inc()
+            await _drain(request)
+            return error(429, "overloaded", "too many requests in flight; retry later",
+                         {"Retry-After": str(s.retry_after_s)})
+        gw.inflight += 1
+        met.inflight.set(gw.inflight)
+        try:
+            body = await _read_body(request)
+            result, outcome = await gw.ocr(body)
+        except InputError as exc:
+            met.rejected.labels(exc.code).inc()
+            return error(exc.status, exc.code, exc.message)
+        except TritonOverloaded:
+            met.rejected.labels("triton_queue_full").inc()
+            return error(429, "overloaded", "inference queue is full; retry later",
+                         {"Retry-After": str(s.retry_after_s)})
+        except TritonUnavailable:
+            return error(503, "triton_unavailable", "inference server is not available; retry later",
+                         {"Retry-After": str(s.retry_after_s)})
+        finally:
+            gw.inflight -= 1
+            met.inflight.set(gw.inflight)
+        if result["lines"] and result["confidence"] >= s.confidence_floor:
+            met.effective.inc()
+        return JSONResponse(result, headers={"X-Cache": outcome})
+
+    return app

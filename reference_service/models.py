@@ -1,0 +1,111 @@
+"""The detector and recogniser as ONNX Runtime sessions (PP-OCRv4 from rapidocr-onnxruntime).
+
+Each instance owns one session with one intra-op thread: on 2 cores onnxruntime's default
+thread pool oversubscribed and halved throughput (issue 6). The CUDA execution provider is
+used automatically when onnxruntime-gpu and a GPU are present.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+MODEL_DIR_ENV = "OCR_MODEL_DIR"
+DET_FILE = "ch_PP-OCRv4_det_infer.onnx"
+REC_FILE = "ch_PP-OCRv4_rec_infer.onnx"
+
+
+def model_dir() -> Path:
+    """Folder holding the ONNX files: $OCR_MODEL_DIR, else the rapidocr wheel's models/."""
+    if os.environ.get(MODEL_DIR_ENV):
+        return Path(os.environ[MODEL_DIR_ENV])
+    import rapidocr_onnxruntime
+
+    return Path(rapidocr_onnxruntime.__file__).parent / "models"
+
+
+@lru_cache(maxsize=None)
+def model_sha256(name: str) -> str:
+    """SHA-256 of a model file (recorded in the spec and checked after a rollback)."""
+    return hashlib.sha256((model_dir() / name).read_bytes()).hexdigest()
+
+
+def providers() -> list[str]:
+    """CUDA first when this onnxruntime build offers it, else CPU."""
+    import onnxruntime as ort
+
+    have = ort.get_available_providers()
+    want = ["CUDAExecutionProvider", "CPUExecutionProvider"]
+    return [p for p in want if p in have] or ["CPUExecutionProvider"]
+
+
+def session(path: Path, threads: int = 1):
+    """An onnxruntime InferenceSession with ``threads`` intra-op threads."""
+    import onnxruntime as ort
+
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = threads
+    opts.inter_op_num_threads = 1
+    opts.enable_cpu_mem_arena = False
+    opts.log_severity_level = 3
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    return ort.InferenceSession(str(path), sess_options=opts, providers=providers())
+
+
+class Detector:
+    """DB text detector: uint8 BGR pages (already resized, sides multiple of 32) to boxes."""
+
+    def __init__(self, threads: int = 1) -> None:
+        from rapidocr_onnxruntime.ch_ppocr_det.utils import DBPostProcess
+
+        self.sess = session(model_dir() / DET_FILE, threads)
+        self.input_name = self.sess.get_inputs()[0].name
+        # RapidOCR 1.4.4 config.yaml Det section.
+        self.post = DBPostProcess(thresh=0.3, box_thresh=0.5, max_candidates=1000, unclip_ratio=1.6,
+                                  score_mode="fast", use_dilation=True)
+
+    def __call__(self, pages: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+        """pages: uint8 [n, h, w, 3], one shape. Returns per page (boxes [k, 4, 2], scores [k])."""
+        from .pipeline import order_points_clockwise
+
+        x = (pages.astype(np.float32) / 255.0 - 0.5) / 0.5
+        preds = self.sess.run(None, {self.input_name: np.ascontiguousarray(x.transpose(0, 3, 1, 2))})[0]
+        h, w = pages.shape[1:3]
+        out = []
+        for i in range(pages.shape[0]):
+            boxes, scores = self.post(preds[i : i + 1], (h, w))
+            kept_b, kept_s = [], []
+            for box, score in zip(boxes, scores):
+                box = order_points_clockwise(np.asarray(box, dtype=np.float32))
+                box[:, 0] = np.clip(box[:, 0], 0, w - 1)
+                box[:, 1] = np.clip(box[:, 1], 0, h - 1)
+                if np.linalg.norm(box[0] - box[1]) <= 3 or np.linalg.norm(box[0] - box[3]) <= 3:
+                    continue
+                kept_b.append(box)
+                kept_s.append(score)
+            out.append((np.array(kept_b, dtype=np.float32).reshape(-1, 4, 2), np.array(kept_s, dtype=np.float32)))
+        return out
+
+
+class Recogniser:
+    """CRNN/SVTR line recogniser with CTC decoding: uint8 [n, 48, W, 3] crops to text."""
+
+    def __init__(self, threads: int = 1) -> None:
+        from rapidocr_onnxruntime.ch_ppocr_rec.utils import CTCLabelDecode
+
+        self.sess = session(model_dir() / REC_FILE, threads)
+        self.input_name = self.sess.get_inputs()[0].name
+        chars = self.sess.get_modelmeta().custom_metadata_map["character"].splitlines()
+        self.decode = CTCLabelDecode(character=chars)
+
+    def __call__(self, crops: np.ndarray, widths: np.ndarray) -> list[tuple[str, float]]:
+        """crops: uint8 [n, 48, W, 3]; widths: int [n] true widths. Returns (text, confidence)."""
+        x = (crops.astype(np.float32) / 255.0 - 0.5) / 0.5
+        for i, w in enumerate(np.asarray(widths).reshape(-1)):
+            x[i, :, int(w) :, :] = 0.0  # RapidOCR pads with zeros after normalising
+        preds = self.sess.run(None, {self.input_name: np.ascontiguousarray(x.transpose(0, 3, 1, 2))})[0]
+        return [(t, float(c)) for t, c in self.decode(preds)]

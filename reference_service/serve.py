@@ -1,0 +1,100 @@
+"""``python -m reference_service serve``: Triton worker + gateway on 127.0.0.1, one command."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import shutil
+import signal
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from .settings import Settings
+
+
+def parse(argv: list[str] | None) -> argparse.Namespace:
+    d = Settings()
+    ap = argparse.ArgumentParser(prog="python -m reference_service serve",
+                                 description="Start Triton (detector + recogniser) and the HTTP gateway.")
+    ap.add_argument("--host", default=d.host, help="bind address for every server (default 127.0.0.1)")
+    ap.add_argument("--http-port", type=int, default=d.http_port, help="gateway port (/v1/ocr, /metrics)")
+    ap.add_argument("--triton-http-port", type=int, default=d.triton_http_port)
+    ap.add_argument("--triton-grpc-port", type=int, default=d.triton_grpc_port)
+    ap.add_argument("--triton-metrics-port", "--metrics-port", type=int, default=d.triton_metrics_port,
+                    help="Triton's Prometheus port (nv_inference_*)")
+    ap.add_argument("--max-inflight", type=int, default=d.max_inflight, help="requests beyond this get 429")
+    ap.add_argument("--max-body-bytes", type=int, default=d.max_body_bytes)
+    ap.add_argument("--max-pixels", type=int, default=d.max_pixels)
+    ap.add_argument("--redis-url", default=None, help="use Redis for the result cache (default: in-process LRU)")
+    ap.add_argument("--cache-entries", type=int, default=d.cache_entries, help="LRU size; 0 disables caching")
+    ap.add_argument("--det-instances", type=int, default=None)
+    ap.add_argument("--rec-instances", type=int, default=None)
+    ap.add_argument("--threads", type=int, default=1, help="onnxruntime intra-op threads per model instance")
+    ap.add_argument("--ready-timeout", type=float, default=120.0, help="exit 1 if not ready in this time")
+    return ap.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    import uvicorn
+
+    from .gateway import create_app
+    from .supervisor import TritonSupervisor
+
+    settings = Settings(host=args.host, http_port=args.http_port, triton_http_port=args.triton_http_port,
+                        triton_grpc_port=args.triton_grpc_port, triton_metrics_port=args.triton_metrics_port,
+                        max_inflight=args.max_inflight, max_body_bytes=args.max_body_bytes,
+                        max_pixels=args.max_pixels, redis_url=args.redis_url,
+                        cache_entries=max(args.cache_entries, 0),
+                        det_instances=args.det_instances, rec_instances=args.rec_instances).with_instances()
+    run_dir = Path(tempfile.mkdtemp(prefix="ocr-reference-"))
+    supervisor = TritonSupervisor(settings, run_dir, threads=args.threads)
+    app = create_app(settings, supervisor)
+    config = uvicorn.Config(app, host=settings.host, port=settings.http_port, log_level="warning",
+                            access_log=False, timeout_graceful_shutdown=2, lifespan="on")
+    server = uvicorn.Server(config)
+    started = time.monotonic()
+
+    async def announce() -> None:
+        gw = app.state.gateway
+        while not gw.ready:
+            if time.monotonic() - started > args.ready_timeout:
+                print(f"not ready after {args.ready_timeout:.0f} s; see {run_dir}/triton.log", file=sys.stderr,
+                      flush=True)
+                server.should_exit = True
+                return
+            await asyncio.sleep(0.2)
+        print(f"ready: http://{settings.host}:{settings.http_port}/v1/ocr "
+              f"(triton http {settings.triton_http_port}, grpc {settings.triton_grpc_port}, "
+              f"metrics {settings.triton_metrics_port}) in {time.monotonic() - started:.1f} s", flush=True)
+
+    async def run() -> None:
+        task = None
+
+        async def _start_announce():
+            nonlocal task
+            while not server.started and not server.should_exit:
+                await asyncio.sleep(0.05)
+            task = asyncio.create_task(announce())
+
+        starter = asyncio.create_task(_start_announce())
+        try:
+            await server.serve()
+        finally:
+            starter.cancel()
+            if task is not None:
+                task.cancel()
+
+    # uvicorn re-raises a captured SIGTERM/SIGINT after shutdown; with the default handlers
+    # that would kill the process before the run folder is removed. Ignore the re-raise.
+    signal.signal(signal.SIGTERM, lambda *_: None)
+    signal.signal(signal.SIGINT, lambda *_: None)
+    try:
+        asyncio.run(run())
+    finally:
+        shutil.rmtree(run_dir, ignore_errors=True)
+    return 0 if app.state.gateway.ready or server.started else 1

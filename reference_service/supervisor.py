@@ -1,0 +1,148 @@
+"""Starts the Triton worker as a child process group and restarts it when it dies."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import subprocess
+import sys
+import sysconfig
+import time
+from pathlib import Path
+
+from .settings import Settings
+
+LOG = logging.getLogger("reference_service.supervisor")
+
+
+def descendants(pid: int) -> list[int]:
+    """All live descendants of ``pid``, read from /proc (children before grandchildren)."""
+    parents: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+            ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        parents.setdefault(ppid, []).append(int(entry))
+    out, todo = [], [pid]
+    while todo:
+        kids = parents.get(todo.pop(0), [])
+        out.extend(kids)
+        todo.extend(kids)
+    return out
+
+
+def worker_env(run_dir: Path) -> dict[str, str]:
+    """Environment for the worker: private PYTRITON_HOME, this interpreter's libpython first."""
+    env = dict(os.environ)
+    env["PYTRITON_HOME"] = str(run_dir / "pytriton")
+    # The python-backend stub may otherwise load the system libpython3.11 (issue 6).
+    libdir = sysconfig.get_config_var("LIBDIR") or ""
+    env["LD_LIBRARY_PATH"] = os.pathsep.join(p for p in [libdir, env.get("LD_LIBRARY_PATH", "")] if p)
+    env.setdefault("OMP_NUM_THREADS", "1")
+    return env
+
+
+class TritonSupervisor:
+    """Owns the Triton worker process: start, watch, restart with backoff, stop."""
+
+    def __init__(self, settings: Settings, run_dir: Path, threads: int = 1) -> None:
+        self.s = settings
+        self.run_dir = run_dir
+        self.threads = threads
+        self.proc: subprocess.Popen | None = None
+        self.metrics = None  # set by the gateway
+        self.restarts = 0
+        self._launched_at = 0.0
+        self._stopping = False
+        self._task: asyncio.Task | None = None
+        self._log = None
+
+    def _launch(self) -> None:
+        ws = self.run_dir / f"workspace-{self.restarts}"
+        cmd = [sys.executable, "-m", "reference_service.triton_worker",
+               "--host", self.s.host, "--http-port", str(self.s.triton_http_port),
+               "--grpc-port", str(self.s.triton_grpc_port), "--metrics-port", str(self.s.triton_metrics_port),
+               "--workspace", str(ws), "--det-instances", str(self.s.detector.instances),
+               "--rec-instances", str(self.s.recogniser.instances), "--threads", str(self.threads)]
+        self._log = open(self.run_dir / "triton.log", "ab")
+        repo_root = Path(__file__).resolve().parent.parent
+        env = worker_env(self.run_dir)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in [str(repo_root), env.get("PYTHONPATH", "")] if p)
+        self._launched_at = time.monotonic()
+        self.proc = subprocess.Popen(cmd, env=env, stdout=self._log, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL, start_new_session=True)
+        LOG.warning("triton worker started (pid %d)", self.proc.pid)
+
+    def mark_ready(self) -> None:
+        """Called by the gateway when both models first report ready after a (re)start."""
+        if self._launched_at and self.metrics is not None:
+            self.metrics.cold_start.set(time.monotonic() - self._launched_at)
+            LOG.warning("triton ready after %.1f s", time.monotonic() - self._launched_at)
+            self._launched_at = 0.0
+
+    async def start(self) -> None:
+        self._launch()
+        self._task = asyncio.create_task(self._watch())
+
+    async def _watch(self) -> None:
+        backoff = 1.0
+        while not self._stopping:
+            await asyncio.sleep(0.5)
+            if self.proc is None or self.proc.poll() is None:
+                continue
+            LOG.warning("triton worker exited with %s; restarting in %.0f s", self.proc.returncode, backoff)
+            self._kill_leftovers(self.proc.pid)
+            await asyncio.sleep(backoff)
+            if self._stopping:
+                return
+            self.restarts += 1
+            if self.metrics is not None:
+                self.metrics.triton_restarts.inc()
+            self._launch()
+            backoff = min(backoff * 2, 10.0)
+
+    def _kill_leftovers(self, pgid: int) -> None:
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        # A SIGKILLed python backend leaves its shared-memory regions (named after the
+        # PyTriton process id) behind.
+        for name in os.listdir("/dev/shm") if os.path.isdir("/dev/shm") else []:
+            if name.startswith(f"pytrtion{pgid}-"):
+                try:
+                    os.unlink(f"/dev/shm/{name}")
+                except OSError:
+                    pass
+
+    async def stop(self, timeout_s: float = 6.0) -> None:
+        """SIGINT the worker (PyTriton's own clean stop), SIGKILL its group after a timeout."""
+        self._stopping = True
+        if self._task is not None:
+            self._task.cancel()
+        proc = self.proc
+        if proc is not None and proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+            deadline = time.monotonic() + timeout_s
+            while proc.poll() is None and time.monotonic() < deadline:
+                await asyncio.sleep(0.1)
+            if proc.poll() is None:
+                LOG.warning("triton worker did not stop in %.0f s; killing", timeout_s)
+        if proc is not None:
+            leftovers = descendants(proc.pid)
+            self._kill_leftovers(proc.pid)
+            for pid in leftovers:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            proc.wait(timeout=5)
+        if self._log is not None:
+            self._log.close()

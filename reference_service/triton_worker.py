@@ -1,0 +1,157 @@
+"""The Triton process: PyTriton serving the detector and recogniser as two models.
+
+Started by ``serve`` as a child in its own process group; not meant to be run by hand.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+from .settings import DETECTOR, RECOGNISER, ModelSettings
+
+LOG = logging.getLogger("reference_service.triton")
+VERSION = 1
+
+
+def _model_config(m: ModelSettings):
+    from pytriton.model_config import DynamicBatcher, ModelConfig, QueuePolicy, TimeoutAction
+
+    policy = QueuePolicy(timeout_action=TimeoutAction.REJECT, default_timeout_microseconds=m.queue_timeout_us,
+                         allow_timeout_override=True, max_queue_size=m.max_queue_size)
+    batcher = DynamicBatcher(max_queue_delay_microseconds=m.max_queue_delay_us,
+                             preferred_batch_size=list(m.preferred_batch_sizes), default_queue_policy=policy)
+    return ModelConfig(batching=True, max_batch_size=m.max_batch_size, batcher=batcher)
+
+
+def _group_by_shape(requests, key: str) -> dict[tuple, list[int]]:
+    groups: dict[tuple, list[int]] = {}
+    for i, r in enumerate(requests):
+        groups.setdefault(tuple(r[key].shape[1:]), []).append(i)
+    return groups
+
+
+def detector_fn(threads: int):
+    """A PyTriton callable (list of requests in, list of responses out) for one instance."""
+    from .models import Detector
+
+    det = Detector(threads)
+
+    def infer(requests):
+        responses: list[dict | None] = [None] * len(requests)
+        # Same-shape requests run as one batch; PyTriton cannot return zero-size outputs, so
+        # a page without text gets one zero box and count 0.
+        for _, idx in _group_by_shape(requests, "image").items():
+            pages = np.concatenate([requests[i]["image"] for i in idx])
+            sizes = [requests[i]["image"].shape[0] for i in idx]
+            results = det(pages)
+            pos = 0
+            for i, n in zip(idx, sizes):
+                chunk = results[pos : pos + n]
+                pos += n
+                kmax = max(1, max(len(b) for b, _ in chunk))
+                boxes = np.zeros((n, kmax, 8), dtype=np.float32)
+                scores = np.zeros((n, kmax), dtype=np.float32)
+                count = np.zeros((n, 1), dtype=np.int32)
+                for j, (b, s) in enumerate(chunk):
+                    boxes[j, : len(b)] = b.reshape(-1, 8)
+                    scores[j, : len(s)] = s
+                    count[j, 0] = len(b)
+                responses[i] = {"boxes": boxes, "scores": scores, "count": count}
+        return responses
+
+    return infer
+
+
+def recogniser_fn(threads: int):
+    """A PyTriton callable for one recogniser instance."""
+    from .models import Recogniser
+
+    rec = Recogniser(threads)
+
+    def infer(requests):
+        responses: list[dict | None] = [None] * len(requests)
+        for _, idx in _group_by_shape(requests, "crops").items():
+            crops = np.concatenate([requests[i]["crops"] for i in idx])
+            widths = np.concatenate([requests[i]["widths"] for i in idx])
+            results = rec(crops, widths)
+            pos = 0
+            for i in idx:
+                n = requests[i]["crops"].shape[0]
+                chunk = results[pos : pos + n]
+                pos += n
+                responses[i] = {
+                    "text": np.array([[t.encode("utf-8")] for t, _ in chunk], dtype=np.object_),
+                    "confidence": np.array([[c] for _, c in chunk], dtype=np.float32),
+                }
+        return responses
+
+    return infer
+
+
+def _watch_parent(parent: int) -> None:
+    """Stop when the supervising ``serve`` process is gone (no orphaned Triton)."""
+    while True:
+        time.sleep(1.0)
+        if os.getppid() != parent:
+            LOG.warning("supervisor %d gone; stopping", parent)
+            os.kill(os.getpid(), signal.SIGINT)
+            return
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(prog="reference_service triton")
+    ap.add_argument("--host", default="127.0.0.1")
+    ap.add_argument("--http-port", type=int, required=True)
+    ap.add_argument("--grpc-port", type=int, required=True)
+    ap.add_argument("--metrics-port", type=int, required=True)
+    ap.add_argument("--workspace", type=Path, required=True)
+    ap.add_argument("--det-instances", type=int, default=DETECTOR.instances)
+    ap.add_argument("--rec-instances", type=int, default=RECOGNISER.instances)
+    ap.add_argument("--threads", type=int, default=1, help="intra-op threads per instance")
+    args = ap.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s triton-worker %(levelname)s %(message)s")
+
+    from pytriton.model_config import Tensor
+    from pytriton.triton import Triton, TritonConfig
+
+    # PyTriton handles only SIGINT; map SIGTERM onto it for a clean stop.
+    signal.signal(signal.SIGTERM, lambda *_: os.kill(os.getpid(), signal.SIGINT))
+    threading.Thread(target=_watch_parent, args=(os.getppid(),), daemon=True).start()
+
+    config = TritonConfig(http_address=args.host, http_port=args.http_port, grpc_address=args.host,
+                          grpc_port=args.grpc_port, metrics_address=args.host, metrics_port=args.metrics_port,
+                          allow_gpu_metrics=False, exit_timeout_secs=2, log_verbose=0)
+    det = DETECTOR.__class__(**{**DETECTOR.__dict__, "instances": args.det_instances})
+    rec = RECOGNISER.__class__(**{**RECOGNISER.__dict__, "instances": args.rec_instances})
+    with Triton(config=config, workspace=args.workspace) as triton:
+        triton.bind(
+            model_name=det.name, model_version=VERSION,
+            infer_func=[detector_fn(args.threads) for _ in range(det.instances)],
+            inputs=[Tensor(name="image", dtype=np.uint8, shape=(-1, -1, 3))],
+            outputs=[Tensor(name="boxes", dtype=np.float32, shape=(-1, 8)),
+                     Tensor(name="scores", dtype=np.float32, shape=(-1,)),
+                     Tensor(name="count", dtype=np.int32, shape=(1,))],
+            config=_model_config(det), strict=False,
+        )
+        triton.bind(
+            model_name=rec.name, model_version=VERSION,
+            infer_func=[recogniser_fn(args.threads) for _ in range(rec.instances)],
+            inputs=[Tensor(name="crops", dtype=np.uint8, shape=(48, -1, 3)),
+                    Tensor(name="widths", dtype=np.int32, shape=(1,))],
+            outputs=[Tensor(name="text", dtype=bytes, shape=(1,)),
+                     Tensor(name="confidence", dtype=np.float32, shape=(1,))],
+            config=_model_config(rec), strict=False,
+        )
+        triton.serve()
+
+
+if __name__ == "__main__":
+    main()
