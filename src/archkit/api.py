@@ -65,6 +65,10 @@ def check(paths: Iterable[str | os.PathLike], select: Optional[list[str]] = None
         res = load(path)
         diags = list(res.diagnostics)
         spec = res.spec
+        if spec is None and res.partial is not None:
+            # schema errors, but the rest of the spec holds together: report broken references,
+            # cycles and dead ends in the same run instead of one error family at a time
+            diags += check_spec(res.partial, ["AK1"], ignore)
         if spec is not None:
             if env:
                 if spec.environment(env) is None:

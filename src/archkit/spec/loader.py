@@ -104,9 +104,11 @@ class _Converter:
     def convert(self, node: yaml.Node, path: tuple, depth: int = 0) -> Any:
         self.count += 1
         if self.count > MAX_NODES:
-            raise _LoadError(f"document expands to more than {MAX_NODES} nodes "
-                             "(alias expansion bomb?); refusing to load it",
-                             node.start_mark.line + 1, node.start_mark.column + 1, "AK100", path)
+            top = path[:1]
+            where = self.smap.keys.get(top) or Loc(node.start_mark.line + 1, node.start_mark.column + 1)
+            raise _LoadError(f"document expands to more than {MAX_NODES} nodes through aliases "
+                             "(an alias expansion bomb?); refusing to load it",
+                             where.line, where.col, "AK100", top)
         if depth > MAX_DEPTH:
             raise _LoadError(f"document nests deeper than {MAX_DEPTH} levels",
                              node.start_mark.line + 1, node.start_mark.column + 1, "AK100", path)
@@ -162,6 +164,8 @@ class LoadResult:
     source: Optional[SourceMap]
     diagnostics: list[Diagnostic]
     data: Any = None
+    partial: Optional[Spec] = None  # the spec with its invalid values dropped, when that validates
+
 
     @property
     def ok(self) -> bool:
@@ -209,7 +213,9 @@ def load_text(text: str, file: str = "<spec>") -> LoadResult:
     try:
         spec = Spec.model_validate(data)
     except ValidationError as exc:
-        return LoadResult(file, None, smap, validation_diagnostics(exc, smap, data), data)
+        result = LoadResult(file, None, smap, validation_diagnostics(exc, smap, data), data)
+        result.partial = _salvage(data, exc, smap, file)
+        return result
     except (RecursionError, ValueError, TypeError) as exc:  # defensive: never a traceback
         return LoadResult(file, None, smap, [Diagnostic("AK101", Severity.ERROR,
                                                         f"invalid spec: {exc}", file)], data)
@@ -217,6 +223,46 @@ def load_text(text: str, file: str = "<spec>") -> LoadResult:
     spec.__dict__["_archkit_source"] = smap
     spec.__dict__["_archkit_file"] = file
     return LoadResult(file, spec, smap, [], data)
+
+
+def _salvage(data: dict, exc: ValidationError, smap: SourceMap, file: str,
+             rounds: int = 4) -> Optional[Spec]:
+    """Drop every invalid value and validate again, so that reference and structure checks can
+    still report their findings in the same run as the schema errors (several errors at once).
+    Gives up (None) when a required field is missing or nothing more can be dropped."""
+    import copy
+
+    work = copy.deepcopy(data)
+    for _ in range(rounds):
+        dropped = False
+        for err in exc.errors(include_url=False):
+            path = _clean_loc(tuple(err["loc"]), work)
+            if err["type"] == "missing" or not path:
+                return None
+            parent = work
+            for part in path[:-1]:
+                try:
+                    parent = parent[part]
+                except (KeyError, IndexError, TypeError):
+                    parent = None
+                    break
+            if isinstance(parent, dict) and path[-1] in parent:
+                del parent[path[-1]]
+                dropped = True
+        if not dropped:
+            return None
+        try:
+            spec = Spec.model_validate(work)
+        except ValidationError as again:
+            exc = again
+            continue
+        except (RecursionError, ValueError, TypeError):
+            return None
+        assign_paths(spec)
+        spec.__dict__["_archkit_source"] = smap
+        spec.__dict__["_archkit_file"] = file
+        return spec
+    return None
 
 
 def load_file(path: str | os.PathLike) -> LoadResult:
@@ -344,6 +390,9 @@ def validation_diagnostics(exc: ValidationError, smap: SourceMap, data: Any) -> 
             msg = f"{err['msg'].rstrip('.')}; got {shown}"
             loc = smap.at(path)
             code = "AK101"
+            if etype in ("float_parsing", "int_parsing") and isinstance(got, str) \
+                    and re.fullmatch(r"\s*-?[0-9.]+\s*[A-Za-z%/]+\s*", got):
+                hint = "units belong in the key name (e.g. p99_ms: 50), values are plain numbers"
         diags.append(Diagnostic(code, Severity.ERROR, msg, smap.file, loc.line, loc.col,
                                 format_path(path), hint))
     return sort_diagnostics(diags)

@@ -1,0 +1,5 @@
+"""`python -m archkit` runs the command line."""
+
+from archkit.cli import main
+
+main()

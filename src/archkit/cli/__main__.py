@@ -1,0 +1,5 @@
+"""`python -m archkit.cli` runs the command line."""
+
+from archkit.cli import main
+
+main()
