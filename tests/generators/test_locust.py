@@ -1,0 +1,81 @@
+"""The locust generator: golden files per example, compiled, every spec string escaped."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from archkit import api
+from archkit.spec import load_file
+from archkit.spec.model import Spec
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = sorted((ROOT / "examples").glob("*.yaml")) + sorted((ROOT / "specs").glob("*.yaml"))
+GOLDEN = Path(__file__).parent / "golden_locust"
+SPECS = [p for p in EXAMPLES if "loadtest:" in p.read_text(encoding="utf-8")]
+
+
+def _locustfile(spec: Spec, name: str = "spec.yaml") -> str:
+    files, _ = api.generate(spec, name, only=["locust"])
+    return files["locust/locustfile.py"]
+
+
+@pytest.mark.parametrize("path", SPECS, ids=[p.stem for p in SPECS])
+def test_golden_and_compiles(path: Path, golden) -> None:
+    res = load_file(path)
+    assert res.spec is not None, res.diagnostics
+    text = _locustfile(res.spec, str(path.relative_to(ROOT)))
+    compile(text, "locustfile.py", "exec")
+    golden.check(GOLDEN / path.stem / "locustfile.py", text)
+
+
+def _literal(text: str, name: str):
+    """The value of a module-level `NAME = <literal>` assignment, evaluated without running the file."""
+    for node in ast.parse(text).body:
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", None) == name:
+            return ast.literal_eval(node.value)
+    raise AssertionError(f"{name} not found")
+
+
+def test_mix_levels_and_steps() -> None:
+    spec = load_file(ROOT / "examples" / "recommendation.yaml").spec
+    text = _locustfile(spec)
+    scenarios = _literal(text, "SCENARIOS")
+    assert [(s["id"], s["weight"], s["method"]) for s in scenarios] == [
+        ("recommend", 80, "GET"), ("upload", 15, "POST"), ("config", 5, "PUT")]
+    assert scenarios[1]["payload"] == {"template": '{"image": "base64..."}', "content_type": "application/json"}
+    levels = _literal(text, "LEVELS")
+    assert levels["stress"]["steps"] == [(0.0, 500.0), (30.0, 1000.0), (60.0, 1500.0), (90.0, 2000.0)]
+    assert levels["baseline"]["rate_rps"] == 1000
+
+
+def test_no_loadtest_section_gives_no_file() -> None:
+    spec = Spec.model_validate({"apiVersion": "archkit/v1", "metadata": {"name": "x"}})
+    files, _ = api.generate(spec, "x.yaml", only=["locust"])
+    assert files == {}
+
+
+text_st = st.text(st.characters(blacklist_categories=("Cs",)), max_size=40)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(path=text_st, header=text_st, template=text_st, model=text_st, host=text_st)
+def test_any_spec_string_stays_inert(path, header, template, model, host) -> None:
+    spec = Spec.model_validate({
+        "apiVersion": "archkit/v1", "metadata": {"name": "svc"},
+        "loadtest": {"target": {"protocol": "http", "host": host},
+                     "scenarios": [{"id": "a", "path": path, "headers": {header: header}, "model": model,
+                                    "inputs": [{"name": model, "shape": [1, 2]}], "outputs": [model],
+                                    "payload": {"template": template, "content_type": header}}],
+                     "levels": [{"id": "b", "kind": "baseline", "rate_rps": 3}]}})
+    text = _locustfile(spec)
+    compile(text, "locustfile.py", "exec")
+    sc = _literal(text, "SCENARIOS")[0]
+    assert (sc["path"], sc["headers"], sc["model"], sc["outputs"]) == (path, {header: header}, model, [model])
+    assert sc["payload"] == ({"template": template, "content_type": header} if header else {"template": template})
+    assert sc["inputs"] == [{"name": model, "datatype": "BYTES", "shape": [1, 2]}]
+    assert _literal(text, "HOST") == host
