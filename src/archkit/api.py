@@ -14,7 +14,7 @@ from typing import Iterable, Optional
 from archkit.checks import all_rules, rule_meta, run_rules
 from archkit.diagnostics import Diagnostic, Severity, has_errors, sort_diagnostics
 from archkit.spec import LoadResult, Spec, load_file
-from archkit.spec.schema import schema_text
+from archkit.spec.schema import SCHEMA_ID, schema_text
 
 __all__ = [
     "CheckReport", "FileReport", "WriteResult", "check", "check_spec", "examples", "explain",
@@ -120,6 +120,10 @@ def init(path: str | os.PathLike, example: Optional[str] = None) -> Path:
         if example not in found:
             raise KeyError(example)
         text = found[example].read_text(encoding="utf-8")
+        first, _, rest = text.partition("\n")
+        if first.startswith("# yaml-language-server:"):
+            # the example's relative schema path means nothing next to the user's file
+            text = SCHEMA_COMMENT.format(schema=SCHEMA_ID) + rest
     else:
         text = (resources.files("archkit") / "starter.yaml").read_text(encoding="utf-8")
     _write_new(target, text.encode("utf-8"))

@@ -9,10 +9,11 @@ from typing import Annotated, Optional
 
 import typer
 
-from archkit import __version__, api
 from archkit.cli import app
-from archkit.cli.output import diag_line, fail
-from archkit.diagnostics import summary_line, to_json, to_sarif
+from archkit.cli.output import fail
+
+# archkit.api (and the pydantic model behind it) is imported inside each command, so that
+# `archkit --help` and `--version` stay fast.
 
 
 class CheckFormat(str, Enum):
@@ -41,6 +42,10 @@ def check(
 
     Exit 1 when any error is found.
     """
+    from archkit import __version__, api
+    from archkit.cli.output import diag_line
+    from archkit.diagnostics import summary_line, to_json, to_sarif
+
     report = api.check(specs, select=_codes(select), ignore=_codes(ignore), env=env)
     diags = report.diagnostics
     if format is CheckFormat.json:
@@ -63,6 +68,8 @@ def rules(
     format: Annotated[CheckFormat, typer.Option("--format", "-f", help="text or json.")] = CheckFormat.text,
 ) -> None:
     """List the check catalogue."""
+    from archkit import api
+
     meta = api.rules()
     if format is not CheckFormat.text:
         typer.echo(json.dumps(meta, indent=2, ensure_ascii=False))
@@ -75,6 +82,8 @@ def rules(
 @app.command()
 def explain(code: Annotated[str, typer.Argument(help="A rule code, e.g. AK203.")]) -> None:
     """Explain a rule: what it finds, why, and which seed it comes from."""
+    from archkit import api
+
     text = api.explain(code)
     if text is None:
         raise fail(f"no rule {code!r}; see `archkit rules`", 2)
@@ -86,6 +95,8 @@ def schema(
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write to this file.")] = None,
 ) -> None:
     """Print the JSON Schema of the archkit/v1 spec."""
+    from archkit import api
+
     text = api.schema()
     if output:
         output.write_text(text, encoding="utf-8")

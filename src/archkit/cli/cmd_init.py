@@ -7,7 +7,6 @@ from typing import Annotated, Optional
 
 import typer
 
-from archkit import api
 from archkit.cli import app
 from archkit.cli.output import fail
 
@@ -19,6 +18,8 @@ def init(
     list_: Annotated[bool, typer.Option("--list", help="List the bundled examples.")] = False,
 ) -> None:
     """Write a starter spec. Never overwrites an existing file."""
+    from archkit import api
+
     if list_:
         for name in api.examples():
             typer.echo(name)
