@@ -98,6 +98,13 @@ def schema() -> str:
     return schema_text()
 
 
+def spec_reference() -> str:
+    """The Markdown field reference of archkit/v1 (docs/spec.md)."""
+    from archkit.spec.reference import markdown
+
+    return markdown()
+
+
 # --------------------------------------------------------------------------- init
 
 def _examples_dir() -> Path:

@@ -39,3 +39,10 @@ def test_schema_rejects_what_the_model_rejects():
     schema = json.loads(SCHEMA_FILE.read_text())
     bad = {"apiVersion": "archkit/v1", "metadata": {"name": "t"}, "budgets": {"p99_msec": 3}}
     assert list(jsonschema.Draft202012Validator(schema).iter_errors(bad))
+
+
+def test_committed_field_reference_is_current():
+    from archkit.spec.reference import markdown
+
+    assert (ROOT / "docs" / "spec.md").read_text(encoding="utf-8") == markdown(), (
+        "docs/spec.md is stale; regenerate with: .venv/bin/archkit schema --format markdown -o docs/spec.md")

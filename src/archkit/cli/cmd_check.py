@@ -90,14 +90,22 @@ def explain(code: Annotated[str, typer.Argument(help="A rule code, e.g. AK203.")
     typer.echo(text, nl=False)
 
 
+class SchemaFormat(str, Enum):
+    json = "json"
+    markdown = "markdown"
+
+
 @app.command()
 def schema(
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write to this file.")] = None,
+    format: Annotated[SchemaFormat, typer.Option("--format", "-f",
+                                                 help="json (JSON Schema) or markdown (field reference).")]
+    = SchemaFormat.json,
 ) -> None:
-    """Print the JSON Schema of the archkit/v1 spec."""
+    """Print the JSON Schema of the archkit/v1 spec (or its Markdown field reference)."""
     from archkit import api
 
-    text = api.schema()
+    text = api.schema() if format is SchemaFormat.json else api.spec_reference()
     if output:
         output.write_text(text, encoding="utf-8")
     else:
