@@ -180,6 +180,16 @@ class Encryption(Node):
     kms_key_rotation_days: Optional[PositiveInt] = None
 
 
+class CacheSettings(Node):
+    """A cache of deterministic intermediates (seed 004 §3.3: cache OCR text, not final answers)."""
+
+    key: str = Field(description="what the entry is keyed by, e.g. sha256(image)")
+    backend: Literal["memory", "redis", "memcached", "other"] = "memory"
+    ttl_s: Optional[Annotated[float, Field(gt=0)]] = None
+    max_entries: Optional[PositiveInt] = None
+    hit_p99_ms: Optional[Ms] = Field(None, description="latency of a hit")
+
+
 class Stage(Node):
     """One step of the data flow with its latency budget, volume and failure rate."""
 
@@ -204,7 +214,7 @@ class Stage(Node):
     egress: bool = Field(False, description="data leaves the trust boundary from here")
     logs_payload: bool = Field(False, description="raw payloads are written to logs")
     model: Optional[ModelInfo] = None
-    cache: Optional[dict[str, Any]] = Field(None, description="cache settings: key, ttl_s, backend")
+    cache: Optional[CacheSettings] = None
 
 
 class Transport(str, Enum):
