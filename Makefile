@@ -61,10 +61,12 @@ test: setup
 lint: setup
 	$(BIN)/ruff check src tests bench
 
+# The examples are meant to show findings (see examples/README.md), so their exit code is ignored;
+# the reference spec must pass.
 demo: setup
-	$(BIN)/archkit check examples/*.yaml $(DEMO_SPEC) || true
+	-$(BIN)/archkit check examples/*.yaml
 	$(BIN)/archkit check $(DEMO_SPEC)
-	$(DEMO_STEPS)
+	@for t in $(DEMO_TARGETS); do $(MAKE) --no-print-directory $$t || exit 1; done
 
 clean:
 	rm -rf out build dist .pytest_cache
