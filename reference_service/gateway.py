@@ -137,8 +137,8 @@ class Gateway:
             self.metrics.triton_ready.set(1 if ok else 0)
             await asyncio.sleep(0.5 if ok else 0.25)
 
-    async def ocr(self, body: bytes) -> tuple[dict, str]:
-        """Run the pipeline; returns (result, cache outcome)."""
+    async def ocr(self, body: bytes, use_cache: bool = True) -> tuple[dict, str]:
+        """Run the pipeline; returns (result, cache outcome: hit, miss or bypass)."""
         m = self.metrics.stage_seconds
         t = time.perf_counter()
         img = await asyncio.to_thread(decode_image, body, self.s)
@@ -146,12 +146,12 @@ class Gateway:
         m.labels("validate").observe(time.perf_counter() - t)
 
         t = time.perf_counter()
-        cached = await self.cache.get(f"{PIPELINE_VERSION}:{key}")
+        cached = await self.cache.get(f"{PIPELINE_VERSION}:{key}") if use_cache else None
         m.labels("cache").observe(time.perf_counter() - t)
         if cached is not None:
             self.metrics.cache.labels("hit").inc()
             return json.loads(cached), "hit"
-        self.metrics.cache.labels("miss").inc()
+        self.metrics.cache.labels("miss" if use_cache else "bypass").inc()
         if not self.ready:
             raise TritonUnavailable()
 
@@ -184,7 +184,8 @@ class Gateway:
             "pipeline": PIPELINE_VERSION,
         }
         self.metrics.lines.observe(len(lines))
-        await self.cache.set(f"{PIPELINE_VERSION}:{key}", json.dumps(result).encode())
+        if self.s.cache_entries > 0 or self.s.redis_url:
+            await self.cache.set(f"{PIPELINE_VERSION}:{key}", json.dumps(result).encode())
         m.labels("postprocess").observe(time.perf_counter() - t)
         return result, "miss"
 
@@ -283,7 +284,9 @@ def create_app(settings: Settings, supervisor=None) -> FastAPI:
         met.inflight.set(gw.inflight)
         try:
             body = await _read_body(request)
-            result, outcome = await gw.ocr(body)
+            # Cache-Control: no-cache forces inference (rollback verification uses it).
+            use_cache = "no-cache" not in request.headers.get("cache-control", "").lower()
+            result, outcome = await gw.ocr(body, use_cache)
         except InputError as exc:
             met.rejected.labels(exc.code).inc()
             return error(exc.status, exc.code, exc.message)

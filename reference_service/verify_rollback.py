@@ -1,0 +1,108 @@
+"""Rollback verification (seed 000 §5.12): after a rollback, the models are loaded and the
+golden outputs are unchanged.
+
+``python -m reference_service verify-rollback --url http://127.0.0.1:8080 --triton-url
+http://127.0.0.1:8000`` checks a running service against ``golden/expected_outputs.json``;
+``--record`` rewrites that file from the running service (do it on a known-good release).
+Standard library only, so any Python can run it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+GOLDEN = Path(__file__).resolve().parent / "golden"
+EXPECTED = GOLDEN / "expected_outputs.json"
+MODELS = ("ocr_detector", "ocr_recogniser")
+BOX_TOLERANCE_PX = 3
+CONFIDENCE_TOLERANCE = 0.02
+
+
+def _get(url: str, timeout: float = 5.0) -> tuple[int, bytes]:
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read()
+    except OSError as exc:
+        return 0, str(exc).encode()
+
+
+def _ocr(url: str, body: bytes) -> dict:
+    req = urllib.request.Request(f"{url}/v1/ocr", data=body, method="POST",
+                                 headers={"Content-Type": "image/png", "Cache-Control": "no-cache"})
+    with urllib.request.urlopen(req, timeout=120) as r:
+        return json.loads(r.read())
+
+
+def checks_models(url: str, triton_url: str) -> list[str]:
+    """Problems with readiness and model identity (empty when all is well)."""
+    problems = []
+    status, _ = _get(f"{triton_url}/v2/health/ready")
+    if status != 200:
+        problems.append(f"triton not ready: GET /v2/health/ready -> {status}")
+    for m in MODELS:
+        status, _ = _get(f"{triton_url}/v2/models/{m}/ready")
+        if status != 200:
+            problems.append(f"model {m} not loaded: GET /v2/models/{m}/ready -> {status}")
+    status, _ = _get(f"{url}/readyz")
+    if status != 200:
+        problems.append(f"gateway not ready: GET /readyz -> {status}")
+    return problems
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m reference_service verify-rollback", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--url", default="http://127.0.0.1:8080", help="gateway base URL")
+    ap.add_argument("--triton-url", default="http://127.0.0.1:8000", help="Triton HTTP base URL")
+    ap.add_argument("--expected", type=Path, default=EXPECTED)
+    ap.add_argument("--limit", type=int, default=0, help="check only the first N golden images (0: all)")
+    ap.add_argument("--record", action="store_true", help="write the expected outputs from this service")
+    args = ap.parse_args(argv)
+
+    problems = checks_models(args.url, args.triton_url)
+    if problems:
+        print("\n".join(f"FAIL {p}" for p in problems))
+        return 1
+    status, body = _get(f"{args.url}/v1/models")
+    models = json.loads(body) if status == 200 else {}
+    names = sorted(json.loads((GOLDEN / "manifest.json").read_text())["documents"])
+    if args.record:
+        outputs = {}
+        for n in names:
+            res = _ocr(args.url, (GOLDEN / n).read_bytes())
+            outputs[n] = {"text": res["text"], "lines": [{"box": l["box"], "confidence": l["confidence"]}
+                                                         for l in res["lines"]]}
+        args.expected.write_text(json.dumps({"models": models, "outputs": outputs}, indent=1) + "\n")
+        print(f"recorded {len(outputs)} golden outputs to {args.expected}")
+        return 0
+
+    expected = json.loads(args.expected.read_text())
+    if models != expected["models"]:
+        problems.append(f"model identity changed: {models} != {expected['models']}")
+    for n in names[: args.limit or None]:
+        want = expected["outputs"][n]
+        got = _ocr(args.url, (GOLDEN / n).read_bytes())
+        if got["text"] != want["text"]:
+            problems.append(f"{n}: text changed: {got['text']!r} != {want['text']!r}")
+            continue
+        for a, b in zip(got["lines"], want["lines"]):
+            if max(abs(x - y) for pa, pb in zip(a["box"], b["box"]) for x, y in zip(pa, pb)) > BOX_TOLERANCE_PX:
+                problems.append(f"{n}: box moved more than {BOX_TOLERANCE_PX} px: {a['box']} vs {b['box']}")
+            if abs(a["confidence"] - b["confidence"]) > CONFIDENCE_TOLERANCE:
+                problems.append(f"{n}: confidence {a['confidence']} vs {b['confidence']}")
+    checked = len(names[: args.limit or None])
+    if problems:
+        print("\n".join(f"FAIL {p}" for p in problems))
+        return 1
+    print(f"rollback verified: {len(MODELS)} models ready, {checked} golden outputs unchanged")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

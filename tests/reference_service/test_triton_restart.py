@@ -1,0 +1,55 @@
+"""Faults: Triton killed mid-run (503, then recovery), and a clean stop on SIGTERM.
+
+Runs last in this folder (it stops the session's service).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import httpx
+import pytest
+
+from .conftest import unique_png
+
+pytestmark = [pytest.mark.live, pytest.mark.slow]
+
+
+def test_triton_killed_gives_503_then_recovers(service, golden_pngs):
+    pids = service.tritonserver_pids()
+    assert pids, "no tritonserver process under the service"
+    body = golden_pngs["images/doc_020.png"]
+    for pid in pids:
+        os.kill(pid, signal.SIGKILL)
+    codes, deadline = [], time.monotonic() + 90
+    salt = 0
+    while time.monotonic() < deadline:
+        salt += 1
+        r = httpx.post(f"{service.url}/v1/ocr", content=unique_png(body, salt),
+                       headers={"Content-Type": "image/png"}, timeout=30)
+        codes.append(r.status_code)
+        if r.status_code == 503:
+            assert r.headers.get("Retry-After") == "1"
+            assert r.json()["error"]["code"] == "triton_unavailable"
+        if r.status_code == 200 and 503 in codes:
+            break
+        time.sleep(0.3)
+    assert 503 in codes, codes
+    assert codes[-1] == 200, codes
+    assert set(codes) <= {200, 503}, codes
+    assert httpx.get(f"{service.url}/readyz", timeout=5).status_code == 200
+    metrics = httpx.get(f"{service.url}/metrics", timeout=5).text
+    restarts = [l for l in metrics.splitlines() if l.startswith("ocr_triton_restarts_total")]
+    assert restarts and float(restarts[0].split()[-1]) >= 1
+    cold = [l for l in metrics.splitlines() if l.startswith("ocr_cold_start_seconds")]
+    assert cold and 0 < float(cold[0].split()[-1]) < 60
+
+
+def test_sigterm_stops_within_10s_leaving_nothing(service):
+    report = service.stop()
+    assert report["stop_s"] < 10, report
+    assert report["leftover_processes"] == [], report
+    assert report["leftover_tmp"] == [], report
+    assert report["returncode"] == 0, report
