@@ -1,0 +1,113 @@
+"""Prometheus checks over its HTTP API: rule groups loaded and healthy, declared scrape targets up."""
+
+from __future__ import annotations
+
+import json
+import socket
+import urllib.error
+import urllib.request
+from typing import Optional
+from urllib.parse import urlparse
+
+from archkit.spec.model import Spec
+from archkit.verify.findings import Finding, Recorder
+
+
+class _Unreachable(Exception):
+    pass
+
+
+def _get(base: str, path: str, timeout_s: float) -> dict:
+    url = base.rstrip("/") + path
+    try:
+        with urllib.request.urlopen(url, timeout=timeout_s) as resp:  # noqa: S310 - user-given http URL
+            body = json.loads(resp.read())
+    except urllib.error.HTTPError as exc:
+        hint = " (credentials?)" if exc.code in (401, 403) else ""
+        raise _Unreachable(f"GET {path} answered HTTP {exc.code}{hint}") from None
+    except (urllib.error.URLError, socket.timeout, TimeoutError, ConnectionError) as exc:
+        raise _Unreachable(f"cannot reach Prometheus at {base}: {getattr(exc, 'reason', exc)}") from None
+    except ValueError:
+        raise _Unreachable(f"GET {path} did not answer JSON; is {base} a Prometheus server?") from None
+    if body.get("status") != "success":
+        raise _Unreachable(f"GET {path}: {body.get('error') or body.get('status')}")
+    return body.get("data") or {}
+
+
+def check_prometheus(spec: Spec, url: str, expected_groups: Optional[list[str]], groups_note: str = "",
+                     timeout_s: float = 5.0) -> list[Finding]:
+    """Every Prometheus check of `spec`; `expected_groups` are the generated rule groups' names."""
+    rec = Recorder(spec, "prometheus")
+    obs = spec.observability
+    server = f"server {url}"
+    try:
+        rules = _get(url, "/api/v1/rules", timeout_s)
+    except _Unreachable as exc:
+        rec.unknown("VP300", server, obs, None, str(exc))
+        return rec.findings
+    loaded = {g.get("name"): g for g in rules.get("groups") or []}
+    if expected_groups is None:
+        rec.unknown("VP301", "rules", obs, None, groups_note or "the expected rule groups are not known")
+        check = sorted(loaded)
+    else:
+        for name in expected_groups:
+            if name in loaded:
+                rec.ok("VP301", f"rules/{name}", obs, None, f"{len(loaded[name].get('rules') or [])} rule(s) loaded")
+            else:
+                rec.drift("VP301", f"rules/{name}", obs, None,
+                          f"rule group '{name}' generated from the spec is not loaded in Prometheus "
+                          f"(loaded: {', '.join(sorted(loaded)) or 'none'}); add the rendered rules file to "
+                          "rule_files and reload")
+        check = [n for n in expected_groups if n in loaded]
+    for name in check:
+        bad, pending = [], 0
+        for rule in loaded[name].get("rules") or []:
+            health = rule.get("health", "unknown")
+            if rule.get("lastError") or health == "err":
+                bad.append(f"{rule.get('name')}: {rule.get('lastError') or health}")
+            elif health != "ok":
+                pending += 1
+        if bad:
+            rec.drift("VP302", f"rules/{name}", obs, None,
+                      f"rule group '{name}' has rules that fail to evaluate, so they never fire: {'; '.join(bad[:3])}")
+        elif pending:
+            rec.unknown("VP302", f"rules/{name}", obs, None,
+                        f"{pending} rule(s) of '{name}' have not been evaluated yet")
+        else:
+            rec.ok("VP302", f"rules/{name}", obs, None, "every rule evaluates")
+    if not obs.scrape:
+        return rec.findings
+    try:
+        targets = _get(url, "/api/v1/targets?state=active", timeout_s).get("activeTargets") or []
+    except _Unreachable as exc:
+        for st in obs.scrape:
+            rec.unknown("VP310", f"scrape/{st.service}:{st.port}", st, None, str(exc))
+        return rec.findings
+    for st in obs.scrape:
+        label = f"scrape/{st.service}:{st.port}"
+        matched = []
+        for t in targets:
+            labels = t.get("labels") or {}
+            u = urlparse(t.get("scrapeUrl") or "")
+            if st.job:
+                ok = labels.get("job") == st.job
+            else:
+                ok = labels.get("job") == st.service or (u.port == st.port and (u.path or "/") == st.path)
+            if ok:
+                matched.append(t)
+        if not matched:
+            jobs = sorted({(t.get("labels") or {}).get("job", "?") for t in targets})
+            want = f"job '{st.job}'" if st.job else f"port {st.port} path {st.path} (or job '{st.service}')"
+            rec.drift("VP310", label, st, None,
+                      f"Prometheus scrapes no target for service '{st.service}' ({want}); jobs: "
+                      f"{', '.join(jobs) or 'none'}")
+            continue
+        rec.ok("VP310", label, st, None, f"{len(matched)} target(s)")
+        down = [t for t in matched if t.get("health") != "up"]
+        if down:
+            rec.drift("VP311", label, st, None,
+                      f"{len(down)} of {len(matched)} scrape target(s) of '{st.service}' are "
+                      f"{down[0].get('health')}: {down[0].get('scrapeUrl')}: {down[0].get('lastError') or 'not scraped yet'}")
+        else:
+            rec.ok("VP311", label, st, None, f"{len(matched)} target(s) up")
+    return rec.findings

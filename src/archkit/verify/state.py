@@ -1,0 +1,381 @@
+"""One model of cluster state, read from a live cluster, a `kubectl get -o yaml` snapshot or manifests.
+
+The three sources fill the same `ClusterState`: a list of plain Kubernetes objects (the
+dicts the API serves, camelCase keys) per kind, plus how each kind was read. The checks in
+`archkit.verify.kube` never know where the objects came from, only whether a kind is
+complete, partial, forbidden, failed or absent (manifests carry no nodes and no pods).
+
+Secrets are never read: no list call for them exists here, and Secret documents in a
+manifests folder are dropped unread.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Optional
+
+import yaml
+
+try:  # the C parser is ~10x faster on big snapshots
+    _YamlLoader = yaml.CSafeLoader  # type: ignore[attr-defined]
+except AttributeError:  # pragma: no cover - libyaml missing
+    _YamlLoader = yaml.SafeLoader
+
+
+@dataclass(frozen=True)
+class KindSpec:
+    """One kind archkit reads: its API group and resource, and the client calls that list it."""
+
+    kind: str
+    group: str
+    resource: str
+    namespaced: bool
+    api: str
+    list_all: str
+    list_namespaced: Optional[str] = None
+
+
+# Every kind `archkit verify` reads; the ClusterRole (`rbac_clusterrole`) is built from this
+# list, so the permissions asked for are exactly the ones used. No Secrets, ever.
+KINDS: tuple[KindSpec, ...] = (
+    KindSpec("Node", "", "nodes", False, "CoreV1Api", "list_node"),
+    KindSpec("Pod", "", "pods", True, "CoreV1Api", "list_pod_for_all_namespaces", "list_namespaced_pod"),
+    KindSpec("Service", "", "services", True, "CoreV1Api", "list_service_for_all_namespaces",
+             "list_namespaced_service"),
+    KindSpec("PersistentVolumeClaim", "", "persistentvolumeclaims", True, "CoreV1Api",
+             "list_persistent_volume_claim_for_all_namespaces", "list_namespaced_persistent_volume_claim"),
+    KindSpec("PersistentVolume", "", "persistentvolumes", False, "CoreV1Api", "list_persistent_volume"),
+    KindSpec("Deployment", "apps", "deployments", True, "AppsV1Api", "list_deployment_for_all_namespaces",
+             "list_namespaced_deployment"),
+    KindSpec("StatefulSet", "apps", "statefulsets", True, "AppsV1Api", "list_stateful_set_for_all_namespaces",
+             "list_namespaced_stateful_set"),
+    KindSpec("DaemonSet", "apps", "daemonsets", True, "AppsV1Api", "list_daemon_set_for_all_namespaces",
+             "list_namespaced_daemon_set"),
+    KindSpec("NetworkPolicy", "networking.k8s.io", "networkpolicies", True, "NetworkingV1Api",
+             "list_network_policy_for_all_namespaces", "list_namespaced_network_policy"),
+    KindSpec("StorageClass", "storage.k8s.io", "storageclasses", False, "StorageV1Api", "list_storage_class"),
+)
+KIND_NAMES = tuple(k.kind for k in KINDS)
+# What `kubectl get nodes,deploy,sts,ds,svc,netpol,pods -A -o yaml` returns: a snapshot made
+# with that command has read these kinds completely even when it holds none of them.
+SNAPSHOT_BASE_KINDS = ("Node", "Deployment", "StatefulSet", "DaemonSet", "Service", "NetworkPolicy", "Pod")
+SNAPSHOT_COMMAND = "kubectl get nodes,deploy,sts,ds,svc,netpol,pods,pvc,pv,sc -A -o yaml > snapshot.yaml"
+
+COMPLETE, PARTIAL, FORBIDDEN, FAILED, ABSENT = "complete", "partial", "forbidden", "failed", "absent"
+
+
+class StateError(Exception):
+    """The state source cannot be used at all (missing file, bad YAML, no kubeconfig)."""
+
+
+@dataclass
+class KindRead:
+    """How one kind was read: status, a message a person can act on, and the calls it took."""
+
+    status: str = COMPLETE
+    message: str = ""
+    calls: int = 0
+
+
+@dataclass
+class ClusterState:
+    """Kubernetes objects by kind, and how completely each kind could be read."""
+
+    mode: str                      # live | snapshot | manifests
+    source: str                    # e.g. "snapshot fixtures/snap.yaml"
+    objects: dict[str, list[dict]] = field(default_factory=dict)
+    reads: dict[str, KindRead] = field(default_factory=dict)
+    origins: dict[int, str] = field(default_factory=dict)   # id(obj) -> "file:line"
+    api_calls: int = 0
+
+    def items(self, kind: str) -> list[dict]:
+        return self.objects.get(kind, [])
+
+    def read(self, kind: str) -> KindRead:
+        return self.reads.get(kind) or KindRead(ABSENT, f"no {kind} objects were read")
+
+    def usable(self, kind: str) -> bool:
+        """True when absence of an object of this kind means it does not exist."""
+        return self.read(kind).status == COMPLETE
+
+    def origin(self, obj: dict) -> str:
+        """Where an object came from: a manifest's file:line, or `Kind namespace/name`."""
+        got = self.origins.get(id(obj))
+        if got:
+            return got
+        meta = obj.get("metadata") or {}
+        ns = meta.get("namespace")
+        return f"{obj.get('kind', '?')} {ns + '/' if ns else ''}{meta.get('name', '?')}"
+
+    def add(self, obj: dict, origin: Optional[str] = None) -> None:
+        kind = obj.get("kind")
+        if kind not in KIND_NAMES:
+            return  # Secrets, ConfigMaps and everything else are not kept
+        self.objects.setdefault(kind, []).append(obj)
+        if origin:
+            self.origins[id(obj)] = origin
+
+
+# --------------------------------------------------------------------------- files
+
+def _flatten(doc: Any) -> Iterable[dict]:
+    """Objects of a document: a v1 List (kubectl's output) yields its items."""
+    if not isinstance(doc, dict):
+        return
+    if doc.get("kind") == "List" or (doc.get("kind", "").endswith("List") and "items" in doc):
+        item_kind = doc["kind"][:-4] if doc["kind"] != "List" else None
+        for item in doc.get("items") or []:
+            if isinstance(item, dict):
+                if item_kind and "kind" not in item:
+                    item["kind"] = item_kind
+                yield from _flatten(item)
+    elif "kind" in doc:
+        yield doc
+
+
+_DOC_SPLIT = re.compile(r"^---[ \t]*(?:#.*)?$", re.M)
+
+
+def _documents(text: str, file: str) -> Iterable[tuple[Any, int]]:
+    """(document, first line) for each YAML document in `text`; JSON goes through json."""
+    stripped = text.lstrip()
+    if stripped.startswith("{"):
+        try:
+            yield json.loads(text), 1
+            return
+        except ValueError as exc:
+            raise StateError(f"{file}: not valid JSON: {exc}") from None
+    starts = [0] + [m.end() for m in _DOC_SPLIT.finditer(text)]
+    ends = [m.start() for m in _DOC_SPLIT.finditer(text)] + [len(text)]
+    for start, end in zip(starts, ends):
+        chunk = text[start:end]
+        if not chunk.strip():
+            continue
+        line = text.count("\n", 0, start) + 1
+        try:
+            doc = yaml.load(chunk, Loader=_YamlLoader)  # noqa: S506 - a safe loader
+        except yaml.MarkedYAMLError as exc:
+            mark = exc.problem_mark or exc.context_mark
+            at = f"{file}:{line + mark.line}:{mark.column + 1}" if mark else f"{file}:{line}"
+            raise StateError(f"{at}: YAML syntax error: {exc.problem or exc}") from None
+        except yaml.YAMLError as exc:
+            raise StateError(f"{file}:{line}: YAML error: {exc}") from None
+        if doc is not None:
+            # the document's first non-blank line, which is what an editor should jump to
+            lead = len(chunk) - len(chunk.lstrip("\n"))
+            yield doc, line + chunk.count("\n", 0, lead)
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise StateError(f"{path}: file not found") from None
+    except UnicodeDecodeError:
+        raise StateError(f"{path}: not UTF-8 text") from None
+    except OSError as exc:
+        raise StateError(f"{path}: cannot read: {exc.strerror or exc}") from None
+
+
+def load_snapshot(path: str | os.PathLike) -> ClusterState:
+    """State from `kubectl get ... -A -o yaml` (a v1 List; JSON or multi-document YAML also work)."""
+    p = Path(path)
+    if p.is_dir():
+        raise StateError(f"{p}: is a folder; --snapshot takes the file `{SNAPSHOT_COMMAND}` writes")
+    text = _read_text(p)
+    state = ClusterState("snapshot", f"snapshot {p}")
+    for doc, _line in _documents(text, str(p)):
+        for obj in _flatten(doc):
+            state.add(obj)
+    for kind in KIND_NAMES:
+        if kind in SNAPSHOT_BASE_KINDS or state.items(kind):
+            state.reads[kind] = KindRead(COMPLETE)
+        else:
+            state.reads[kind] = KindRead(ABSENT, f"the snapshot holds no {kind} objects; "
+                                                 f"make it with `{SNAPSHOT_COMMAND}`")
+    return state
+
+
+def load_manifests(folder: str | os.PathLike) -> ClusterState:
+    """State from rendered manifests (Helm/kustomize output): the intended objects, no nodes or pods."""
+    root = Path(folder)
+    if not root.exists():
+        raise StateError(f"{root}: folder not found")
+    files = [root] if root.is_file() else sorted(
+        p for p in root.rglob("*") if p.is_file() and p.suffix in {".yaml", ".yml", ".json"})
+    if not files:
+        raise StateError(f"{root}: no .yaml, .yml or .json files in it")
+    state = ClusterState("manifests", f"manifests {root}")
+    for f in files:
+        rel = str(f)
+        for doc, line in _documents(_read_text(f), rel):
+            for obj in _flatten(doc):
+                state.add(obj, f"{rel}:{line}")
+    for kind in KIND_NAMES:
+        if kind in ("Node", "Pod"):
+            state.reads[kind] = KindRead(ABSENT, "manifests describe no nodes or running pods")
+        else:
+            state.reads[kind] = KindRead(COMPLETE)
+    return state
+
+
+# --------------------------------------------------------------------------- live cluster
+
+def _client_config(kubeconfig: Optional[str], context: Optional[str], in_cluster: bool):
+    """A kubernetes client Configuration from a kubeconfig (and context) or the pod's service account."""
+    from kubernetes import client, config
+    from kubernetes.config.config_exception import ConfigException
+
+    cfg = client.Configuration()
+    try:
+        if in_cluster:
+            config.load_incluster_config(client_configuration=cfg)
+            where = "in-cluster service account"
+        else:
+            path = kubeconfig or os.environ.get("KUBECONFIG", "").split(os.pathsep)[0] or None
+            if path and not Path(path).exists():
+                raise StateError(f"kubeconfig {path} not found")
+            if path is None and not Path(os.path.expanduser("~/.kube/config")).exists():
+                if os.environ.get("KUBERNETES_SERVICE_HOST"):
+                    config.load_incluster_config(client_configuration=cfg)
+                    return cfg, "in-cluster service account"
+                raise StateError("no kubeconfig (~/.kube/config, $KUBECONFIG or --kubeconfig) and not "
+                                 "running in a pod; give --snapshot or --manifests to verify offline")
+            config.load_kube_config(config_file=path, context=context, client_configuration=cfg)
+            where = f"context {context}" if context else "current context"
+    except ConfigException as exc:
+        raise StateError(f"cannot use the cluster configuration: {exc}") from None
+    # Read-only checks should answer fast: no silent connection retries (urllib3 would retry
+    # three times), the per-request timeout is the caller's.
+    cfg.retries = 0
+    return cfg, where
+
+
+def _http_reason(status: int, kind: KindSpec, scope: str) -> tuple[str, str]:
+    what = f"list {kind.resource}{'' if not kind.group else '.' + kind.group} {scope}"
+    if status == 401:
+        return FORBIDDEN, (f"401 Unauthorized: the API server did not accept the credentials "
+                           f"({what}); refresh the kubeconfig token")
+    if status == 403:
+        return FORBIDDEN, (f"403 Forbidden: this identity may not {what}; apply the ClusterRole "
+                           "from `archkit verify --print-rbac`")
+    if status == 410:
+        return PARTIAL, (f"410 Gone: the list continue token expired mid-way ({what}); "
+                         "the objects read so far are used")
+    return FAILED, f"HTTP {status} from the API server ({what})"
+
+
+def read_live(kubeconfig: Optional[str] = None, context: Optional[str] = None, in_cluster: bool = False,
+              namespaces: Iterable[str] = (), timeout_s: float = 10.0, page_size: int = 500,
+              kinds: Iterable[str] = KIND_NAMES) -> ClusterState:
+    """State from a live cluster: one paginated list call chain per kind, never one call per object.
+
+    A 403 on an all-namespaces list falls back to per-namespace lists for the namespaces the
+    spec names (a namespaced Role is enough then). A network error (timeout, refused) stops
+    reading: every later kind is reported with the same message instead of waiting again.
+    """
+    import urllib3
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    cfg, where = _client_config(kubeconfig, context, in_cluster)
+    api_client = client.ApiClient(cfg)
+    state = ClusterState("live", f"live cluster {cfg.host} ({where})")
+    namespaces = sorted(set(namespaces))
+    apis: dict[str, Any] = {}
+    network_error: Optional[str] = None
+
+    def list_all(method: Callable, read: KindRead, spec: KindSpec, **kw) -> tuple[list[dict], Optional[int]]:
+        """Follow `continue` tokens; returns the items read and the HTTP status that stopped it."""
+        nonlocal network_error
+        items: list[dict] = []
+        cont: Optional[str] = None
+        while True:
+            read.calls += 1
+            state.api_calls += 1
+            try:
+                resp = method(limit=page_size, _continue=cont, _preload_content=False,
+                              _request_timeout=timeout_s, **kw)
+                data = json.loads(resp.data)
+            except ApiException as exc:
+                return items, int(exc.status or 0)
+            except (urllib3.exceptions.HTTPError, OSError) as exc:
+                reason = getattr(exc, "reason", None) or exc
+                network_error = f"cannot reach the API server at {cfg.host}: {reason}"
+                return items, -1
+            except ValueError:
+                return items, -2
+            for obj in data.get("items") or []:
+                obj.setdefault("kind", spec.kind)
+                items.append(obj)
+            cont = (data.get("metadata") or {}).get("continue")
+            if not cont:
+                return items, None
+
+    wanted = set(kinds)
+    for spec in KINDS:
+        if spec.kind not in wanted:
+            continue
+        read = KindRead()
+        state.reads[spec.kind] = read
+        state.objects.setdefault(spec.kind, [])
+        if network_error:
+            read.status, read.message = FAILED, network_error
+            continue
+        api = apis.setdefault(spec.api, getattr(client, spec.api)(api_client))
+        items, stop = list_all(getattr(api, spec.list_all), read, spec)
+        if stop == 403 and spec.namespaced and namespaces and not items:
+            # no cluster-wide permission: try the spec's namespaces one by one
+            per_ns: list[str] = []
+            for ns in namespaces:
+                got, ns_stop = list_all(getattr(api, spec.list_namespaced), read, spec, namespace=ns)
+                items += got
+                if ns_stop is not None:
+                    per_ns.append(ns)
+                    stop = ns_stop
+                    if ns_stop == -1:
+                        break
+            if not per_ns:
+                stop = None
+                read.message = f"read per namespace ({', '.join(namespaces)}): no cluster-wide list permission"
+        state.objects[spec.kind] = items
+        if stop is None:
+            continue
+        if stop == -1:
+            read.status, read.message = (PARTIAL if items else FAILED), network_error or ""
+        elif stop == -2:
+            read.status, read.message = (PARTIAL if items else FAILED), "the API server sent a non-JSON answer"
+        else:
+            status, message = _http_reason(stop, spec, "in all namespaces" if spec.namespaced else "")
+            read.status = PARTIAL if items else status
+            read.message = message
+    api_client.close()
+    return state
+
+
+# --------------------------------------------------------------------------- RBAC
+
+def rbac_clusterrole(name: str = "archkit-verify") -> str:
+    """A ClusterRole with only get/list on the kinds `archkit verify` reads (no Secrets)."""
+    groups: dict[str, list[str]] = {}
+    for k in KINDS:
+        groups.setdefault(k.group, []).append(k.resource)
+    lines = [
+        "# ClusterRole for `archkit verify`: read-only (get, list) on exactly the kinds it reads.",
+        "# Secrets are not among them. Bind it to the identity that runs the check, e.g.",
+        f"#   kubectl create clusterrolebinding {name} --clusterrole={name} --serviceaccount=NS:SA",
+        "apiVersion: rbac.authorization.k8s.io/v1",
+        "kind: ClusterRole",
+        "metadata:",
+        f"  name: {name}",
+        "rules:",
+    ]
+    for group in sorted(groups):
+        lines.append(f"  - apiGroups: [{json.dumps(group)}]")
+        lines.append(f"    resources: [{', '.join(sorted(groups[group]))}]")
+        lines.append("    verbs: [get, list]")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,176 @@
+"""Triton checks through tritonclient: server health, each declared model READY at its version, its config."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+from urllib.parse import urlparse
+
+from archkit.spec.model import ModelInfo, Spec, Stage
+from archkit.verify.findings import Finding, Recorder
+
+
+def triton_models(spec: Spec) -> list[tuple[Stage, ModelInfo]]:
+    """Model stages the spec serves with Triton (`model.server: triton`)."""
+    return [(st, st.model) for st in spec.dataflow.stages
+            if st.model is not None and (st.model.server or "").lower() == "triton"]
+
+
+def _client(url: str, timeout_s: float):
+    import tritonclient.http as httpclient
+
+    parsed = urlparse(url if "://" in url else f"http://{url}")
+    return httpclient.InferenceServerClient(
+        url=parsed.netloc, ssl=parsed.scheme == "https", connection_timeout=timeout_s,
+        network_timeout=timeout_s)
+
+
+def _error_text(exc: BaseException) -> str:
+    msg = getattr(exc, "message", None)
+    text = msg() if callable(msg) else (msg or str(exc) or type(exc).__name__)
+    return str(text).strip()
+
+
+def check_triton(spec: Spec, url: str, timeout_s: float = 5.0) -> list[Finding]:
+    """Every Triton check of `spec` against the server at `url` (host:port or http://host:port)."""
+    rec = Recorder(spec, "triton")
+    models = triton_models(spec)
+    anchor = models[0][1] if models else spec.dataflow
+    server = f"server {url}"
+    try:
+        client = _client(url, timeout_s)
+        live = client.is_server_live()
+    except Exception as exc:  # connection refused, timeout, DNS: the tritonclient raises many kinds
+        rec.unknown("VT200", server, anchor, None,
+                    f"cannot reach Triton at {url}: {_error_text(exc)}; is the server running and the URL its "
+                    "HTTP port (default 8000)?")
+        return rec.findings
+    try:
+        if live:
+            rec.ok("VT201", server, anchor, None, "live")
+        else:
+            rec.drift("VT201", server, anchor, None, f"Triton at {url} answers but is not live")
+        ready = client.is_server_ready()
+        if ready:
+            rec.ok("VT202", server, anchor, None, "ready")
+        else:
+            rec.drift("VT202", server, anchor, None,
+                      f"Triton at {url} is not ready: a model failed to load (seed 000 §3.4: check the log for "
+                      "'Failed to load model')")
+        try:
+            index = client.get_model_repository_index() or []
+        except Exception as exc:
+            index = None
+            index_error = _error_text(exc)
+        for stage, model in models:
+            _check_model(rec, client, stage, model, index, index_error if index is None else "")
+    except Exception as exc:
+        rec.unknown("VT200", server, anchor, None, f"Triton at {url} stopped answering: {_error_text(exc)}")
+    finally:
+        try:
+            client.close()
+        except Exception:  # closing a half-open client must not hide the findings
+            pass
+    return rec.findings
+
+
+def _check_model(rec: Recorder, client: Any, stage: Stage, model: ModelInfo, index: Optional[list],
+                 index_error: str) -> None:
+    label = f"model/{model.name}"
+    if index is None:
+        rec.unknown("VT210", label, model, "name", f"the model repository index cannot be read: {index_error}")
+        return
+    entries = [e for e in index if e.get("name") == model.name]
+    if not entries:
+        names = sorted({e.get("name", "?") for e in index})
+        rec.drift("VT210", label, model, "name",
+                  f"stage '{stage.id}' declares model '{model.name}' but Triton does not have it "
+                  f"(models: {', '.join(names) or 'none'})")
+        return
+    rec.ok("VT210", label, model, "name", "in the model repository")
+    ready = sorted({str(e.get("version")) for e in entries if e.get("state") == "READY" and e.get("version")})
+    wanted: list[str] = []
+    if model.version and model.version.isdigit():
+        wanted.append(model.version)
+    if model.version_policy is not None:
+        wanted += [str(v) for v in model.version_policy.specific]
+    not_ready = [v for v in wanted if v not in ready]
+    states = ", ".join(f"{e.get('version') or '-'}: {e.get('state') or '?'}"
+                       + (f" ({e.get('reason')})" if e.get("reason") else "") for e in entries)
+    if not ready:
+        rec.drift("VT211", label, model, "name", f"model '{model.name}' is not READY ({states})")
+    elif not_ready:
+        rec.drift("VT211", label, model, "version",
+                  f"model '{model.name}' version(s) {', '.join(not_ready)} not READY; READY: {', '.join(ready)}")
+    elif model.version and not model.version.isdigit():
+        rec.ok("VT211", label, model, "version",
+               f"READY (versions {', '.join(ready)}); spec version '{model.version}' is a label, not a Triton "
+               "version number, so it is not compared")
+    else:
+        rec.ok("VT211", label, model, "version", f"READY (versions {', '.join(ready)})")
+    try:
+        config = client.get_model_config(model.name) or {}
+    except Exception as exc:
+        rec.unknown("VT220", label, model, "batching", f"cannot read the config of '{model.name}': {_error_text(exc)}")
+        return
+    config = config.get("config", config)  # some servers wrap it
+    _check_config(rec, label, model, config)
+
+
+def _check_config(rec: Recorder, label: str, model: ModelInfo, config: dict) -> None:
+    b = model.batching
+    name = model.name
+    if b is not None:
+        have = int(config.get("max_batch_size", 0) or 0)
+        if have == b.max_batch_size:
+            rec.ok("VT220", label, b, "max_batch_size", f"max_batch_size {have}")
+        else:
+            rec.drift("VT220", label, b, "max_batch_size",
+                      f"model '{name}' has max_batch_size {have}, the spec declares {b.max_batch_size}: the "
+                      "latency budget was computed for the declared batch (seed 000 §2.1)")
+        dyn = config.get("dynamic_batching")
+        if dyn is None:
+            rec.drift("VT226", label, b, None,
+                      f"model '{name}' has no dynamic_batching; the spec declares batching up to "
+                      f"{b.max_batch_size} with a {b.max_queue_delay_us} µs queue delay")
+        else:
+            delay = int(dyn.get("max_queue_delay_microseconds", 0) or 0)
+            if delay == b.max_queue_delay_us:
+                rec.ok("VT221", label, b, "max_queue_delay_us", f"max_queue_delay_microseconds {delay}")
+            else:
+                rec.drift("VT221", label, b, "max_queue_delay_us",
+                          f"model '{name}' waits up to {delay} µs to fill a batch "
+                          f"(max_queue_delay_microseconds), the spec declares {b.max_queue_delay_us} µs "
+                          "(seed 000 §2.1: the queue delay adds to every request's latency)")
+            if b.preferred_batch_sizes or "preferred_batch_sizes" in b.model_fields_set:
+                pref = sorted(int(x) for x in dyn.get("preferred_batch_size") or [])
+                if pref == sorted(b.preferred_batch_sizes):
+                    rec.ok("VT222", label, b, "preferred_batch_sizes", f"preferred_batch_size {pref}")
+                else:
+                    rec.drift("VT222", label, b, "preferred_batch_sizes",
+                              f"model '{name}' prefers batches {pref or 'none'}, the spec declares "
+                              f"{sorted(b.preferred_batch_sizes)}")
+            if b.max_queue_size is not None:
+                qs = int(((dyn.get("default_queue_policy") or {}).get("max_queue_size", 0)) or 0)
+                if qs == b.max_queue_size:
+                    rec.ok("VT224", label, b, "max_queue_size", f"max_queue_size {qs}")
+                else:
+                    rec.drift("VT224", label, b, "max_queue_size",
+                              f"model '{name}' queues up to {qs or 'unbounded'} request(s), the spec declares "
+                              f"{b.max_queue_size}")
+    groups = config.get("instance_group") or []
+    if groups:
+        count = sum(int(g.get("count", 1) or 1) for g in groups)
+        if count == model.instances:
+            rec.ok("VT223", label, model, "instances", f"{count} instance(s)")
+        else:
+            rec.drift("VT223", label, model, "instances",
+                      f"model '{name}' runs {count} instance(s), the spec declares {model.instances}")
+    vp = model.version_policy
+    if vp is not None and vp.latest_num_versions is not None:
+        have = ((config.get("version_policy") or {}).get("latest") or {}).get("num_versions")
+        if have is not None and int(have) == vp.latest_num_versions:
+            rec.ok("VT225", label, vp, "latest_num_versions", f"latest {have} versions")
+        else:
+            rec.drift("VT225", label, vp, "latest_num_versions",
+                      f"model '{name}' keeps {'latest ' + str(have) if have else 'a different set of'} version(s), "
+                      f"the spec declares the latest {vp.latest_num_versions} (seed 000 §2.2)")
