@@ -284,3 +284,81 @@ def render(spec_path: str | os.PathLike, out_dir: str | os.PathLike, only: Optio
     files, diags = generate(res.spec, str(spec_path), only, formats, measured, templates_dir, env,
                             progress)
     return RenderResult(files, write_tree(out_dir, files, check=check, force=force), diags)
+
+
+# --------------------------------------------------------------------------- verify (issue 8)
+
+@dataclass
+class VerifyResult:
+    """A verify report, or the spec's load errors when it could not be loaded (report is None)."""
+
+    report: "Optional[object]"
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+
+def expected_rule_groups(spec: Spec, rules_file: Optional[str | os.PathLike] = None) -> tuple[Optional[list[str]], str]:
+    """Rule group names Prometheus should have loaded: from `rules_file`, else from the prometheus generator.
+
+    Returns (names, note); names is None (with the reason in note) when they cannot be known.
+    """
+    import yaml
+
+    if rules_file is not None:
+        try:
+            data = yaml.safe_load(Path(rules_file).read_text(encoding="utf-8")) or {}
+        except (OSError, yaml.YAMLError) as exc:
+            raise ValueError(f"{rules_file}: cannot read the rules file: {exc}") from None
+        groups = data.get("groups") if isinstance(data, dict) else None
+        if not isinstance(groups, list):
+            raise ValueError(f"{rules_file}: not a Prometheus rules file (no 'groups' list)")
+        return [str(g.get("name")) for g in groups if isinstance(g, dict)], ""
+    try:
+        files, _ = generate(spec, only=["prometheus"])
+    except KeyError:
+        return None, "the prometheus generator is not available; pass --rules FILE to name the expected groups"
+    rules = next((v for k, v in sorted(files.items()) if k.endswith("rules.yaml")), None)
+    if rules is None:
+        return None, "the prometheus generator produced no rules.yaml"
+    data = yaml.safe_load(rules if isinstance(rules, str) else rules.decode("utf-8")) or {}
+    return [str(g.get("name")) for g in data.get("groups") or []], ""
+
+
+def verify(spec_path: str | os.PathLike, *, snapshot: Optional[str | os.PathLike] = None,
+           manifests: Optional[str | os.PathLike] = None, live: bool = False,
+           kubeconfig: Optional[str] = None, context: Optional[str] = None, in_cluster: bool = False,
+           triton_url: Optional[str] = None, prometheus_url: Optional[str] = None,
+           rules_file: Optional[str | os.PathLike] = None, timeout_s: float = 10.0,
+           env: Optional[str] = None) -> VerifyResult:
+    """Verify a cluster (live, snapshot or manifests), Triton and Prometheus against a spec; read-only.
+
+    Raises `archkit.verify.StateError` (or ValueError) when a source cannot be used at all;
+    partial reads (403, timeouts) become `unknown` findings instead.
+    """
+    from archkit import verify as verify_mod
+    from archkit.verify.kube import namespaces_of
+
+    res = load(spec_path)
+    if res.spec is None:
+        return VerifyResult(None, res.diagnostics)
+    spec = res.spec.with_environment(env) if env else res.spec
+    if sum(x is not None for x in (snapshot, manifests)) + bool(live or in_cluster) > 1:
+        raise ValueError("give one cluster source: --snapshot, --manifests or a live cluster")
+    state = None
+    if snapshot is not None:
+        state = verify_mod.load_snapshot(snapshot)
+    elif manifests is not None:
+        state = verify_mod.load_manifests(manifests)
+    elif live or in_cluster:
+        state = verify_mod.read_live(kubeconfig, context, in_cluster, namespaces_of(spec), timeout_s)
+    groups, note = (None, "")
+    if prometheus_url:
+        groups, note = expected_rule_groups(spec, rules_file)
+    report = verify_mod.run(spec, state, triton_url, prometheus_url, groups, note, timeout_s)
+    return VerifyResult(report, [])
+
+
+def verify_rbac() -> str:
+    """The ClusterRole `archkit verify` needs: get/list on exactly the kinds it reads."""
+    from archkit.verify.state import rbac_clusterrole
+
+    return rbac_clusterrole()
