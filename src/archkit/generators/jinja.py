@@ -29,9 +29,10 @@ def plantuml_label(value: Any) -> str:
     s = s.replace("\\", "\\\\").replace("\r", "").replace("\n", "\\n")
     # creole/markup and preprocessor characters lose their meaning with a zero-width escape
     s = s.replace("@", "@\u200b").replace("!", "!\u200b")
-    s = s.replace(";", "\uff1b").replace("|", "\u2758")
-    s = s.replace("<", "\u2039").replace(">", "\u203a").replace("[", "\uff3b").replace("]", "\uff3d")
-    s = s.replace("{", "\uff5b").replace("}", "\uff5d")
+    # look-alikes that DejaVu Sans (PlantUML's font here) has; full-width forms render as boxes
+    s = s.replace(";", "\u037e").replace("|", "\u2758")
+    s = s.replace("<", "\u2039").replace(">", "\u203a").replace("[", "\u2772").replace("]", "\u2773")
+    s = s.replace("{", "\u2774").replace("}", "\u2775")
     s = re.sub(r"(\*\*|//|__|~~|\"\"|--)", lambda m: m.group(0)[0] + "\u200b" + m.group(0)[1], s)
     return s
 

@@ -1,0 +1,175 @@
+"""Data-flow diagram (Graphviz): stages with budgets, volume, failure rate; planes as clusters."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from archkit.generators.diagram_text import html, html_lines, num, pct, wrap
+from archkit.generators.measured import Measured, over_budget, read_measured
+from archkit.generators.registry import RenderContext, register
+from archkit.generators.jinja import render
+from archkit.spec.model import Stage
+
+# Seed 004 §2.2: the data, control and policy planes are physical boundaries; colours per plane.
+PLANE_STYLE = {"data": ("data plane", "#eef4fb"), "control": ("control plane", "#f3eefb"),
+               "policy": ("policy plane", "#fbf5e8")}
+KIND_FILL = {"model": "#dbeafe", "ingress": "#e5e7eb", "gateway": "#e5e7eb", "store": "#fef3c7",
+             "cache": "#fef3c7", "queue": "#fde68a", "external": "#f3f4f6", "rules": "#ede9fe",
+             "human": "#fce7f3"}
+# Beyond this many stages the diagram is drawn top to bottom with edge labels as tooltips only:
+# long LR chains of 200 boxes become unreadably wide and edge labels start to collide.
+LARGE = 40
+FAIL_RED = "#d62728"
+OVER_FILL = "#fecaca"
+
+
+def measured_of(ctx: RenderContext) -> Measured | None:
+    """The load-test report of this render, parsed once."""
+    return ctx.memo("measured", lambda: read_measured(ctx.measured) if ctx.measured else None)
+
+
+def stage_latency(stage: Stage | None) -> float | None:
+    if stage is None:
+        return None
+    return stage.p99_ms if stage.p99_ms is not None else stage.p50_ms
+
+
+def _stage_label(st: Stage, threshold: float, figures: dict[str, float], over: list[str]) -> str:
+    rows = []
+    title = st.name or st.id
+    rows.append(f'<TR><TD ALIGN="LEFT" BALIGN="LEFT"><B>{html_lines(title, 30, 120)}</B></TD></TR>')
+    sub = f"{st.kind.value}"
+    if st.name and st.name != st.id:
+        sub = f"{st.id} · {sub}"
+    rows.append(f'<TR><TD ALIGN="LEFT" BALIGN="LEFT"><FONT POINT-SIZE="8" COLOR="#555555">{html_lines(sub, 40, 160)}'
+                f'</FONT></TD></TR>')
+    budget = f"P50 {num(st.p50_ms, 'ms')} · P99 {num(st.p99_ms, 'ms')}"
+    rows.append(f'<TR><TD ALIGN="LEFT" BALIGN="LEFT">{html(budget)}</TD></TR>')
+    fail = pct(st.failure_rate)
+    vol = f"{num(st.gb_per_hour)} GB/h · fail {fail}"
+    colour = FAIL_RED if (st.failure_rate or 0) > threshold else "#222222"
+    rows.append(f'<TR><TD ALIGN="LEFT" BALIGN="LEFT"><FONT COLOR="{colour}">{html(vol)}</FONT></TD></TR>')
+    if st.model is not None:
+        m = st.model
+        desc = m.name + (f" {m.version}" if m.version else "")
+        if m.batching is not None:
+            desc += f" · batch ≤{m.batching.max_batch_size}"
+        rows.append(f'<TR><TD ALIGN="LEFT" BALIGN="LEFT"><FONT POINT-SIZE="8">model {html_lines(desc, 36, 120)}'
+                    f'</FONT></TD></TR>')
+    if st.data_classes:
+        rows.append(f'<TR><TD ALIGN="LEFT" BALIGN="LEFT"><FONT POINT-SIZE="8" COLOR="#b45309">data: '
+                    f'{html_lines(", ".join(st.data_classes), 36, 160)}</FONT></TD></TR>')
+    if st.compliance:
+        rows.append(f'<TR><TD ALIGN="LEFT" BALIGN="LEFT"><FONT POINT-SIZE="8" COLOR="#1d4ed8">compliance: '
+                    f'{html_lines(", ".join(st.compliance), 32, 160)}</FONT></TD></TR>')
+    if figures:
+        shown = " · ".join(f"{k[:-3].upper()} {num(figures[k], 'ms')}" for k in ("p50_ms", "p99_ms")
+                           if k in figures)
+        mark = "⚠ measured" if over else "measured"
+        colour = FAIL_RED if over else "#15803d"
+        rows.append(f'<TR><TD ALIGN="LEFT" BALIGN="LEFT"><FONT COLOR="{colour}"><B>{html(mark)}</B> '
+                    f'{html(shown)}</FONT></TD></TR>')
+    return '<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="1">' + "".join(rows) + "</TABLE>>"
+
+
+def _width(lat: float | None, max_lat: float) -> float:
+    """Edge pen width 1..6, logarithmic in latency so a 1 s hop does not dwarf a 1 ms one."""
+    if lat is None or max_lat <= 0:
+        return 1.0
+    return round(1 + 5 * math.log1p(lat) / math.log1p(max_lat), 2)
+
+
+def dataflow_view(ctx: RenderContext) -> dict[str, Any]:
+    """What the template draws: nodes, clusters, edges, legend switches."""
+    spec = ctx.spec
+    stages = spec.dataflow.stages
+    threshold = spec.budgets.failure_rate_threshold
+    measured = measured_of(ctx)
+    ids = {}
+    for i, st in enumerate(stages):
+        ids.setdefault(st.id, f"s{i}")
+    large = len(stages) > LARGE
+    nodes = []
+    any_over = any_fail = False
+    for st in stages:
+        if ids[st.id] != f"s{stages.index(st)}":
+            continue  # a duplicate id (AK102): draw the first only
+        figures = measured.stage(st.id) if measured else {}
+        over = over_budget(st, figures)
+        failing = (st.failure_rate or 0) > threshold
+        any_over |= bool(over)
+        any_fail |= failing
+        style = ["rounded", "filled"]
+        attrs = {"fillcolor": OVER_FILL if over else KIND_FILL.get(st.kind.value, "#ffffff")}
+        if failing:
+            style += ["dashed", "bold"]
+            attrs.update(color=FAIL_RED, penwidth="2")
+        attrs["style"] = ",".join(style)
+        tooltip = f"{st.id}: {st.description}" if st.description else st.id
+        nodes.append({"id": ids[st.id], "plane": st.plane.value, "label": _stage_label(st, threshold, figures, over),
+                      "attrs": attrs, "tooltip": " ".join(wrap(tooltip, 200, 300))})
+    planes = sorted({n["plane"] for n in nodes}, key=list(PLANE_STYLE).index)
+    clusters = []
+    if len(planes) > 1:
+        for p in planes:
+            label, colour = PLANE_STYLE[p]
+            clusters.append({"id": p, "label": label, "colour": colour,
+                             "nodes": [n for n in nodes if n["plane"] == p]})
+    missing = []
+    edges = []
+    lats = []
+    for e in spec.dataflow.edges:
+        lat = e.p99_ms if e.p99_ms is not None else stage_latency(spec.stage(e.to))
+        lats.append(lat)
+    max_lat = max([x for x in lats if x is not None], default=0.0)
+    for e, lat in zip(spec.dataflow.edges, lats):
+        for end in (e.from_, e.to):
+            if end not in ids:
+                ids[end] = f"x{len(missing)}"
+                missing.append({"id": ids[end], "label": f"unknown stage {end}"})
+        bits = [e.transport.value]
+        if e.label:
+            bits.append(e.label)
+        if e.payload:
+            bits.append(e.payload)
+        if e.bytes is not None:
+            bits.append(f"{num(e.bytes)} B")
+        if e.p99_ms is not None:
+            bits.append(f"P99 {num(e.p99_ms, 'ms')}")
+        if e.condition:
+            bits.append(f"if {e.condition}")
+        text = " · ".join(bits)
+        edges.append({"src": ids[e.from_], "dst": ids[e.to], "penwidth": _width(lat, max_lat),
+                      "style": "dashed" if e.mode == "async" else "solid",
+                      "label": "" if large else "<BR/>".join(html(x) for x in wrap(text, 30, 160)),
+                      "tooltip": " ".join(wrap(text, 300, 300))})
+    b = spec.budgets
+    title = spec.metadata.title or spec.metadata.name
+    e2e = " · ".join(x for x in (
+        f"P50 {num(b.p50_ms, 'ms')}" if b.p50_ms is not None else "",
+        f"P95 {num(b.p95_ms, 'ms')}" if b.p95_ms is not None else "",
+        f"P99 {num(b.p99_ms, 'ms')}" if b.p99_ms is not None else "",
+        f"{num(b.throughput_rps)} rps" if b.throughput_rps is not None else "",
+        f"errors ≤ {pct(b.error_rate)}" if b.error_rate is not None else "") if x)
+    return {
+        "header": ctx.header("//"),
+        "title": html_lines(f"{title} — data flow", 80, 200),
+        "budget": html(f"end-to-end budget: {e2e}" if e2e else "no end-to-end budget"),
+        "rankdir": "TB" if large else "LR",
+        "large": large,
+        "nodes": nodes, "clusters": clusters, "missing": missing, "edges": edges,
+        "threshold": html(pct(threshold)), "any_over": any_over, "measured": measured is not None,
+        "any_fail": any_fail, "empty": not nodes,
+    }
+
+
+def dataflow_source(ctx: RenderContext) -> str:
+    return ctx.memo("dataflow.dot", lambda: render("dataflow/dataflow.dot.j2", ctx.templates_dir,
+                                                   **dataflow_view(ctx)))
+
+
+@register("dataflow", order=10)
+def generate(ctx: RenderContext) -> dict[str, str]:
+    """Data-flow diagram: per-stage P50/P99, GB/h, failure rate, planes, compliance (Graphviz)."""
+    return {"dataflow.dot": dataflow_source(ctx)}

@@ -1,0 +1,198 @@
+"""Deployment topology (mingrammer `diagrams`): node pools with hardware, networks, storage, services."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from archkit.generators.diagram_text import num, one_line, wrap
+from archkit.generators.registry import RenderContext, register
+from archkit.spec.model import NodePool, Service
+
+# `diagrams` keeps the current diagram/cluster in module-level context variables; one build
+# at a time keeps two renders in one process from mixing nodes.
+_LOCK = threading.Lock()
+LARGE = 30  # services; beyond this the pools stack top to bottom
+
+
+def text(value: Any, width: int = 34, limit: int = 200) -> str:
+    """A `diagrams` label line set: wrapped, backslashes doubled (DOT escapes), never `<...>` (HTML)."""
+    lines = [line.replace("\\", "\\\\") for line in wrap(value, width, limit)]
+    out = "\n".join(lines)
+    if out.startswith("<"):
+        out = "\u200b" + out  # the graphviz package would pass `<...>` through as an HTML label
+    return out
+
+
+def _amounts(a: Any) -> str:
+    bits = []
+    if a.cpu_cores is not None:
+        bits.append(f"{num(a.cpu_cores)} CPU")
+    if a.memory_mib is not None:
+        bits.append(f"{num(a.memory_mib)} MiB")
+    if a.gpu is not None:
+        bits.append(f"{num(a.gpu)} GPU")
+    return " · ".join(bits) or "–"
+
+
+def pool_label(p: NodePool) -> str:
+    lines = [f"pool {p.id} · {p.role}"]
+    size = f"{p.count} node(s)" + (f" × {p.instance_type}" if p.instance_type else "")
+    lines.append(size)
+    hw = []
+    if p.cpu_cores is not None:
+        hw.append(f"{num(p.cpu_cores)} CPU")
+    if p.memory_gib is not None:
+        hw.append(f"{num(p.memory_gib)} GiB")
+    if hw:
+        lines.append(" · ".join(hw))
+    if p.gpu is not None:
+        g = p.gpu
+        gpu = f"GPU {g.count} × {g.model}" + (f" {num(g.memory_gb)} GB" if g.memory_gb else "")
+        lines.append(gpu)
+        if g.mig_profile or g.sharing.value != "exclusive":
+            lines.append(f"sharing {g.sharing.value}" + (f" · MIG {g.mig_profile}" if g.mig_profile else "")
+                         + (f" · {num(g.memory_fraction)} of memory" if g.memory_fraction else ""))
+    for t in p.taints:
+        lines.append(f"taint {t.key}" + (f"={t.value}" if t.value else "") + f":{t.effect}")
+    if p.multi_tenant:
+        lines.append("multi-tenant")
+    return "\n".join(text(x, 40) for x in lines)
+
+
+def service_label(s: Service) -> str:
+    lines = [s.id, f"× {s.replicas}" + (f" ({s.min_replicas}–{s.max_replicas})" if s.max_replicas else "")]
+    lines.append(f"req {_amounts(s.resources.requests)}")
+    lines.append(f"lim {_amounts(s.resources.limits)}")
+    if s.ports:
+        lines.append("ports " + ", ".join(f"{p.port}/{p.purpose}" for p in s.ports))
+    if s.image:
+        lines.append(one_line(s.image.split("@")[0], 40))
+    return "\n".join(text(x, 36) for x in lines)
+
+
+def topology_source(ctx: RenderContext) -> str:
+    """The DOT source `diagrams` builds; icon paths made relative to its `resources/` root."""
+    return ctx.memo("topology.dot", lambda: _build(ctx))
+
+
+def _build(ctx: RenderContext) -> str:
+    from diagrams import Cluster, Diagram, Edge, setcluster, setdiagram
+    from diagrams.generic.compute import Rack
+    from diagrams.generic.network import Subnet, Switch
+    from diagrams.generic.storage import Storage
+    from diagrams.k8s.compute import Deploy
+    from diagrams.onprem.network import Internet
+
+    from archkit.generators.renderers import icon_root
+
+    class SourceOnly(Diagram):
+        """A `diagrams.Diagram` that never renders or writes a file: we only want its DOT."""
+
+        def __exit__(self, *exc: Any) -> None:
+            setdiagram(None)
+
+    spec = ctx.spec
+    topo = spec.topology
+    title = spec.metadata.title or spec.metadata.name
+    large = len(topo.services) > LARGE
+    with _LOCK:
+        setcluster(None)
+        graph_attr = {"fontname": "DejaVu Sans", "fontsize": "14", "splines": "spline", "pad": "0.3",
+                      "nodesep": "0.5", "ranksep": "0.9" if not large else "0.6", "labelloc": "t",
+                      "newrank": "true"}
+        node_attr = {"fontname": "DejaVu Sans", "fontsize": "10"}
+        edge_attr = {"fontname": "DejaVu Sans", "fontsize": "9", "color": "#4b5563"}
+        with SourceOnly(text(f"{title} — deployment topology", 80), filename="topology", show=False,
+                        direction="TB" if large else "LR", curvestyle="curved", outformat="dot",
+                        graph_attr=graph_attr, node_attr=node_attr, edge_attr=edge_attr) as diag:
+            nets: dict[str, Any] = {}
+            if topo.networks:
+                with Cluster("networks"):
+                    for i, n in enumerate(topo.networks):
+                        if n.id in nets:
+                            continue
+                        lab = [f"{n.id} · {n.kind}", n.cidr, f"MTU {n.mtu}"] + (["public"] if n.public else [])
+                        nets[n.id] = Switch("\n".join(text(x, 30) for x in lab), nodeid=f"net{i}")
+            pools: dict[str, Any] = {}
+            svc_nodes: dict[str, Any] = {}
+            by_pool: dict[str, list[tuple[int, Service]]] = {}
+            for i, s in enumerate(topo.services):
+                by_pool.setdefault(s.pool, []).append((i, s))
+            for i, p in enumerate(topo.node_pools):
+                if p.id in pools:
+                    continue
+                with Cluster(text(f"node pool {p.id}", 60), graph_attr={"fontsize": "12"}):
+                    pools[p.id] = Rack(pool_label(p), nodeid=f"pool{i}")
+                    for j, s in by_pool.get(p.id, []):
+                        if s.id not in svc_nodes:
+                            svc_nodes[s.id] = Deploy(service_label(s), nodeid=f"svc{j}")
+            orphans = [(j, s) for pid, items in by_pool.items() if pid not in pools for j, s in items]
+            if orphans:
+                with Cluster("services on undefined pools / external"):
+                    for j, s in orphans:
+                        if s.id not in svc_nodes:
+                            svc_nodes[s.id] = Deploy(service_label(s) + "\n" + text(f"pool {s.pool} ?"),
+                                                     nodeid=f"svc{j}")
+            for i, p in enumerate(topo.node_pools):
+                for net in p.networks:
+                    if net in nets and pools.get(p.id) is not None:
+                        nets[net] - Edge(color="#9ca3af", style="dashed") - pools[p.id]
+            stores: dict[str, Any] = {}
+            if topo.storage:
+                with Cluster("storage"):
+                    for i, st in enumerate(topo.storage):
+                        if st.id in stores:
+                            continue
+                        lab = [f"{st.id} · {st.type}"]
+                        if st.source:
+                            lab.append(st.source)
+                        if st.mount_options:
+                            lab.append("opts " + ",".join(st.mount_options))
+                        if st.size_gib:
+                            lab.append(f"{num(st.size_gib)} GiB")
+                        if st.encrypted:
+                            lab.append("encrypted")
+                        if st.data_classes:
+                            lab.append("data " + ", ".join(st.data_classes))
+                        stores[st.id] = Storage("\n".join(text(x, 36) for x in lab), nodeid=f"sto{i}")
+            sources: dict[str, Any] = {}
+
+            def source(ref: str) -> Any:
+                if ref.startswith("service:") and ref[8:] in svc_nodes:
+                    return svc_nodes[ref[8:]]
+                if ref not in sources:
+                    k = len(sources)
+                    if ref == "public":
+                        sources[ref] = Internet("public", nodeid=f"src{k}")
+                    else:
+                        sources[ref] = Subnet(text(ref, 30), nodeid=f"src{k}")
+                return sources[ref]
+
+            for s in topo.services:
+                node = svc_nodes.get(s.id)
+                if node is None:
+                    continue
+                for m in s.mounts:
+                    if m.storage in stores:
+                        node >> Edge(label=text(m.path + (" (ro)" if m.read_only else ""), 30),
+                                     color="#b45309", style="dotted") >> stores[m.storage]
+                for r in s.ingress:
+                    lab = ",".join(str(p) for p in r.ports) or "all ports"
+                    if r.auth != "none":
+                        lab += f" · {r.auth}"
+                    source(r.from_) >> Edge(label=text(lab, 30), color="#1d4ed8") >> node
+                if s.public and not s.ingress:
+                    source("public") >> Edge(label="public", color="#1d4ed8") >> node
+            src = diag.dot.source
+    root = icon_root()
+    if root is not None:
+        src = src.replace(str(root) + "/", "")
+    header = ctx.header("//")
+    return header + "\n" + src if src.endswith("\n") else header + "\n" + src + "\n"
+
+
+@register("topology", order=30)
+def generate(ctx: RenderContext) -> dict[str, str]:
+    """Deployment topology (`diagrams`): pools with GPUs/MIG, networks (CIDR, MTU), storage, services."""
+    return {"topology.dot": topology_source(ctx)}
