@@ -266,11 +266,25 @@ def generate(spec: Spec, spec_path: str = "<spec>", only: Optional[list[str]] = 
     for i, gen in enumerate(selected):
         if progress:
             progress(gen.name, i, len(selected))
-        for rel, content in gen.fn(ctx).items():
+        # memoised per context, so a generator that embeds another's output (the review page)
+        # and the file pass share one run
+        for rel, content in ctx.memo(f"generator:{gen.name}", lambda gen=gen: gen.fn(ctx)).items():
             if rel in files:
                 raise RuntimeError(f"generators disagree: two of them produce {rel}")
             files[rel] = content
+    files.update(_render_diagrams(files, formats, ctx, progress))
     return files, diags
+
+
+def _render_diagrams(files: dict[str, str | bytes], formats: tuple[str, ...], ctx, progress) -> dict:
+    """One renderer pass over every `.dot`/`.puml` source: one PlantUML JVM per format, `dot` in parallel."""
+    from archkit.generators.renderers import render_sources
+
+    rendered = render_sources(files, formats, ctx.cache, progress)
+    clash = sorted(set(rendered) & set(files))
+    if clash:
+        raise RuntimeError(f"generators disagree: a generated file would be overwritten by a rendering: {clash[0]}")
+    return rendered
 
 
 def render(spec_path: str | os.PathLike, out_dir: str | os.PathLike, only: Optional[list[str]] = None,
