@@ -43,3 +43,59 @@ def any_ids(spec: Spec) -> set[str]:
     ids |= {n.id for n in spec.controlflow.nodes()}
     ids |= {s.id for s in spec.topology.services}
     return ids
+
+
+# ---------------------------------------------------------------- shared analyses (memoised)
+
+SENSITIVE = {"biometric", "pii", "personal", "face", "voice", "health", "credentials"}
+SPECIAL_CATEGORY = {"biometric", "face", "health"}  # GDPR Art. 9 special categories
+
+
+def capacities(ctx) -> list:
+    """Capacity analysis of every model stage, computed once per check run."""
+    from archkit.analysis.capacity import model_capacities
+
+    return ctx.memo("capacity", lambda: model_capacities(ctx.spec))
+
+
+def dataflow_latency(ctx) -> list:
+    """Critical data-flow path per sink, computed once per check run."""
+    from archkit.analysis.latency import dataflow_paths
+
+    return ctx.memo("dataflow-paths", lambda: dataflow_paths(ctx.spec))
+
+
+def control_latency(ctx) -> list:
+    from archkit.analysis.latency import control_paths
+
+    return ctx.memo("control-paths", lambda: control_paths(ctx.spec))
+
+
+def call_budgets(ctx) -> list:
+    from archkit.analysis.retry import call_budgets as cb
+
+    return ctx.memo("call-budgets", lambda: cb(ctx.spec))
+
+
+def stages_by_service(ctx) -> dict:
+    """service id -> stages it runs."""
+    def build():
+        out: dict = {}
+        for st in ctx.spec.dataflow.stages:
+            if st.service:
+                out.setdefault(st.service, []).append(st)
+        return out
+    return ctx.memo("stages-by-service", build)
+
+
+def fmt_ms(v: float) -> str:
+    """Milliseconds for messages: '47 ms', '431.7 ms', 'unbounded'."""
+    import math
+
+    if v is None or (isinstance(v, float) and math.isinf(v)):
+        return "unbounded"
+    return f"{v:.1f} ms" if abs(v - round(v)) > 0.05 else f"{round(v)} ms"
+
+
+def is_sensitive(classes) -> set:
+    return {c.lower() for c in classes} & SENSITIVE

@@ -1,0 +1,212 @@
+"""Latency composition along the data flow and the control flow.
+
+Data flow: stages joined by *sync* edges form paths (async edges hand work off and do not
+add to the caller's latency). Per path archkit sums stage P50s (plus edge transfer times)
+and bounds the P99 two ways:
+- `p99_sum`: the sum of stage P99s — a conservative bound (it assumes every stage is at its
+  own P99 on the same request; budget allocations must fit it, seed 000 §3.1);
+- `p99_rss`: P50 sum + sqrt(Σ (P99ᵢ − P50ᵢ)²) — the estimate when stage delays are
+  independent (tails add like variances), used to tell "tight" from "impossible".
+The critical path is the path with the largest `p99_sum`; the stage that eats the budget is
+the one with the largest P99 on it. Longest paths are found by dynamic programming over
+the DAG (linear in stages + edges), so a 1,000-stage spec costs milliseconds; cycles
+(reported by AK104) are broken by ignoring back edges.
+
+Control flow: each path from `start` to a terminal is walked (bounded); a call costs its
+target's P99 in the nominal case and timeout × attempts + backoffs in the worst case.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Optional
+
+from archkit.spec.model import Call, Decision, Spec, Stage, Terminal
+
+
+@dataclass
+class PathLatency:
+    """One data-flow path and its composed latency (ms)."""
+
+    stages: list[str]
+    p50_sum: float
+    p99_sum: float
+    p99_rss: float
+    dominant: str           # the stage with the largest P99 on the path
+    dominant_p99: float
+    missing: list[str] = field(default_factory=list)  # stages without a P99 budget
+
+
+def _sync_graph(spec: Spec) -> tuple[dict[str, Stage], dict[str, list], dict[str, int]]:
+    stages: dict[str, Stage] = {}
+    for s in spec.dataflow.stages:
+        stages.setdefault(s.id, s)
+    succ: dict[str, list] = {sid: [] for sid in stages}
+    indeg = {sid: 0 for sid in stages}
+    for e in spec.dataflow.edges:
+        if e.mode == "sync" and e.from_ in stages and e.to in stages:
+            succ[e.from_].append(e)
+            indeg[e.to] += 1
+    return stages, succ, indeg
+
+
+def _topo(stages: dict, succ: dict) -> list[str]:
+    """Topological order ignoring back edges (iterative DFS, so deep chains don't recurse)."""
+    order: list[str] = []
+    state: dict[str, int] = {}
+    for root in stages:
+        if root in state:
+            continue
+        stack = [(root, iter(succ[root]))]
+        state[root] = 1
+        while stack:
+            node, it = stack[-1]
+            e = next(it, None)
+            if e is None:
+                state[node] = 2
+                order.append(node)
+                stack.pop()
+            elif e.to not in state:
+                state[e.to] = 1
+                stack.append((e.to, iter(succ[e.to])))
+    order.reverse()
+    return order
+
+
+def dataflow_paths(spec: Spec) -> list[PathLatency]:
+    """For each sink of the sync data flow, its critical path (largest P99 sum) from any source."""
+    stages, succ, _ = _sync_graph(spec)
+    order = _topo(stages, succ)
+    pos = {sid: i for i, sid in enumerate(order)}
+    # best[s] = (p99_sum, p50_sum, var_sum, predecessor, edge) of the heaviest path ending at s
+    best: dict[str, tuple] = {}
+    for sid in order:
+        st = stages[sid]
+        p99 = _p99(st)
+        p50 = _p50(st)
+        if sid not in best:
+            best[sid] = (p99, p50, (p99 - p50) ** 2, None)
+        cur = best[sid]
+        for e in succ[sid]:
+            if pos.get(e.to, -1) <= pos[sid]:
+                continue  # back edge of a cycle
+            t = stages[e.to]
+            e99 = e.p99_ms or e.p50_ms or 0.0
+            e50 = e.p50_ms or 0.0
+            t99, t50 = _p99(t), _p50(t)
+            cand = (cur[0] + e99 + t99, cur[1] + e50 + t50,
+                    cur[2] + (e99 - e50) ** 2 + (t99 - t50) ** 2, sid)
+            if e.to not in best or cand[0] > best[e.to][0]:
+                best[e.to] = cand
+    out = []
+    for sid in order:
+        if any(pos.get(e.to, -1) > pos[sid] for e in succ[sid]):
+            continue  # not a sink
+        p99_sum, p50_sum, var, _ = best[sid]
+        path = [sid]
+        while best[path[-1]][3] is not None:
+            path.append(best[path[-1]][3])
+        path.reverse()
+        if len(path) < 2 and not any(True for _ in ()):
+            pass
+        dom = max(path, key=lambda s: _p99(stages[s]))
+        out.append(PathLatency(path, p50_sum, p99_sum, p50_sum + math.sqrt(var), dom,
+                               _p99(stages[dom]),
+                               [s for s in path if stages[s].p99_ms is None]))
+    return out
+
+
+def _p99(st: Stage) -> float:
+    return st.p99_ms if st.p99_ms is not None else (st.p95_ms or st.p50_ms or 0.0)
+
+
+def _p50(st: Stage) -> float:
+    return st.p50_ms if st.p50_ms is not None else 0.0
+
+
+def critical_path(spec: Spec) -> Optional[PathLatency]:
+    """The data-flow path with the largest P99 sum."""
+    paths = dataflow_paths(spec)
+    return max(paths, key=lambda p: p.p99_sum) if paths else None
+
+
+# ---------------------------------------------------------------- control flow
+
+@dataclass
+class ControlPath:
+    """One path through the control flow with its nominal and worst-case latency (ms)."""
+
+    nodes: list[str]
+    terminal: Optional[str]
+    outcome: Optional[str]
+    nominal_ms: float       # Σ P99 of the stages the calls target
+    worst_ms: float         # Σ timeout × attempts + backoffs (+ decision timeouts)
+
+
+def call_worst_ms(call: Call) -> Optional[float]:
+    """Worst-case time a call can take: every attempt times out, plus the backoffs between them."""
+    if call.timeout_ms is None:
+        return None
+    attempts = 1 + (call.retry.attempts if call.retry else 0)
+    backoff = 0.0
+    if call.retry:
+        step = call.retry.backoff_ms
+        for _ in range(call.retry.attempts):
+            backoff += step
+            step *= call.retry.backoff_multiplier
+    return attempts * call.timeout_ms + backoff
+
+
+def target_p99(spec: Spec, target: str) -> Optional[float]:
+    st = spec.stage(target)
+    if st is not None:
+        return st.p99_ms
+    return None
+
+
+def control_paths(spec: Spec, limit: int = 2000) -> list[ControlPath]:
+    """Paths from `start` to terminals (each node once per path), at most `limit` of them."""
+    cf = spec.controlflow
+    nodes = {}
+    for n in cf.nodes():
+        nodes.setdefault(n.id, n)
+    start = cf.start or (next(iter(nodes)) if nodes else None)
+    if start not in nodes:
+        return []
+    out: list[ControlPath] = []
+
+    def succs(n) -> list[str]:
+        if isinstance(n, Decision):
+            ids = [b.next for b in n.branches] + ([n.on_failure] if n.on_failure else [])
+        elif isinstance(n, Call):
+            ids = [x for x in (n.next, n.on_failure) if x]
+        else:
+            ids = []
+        seen, res = set(), []
+        for i in ids:
+            if i in nodes and i not in seen:
+                seen.add(i)
+                res.append(i)
+        return res
+
+    def cost(n) -> tuple[float, float]:
+        if isinstance(n, Call):
+            return (target_p99(spec, n.target) or 0.0, call_worst_ms(n) or 0.0)
+        if isinstance(n, Decision):
+            return (0.0, n.timeout_ms or 0.0)
+        return (0.0, 0.0)
+
+    stack = [(start, [start], *cost(nodes[start]))]
+    while stack and len(out) < limit:
+        nid, path, nom, worst = stack.pop()
+        n = nodes[nid]
+        nxt = [s for s in succs(n) if s not in path]
+        if isinstance(n, Terminal) or not nxt:
+            out.append(ControlPath(path, nid if isinstance(n, Terminal) else None,
+                                   n.outcome if isinstance(n, Terminal) else None, nom, worst))
+            continue
+        for s in reversed(nxt):
+            c = cost(nodes[s])
+            stack.append((s, path + [s], nom + c[0], worst + c[1]))
+    return out

@@ -1,0 +1,31 @@
+"""AK507: encryption keys rotate less often than every 90 days."""
+
+from archkit.checks.registry import Rule, register
+
+MAX_DAYS = 90
+
+
+@register
+class KeyRotationTooLong(Rule):
+    """A KMS key rotation period is over 90 days."""
+
+    code = "AK507"
+    name = "key-rotation-too-long"
+    source = "seed 004 §4.3 (training data encrypted with KMS, rotation ≤ 90 days); seed 000 §2.4"
+    rationale = """
+Seed 004 requires KMS key rotation at most every 90 days for encrypted data. Seed 000 §2.4
+adds why the policy belongs on the diagram: a release that forgot the rotation policy made
+old face vectors undecryptable and every comparison returned False.
+"""
+
+    def check(self, ctx):
+        spec = ctx.spec
+        for st in spec.dataflow.stages:
+            enc = st.encryption
+            if enc and enc.kms_key_rotation_days and enc.kms_key_rotation_days > MAX_DAYS:
+                yield ctx.at(enc, "kms_key_rotation_days",
+                             f"stage '{st.id}' rotates keys every {enc.kms_key_rotation_days} days (> {MAX_DAYS})")
+        sec = spec.policies.security
+        if sec and sec.kms_key_rotation_days and sec.kms_key_rotation_days > MAX_DAYS:
+            yield ctx.at(sec, "kms_key_rotation_days",
+                         f"keys rotate every {sec.kms_key_rotation_days} days (> {MAX_DAYS})")
