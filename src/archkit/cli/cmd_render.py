@@ -1,0 +1,140 @@
+"""`archkit render`: diagrams, review page and every other registered artifact of a spec."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from archkit import api
+from archkit.cli import app
+from archkit.cli.output import diag_line, fail
+from archkit.diagnostics import Severity
+
+FORMATS = ("svg", "png")
+
+
+class ReportFormat(str, Enum):
+    text = "text"
+    json = "json"
+
+
+def _split(values: Optional[list[str]]) -> list[str]:
+    out: list[str] = []
+    for v in values or []:
+        out += [x.strip() for x in v.split(",") if x.strip()]
+    return out
+
+
+class _Progress:
+    """One self-overwriting stderr line, only on a terminal and only once a render takes > 1 s."""
+
+    def __init__(self) -> None:
+        self.start = time.monotonic()
+        self.tty = sys.stderr.isatty()
+        self.shown = False
+
+    def __call__(self, name: str, i: int, n: int) -> None:
+        if not self.tty or time.monotonic() - self.start < 1.0:
+            return
+        what = f"rendering diagrams {i}/{n}" if name == "render" else f"generating {name} ({i + 1}/{n})"
+        sys.stderr.write(f"\r\033[Karchkit: {what} …")
+        sys.stderr.flush()
+        self.shown = True
+
+    def done(self) -> None:
+        if self.shown:
+            sys.stderr.write("\r\033[K")
+            sys.stderr.flush()
+
+
+@app.command()
+def render(
+    spec: Annotated[Path, typer.Argument(help="The spec file.", show_default=False)],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output folder.")] = Path("out"),
+    only: Annotated[Optional[list[str]], typer.Option(
+        help="Only these generators (comma-separated or repeated), e.g. dataflow,review.")] = None,
+    format: Annotated[str, typer.Option("--format", help="Image formats: svg, png or svg,png.")] = "svg",
+    measured: Annotated[Optional[Path], typer.Option(
+        help="A load-test report (JSON) whose measured values are shown beside the budgets.")] = None,
+    templates: Annotated[Optional[Path], typer.Option(
+        help="A folder of templates (NAME/file.j2) overriding the built-in ones.")] = None,
+    check: Annotated[bool, typer.Option("--check", help="Write nothing; exit 1 if OUT is stale.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite files archkit did not write.")] = False,
+    env: Annotated[Optional[str], typer.Option(help="Apply this environment's budget overrides.")] = None,
+    report: Annotated[ReportFormat, typer.Option("--report", help="Summary as text or json.")] = ReportFormat.text,
+) -> None:
+    """Render the diagrams, the review page and every other artifact of SPEC into OUT.
+
+    Exit 1 when files are stale (--check), refused, or the spec has errors.
+    """
+    from archkit.generators import all_generators
+    from archkit.generators.renderers import RendererError
+
+    formats = tuple(_split([format]))
+    bad = [f for f in formats if f not in FORMATS]
+    if bad or not formats:
+        raise fail(f"--format: unknown image format {', '.join(bad) or format!r}; use svg, png or svg,png")
+    names = _split(only)
+    known = all_generators()
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise fail(f"--only: no generator {', '.join(map(repr, unknown))}; known: {', '.join(known)}")
+    if not spec.is_file():
+        raise fail(f"{spec}: no such file")
+    if templates is not None and not templates.is_dir():
+        raise fail(f"--templates: {templates} is not a folder")
+    measured_data = None
+    if measured is not None:
+        try:
+            measured_data = json.loads(measured.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise fail(f"--measured: {measured}: {exc.strerror or exc}")
+        except ValueError as exc:
+            raise fail(f"--measured: {measured}: not JSON: {exc}")
+        from archkit.generators.measured import read_measured
+
+        if read_measured(measured_data) is None:
+            raise fail(f"--measured: {measured}: no stage or end-to-end latencies found in the report")
+    progress = _Progress()
+    try:
+        res = api.render(spec, out, only=names or None, formats=formats, measured=measured_data,
+                         templates_dir=templates, check=check, force=force, env=env, progress=progress)
+    except RendererError as exc:
+        progress.done()
+        raise fail(str(exc), 1)
+    except KeyError as exc:
+        progress.done()
+        raise fail(f"environment {exc.args[0]!r} is not defined in {spec}" if env else f"unknown: {exc}")
+    except Exception as exc:  # a template error or an unwritable folder: say what, no traceback
+        progress.done()
+        raise fail(f"{type(exc).__name__}: {exc}", 1)
+    progress.done()
+    w = res.write
+    errors = [d for d in res.diagnostics if d.severity is Severity.ERROR]
+    if report is ReportFormat.json:
+        typer.echo(json.dumps({"out": str(out), "written": w.written, "unchanged": w.unchanged,
+                               "stale": w.stale, "refused": w.refused,
+                               "errors": [d.as_dict() for d in errors]}, indent=2, ensure_ascii=False))
+    else:
+        if not res.files and errors:
+            for d in errors:
+                typer.echo(diag_line(d), err=True)
+            raise fail(f"{spec}: not rendered, the spec does not load", 1)
+        for rel in w.refused:
+            typer.echo(f"archkit: refused to overwrite {out / rel}: archkit did not write it (use --force)", err=True)
+        if check:
+            for rel in w.stale:
+                typer.echo(f"stale: {out / rel}")
+            typer.echo(f"{out}: {len(w.stale)} stale, {len(w.unchanged)} up to date")
+        else:
+            typer.echo(f"{out}: {len(w.written)} written, {len(w.unchanged)} unchanged"
+                       + (f", {len(w.refused)} refused" if w.refused else ""))
+    if not res.files and errors:
+        raise typer.Exit(1)
+    raise typer.Exit(0 if w.ok else 1)
