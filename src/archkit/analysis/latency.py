@@ -10,7 +10,8 @@ and bounds the P99 two ways:
 The critical path is the path with the largest `p99_sum`; the stage that eats the budget is
 the one with the largest P99 on it. Longest paths are found by dynamic programming over
 the DAG (linear in stages + edges), so a 1,000-stage spec costs milliseconds; cycles
-(reported by AK104) are broken by ignoring back edges.
+(reported by AK104) are broken by ignoring back edges. Paths start at stages with no
+inbound edge at all; a stage fed only by async edges is off the request path.
 
 Control flow: each path from `start` to a terminal is walked (bounded); a call costs its
 target's P99 in the nominal case and timeout × attempts + backoffs in the worst case.
@@ -77,6 +78,7 @@ def _topo(stages: dict, succ: dict) -> list[str]:
 def dataflow_paths(spec: Spec) -> list[PathLatency]:
     """For each sink of the sync data flow, its critical path (largest P99 sum) from any source."""
     stages, succ, _ = _sync_graph(spec)
+    has_inbound = {e.to for e in spec.dataflow.edges}
     order = _topo(stages, succ)
     pos = {sid: i for i, sid in enumerate(order)}
     # best[s] = (p99_sum, p50_sum, var_sum, predecessor, edge) of the heaviest path ending at s
@@ -86,6 +88,8 @@ def dataflow_paths(spec: Spec) -> list[PathLatency]:
         p99 = _p99(st)
         p50 = _p50(st)
         if sid not in best:
+            if sid in has_inbound:
+                continue  # reached only through async hand-offs: off the request path
             best[sid] = (p99, p50, (p99 - p50) ** 2, None)
         cur = best[sid]
         for e in succ[sid]:
@@ -101,15 +105,13 @@ def dataflow_paths(spec: Spec) -> list[PathLatency]:
                 best[e.to] = cand
     out = []
     for sid in order:
-        if any(pos.get(e.to, -1) > pos[sid] for e in succ[sid]):
-            continue  # not a sink
+        if sid not in best or any(pos.get(e.to, -1) > pos[sid] for e in succ[sid]):
+            continue  # off the request path, or not a sink
         p99_sum, p50_sum, var, _ = best[sid]
         path = [sid]
         while best[path[-1]][3] is not None:
             path.append(best[path[-1]][3])
         path.reverse()
-        if len(path) < 2 and not any(True for _ in ()):
-            pass
         dom = max(path, key=lambda s: _p99(stages[s]))
         out.append(PathLatency(path, p50_sum, p99_sum, p50_sum + math.sqrt(var), dom,
                                _p99(stages[dom]),

@@ -7,7 +7,7 @@ from archkit.diagnostics import Severity
 
 @register
 class ControlPathOverDeadline(Rule):
-    """The targets' P99s along a control-flow path to a terminal exceed the request deadline."""
+    """The targets' P99s along a control-flow path to a success terminal exceed the request deadline."""
 
     code = "AK208"
     name = "control-path-over-deadline"
@@ -15,7 +15,7 @@ class ControlPathOverDeadline(Rule):
     source = "seed 000 §3.2 (control-flow diagram: calls in series with their timeouts); seed 004 §2.1"
     rationale = """
 A control-flow path runs its calls one after another; the P99s of their targets add up.
-If a path to a terminal needs more than the request deadline (`controlflow.timeout_ms`,
+If a path to a success terminal needs more than the request deadline (`controlflow.timeout_ms`,
 else the end-to-end P99 budget), its slow requests are cut off by the deadline before
 they reach any degraded answer.
 """
@@ -28,7 +28,7 @@ they reach any degraded answer.
         where = (spec.controlflow, "timeout_ms") if spec.controlflow.timeout_ms else (spec.budgets, "p99_ms")
         seen = set()
         for p in control_latency(ctx):
-            if p.nominal_ms > deadline + 1e-9 and tuple(p.nodes) not in seen:
+            if p.outcome == "success" and p.nominal_ms > deadline + 1e-9 and tuple(p.nodes) not in seen:
                 seen.add(tuple(p.nodes))
                 yield ctx.at(*where, f"control path {' -> '.join(p.nodes)}: target P99s add up to "
                                      f"{fmt_ms(p.nominal_ms)} > deadline {fmt_ms(deadline)}")
