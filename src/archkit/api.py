@@ -376,3 +376,91 @@ def verify_rbac() -> str:
     from archkit.verify.state import rbac_clusterrole
 
     return rbac_clusterrole()
+
+
+# --------------------------------------------------------------------------- loadtest (issue 7)
+
+class LoadtestError(ValueError):
+    """A load test that cannot start: bad spec, non-loopback host, missing payloads, bad options."""
+
+
+@dataclass
+class LoadtestOutcome:
+    """A finished load test (`result`, an archkit.loadtest.session.Result) and its report files."""
+
+    result: object
+    report_files: dict = field(default_factory=dict)
+    report_dir: Optional[Path] = None
+
+    @property
+    def passed(self) -> bool:
+        return self.result.passed
+
+
+def loadtest_rules(spec: Spec, spec_path: str = "<spec>", rule_paths: Optional[list] = None) -> dict[str, str]:
+    """Alert rules for the live Prometheus: the given files, else what the prometheus generator makes."""
+    if rule_paths:
+        return {f"rules-{i}-{Path(p).name}": Path(p).read_text(encoding="utf-8") for i, p in enumerate(rule_paths)}
+    from archkit.generators import all_generators
+
+    if "prometheus" not in all_generators():
+        return {}
+    files, _ = generate(spec, spec_path, only=["prometheus"])
+    return {Path(rel).name: text for rel, text in sorted(files.items())
+            if rel.endswith(("rules.yaml", "rules.yml")) and isinstance(text, str)}
+
+
+def loadtest(spec_path: str | os.PathLike, level: str = "baseline", *, env: Optional[str] = None,
+             host: Optional[str] = None, users: Optional[int] = None, rate: Optional[float] = None,
+             duration: Optional[float] = None, max_requests: Optional[int] = None,
+             report_dir: Optional[str | os.PathLike] = None, workers: int = 0, master_host: Optional[str] = None,
+             master_port: int = 5557, services: Optional[list[str]] = None, proxies: Optional[list[str]] = None,
+             metrics: Optional[list[str]] = None, rules: Optional[list] = None, prometheus: bool = True,
+             plots: bool = True, progress=None) -> LoadtestOutcome:
+    """Load-test the spec's target at one level (baseline, stress, chaos or a level id) and judge its budgets.
+
+    Traffic only ever goes to loopback addresses. Raises LoadtestError for anything that keeps
+    the test from starting; a missed budget is not an error but `outcome.passed == False`.
+    """
+    from archkit.loadtest import chaos as chaos_mod
+    from archkit.loadtest import plan as plan_mod
+    from archkit.loadtest import report as report_mod
+    from archkit.loadtest import session
+    from archkit.loadtest.runner import RunError
+    from archkit.loadtest.safety import RemoteTargetError
+
+    res = load(spec_path)
+    if res.spec is None:
+        first = [d.text() for d in res.diagnostics[:5]]
+        raise LoadtestError("the spec does not load:\n" + "\n".join(first))
+    spec = res.spec
+    if env:
+        if spec.environment(env) is None:
+            raise LoadtestError(f"environment {env!r} is not defined in {spec_path} "
+                                f"(have: {', '.join(e.id for e in spec.environments) or 'none'})")
+        spec = spec.with_environment(env)
+    if spec.loadtest is None:
+        raise LoadtestError(f"{spec_path} has no loadtest section (target, scenarios, levels)")
+    files, _ = generate(spec, str(spec_path), only=["locust"])
+    try:
+        rule_files = loadtest_rules(spec, str(spec_path), rules) if prometheus else {}
+    except OSError as exc:
+        raise LoadtestError(f"cannot read a rules file: {exc}") from None
+    opts = session.Options(level=level, env=env, host=host, users=users, rate=rate, duration=duration,
+                           max_requests=max_requests, workers=workers, master_host=master_host,
+                           master_port=master_port, services=list(services or []), proxies=list(proxies or []),
+                           metrics=list(metrics or []), rule_files=rule_files, prometheus=prometheus)
+    folder = None
+    try:
+        if report_dir is not None:
+            folder = report_mod.prepare_dir(Path(report_dir))
+            result = session.execute(spec, str(spec_path), files["locust/locustfile.py"], opts, folder, progress)
+        else:
+            with tempfile.TemporaryDirectory(prefix="archkit-loadtest-") as tmp:
+                result = session.execute(spec, str(spec_path), files["locust/locustfile.py"], opts, Path(tmp),
+                                         progress)
+    except (RemoteTargetError, plan_mod.PlanError, chaos_mod.ChaosError, report_mod.ReportDirError,
+            RunError) as exc:
+        raise LoadtestError(str(exc)) from None
+    written = report_mod.write(result, folder, with_plots=plots) if folder is not None else {}
+    return LoadtestOutcome(result, written, folder)

@@ -61,5 +61,6 @@ def generate(ctx: RenderContext) -> dict[str, str]:
     } for sc in lt.scenarios]
     text = render("locust/locustfile.py.j2", ctx.templates_dir, header=ctx.header("#"),
                   service=ctx.spec.metadata.name, protocol=lt.target.protocol, host=lt.target.host,
-                  scenarios=scenarios, levels=[_level(lv, ctx.spec) for lv in lt.levels])
+                  scenarios=scenarios, timeout_s=(ctx.spec.controlflow.timeout_ms or 30000.0) / 1000.0,
+                  levels=[_level(lv, ctx.spec) for lv in lt.levels])
     return {"locust/locustfile.py": text}

@@ -29,6 +29,7 @@ SPEC = 'recommendation'
 PROTOCOL = 'http'
 HOST = 'http://127.0.0.1:8080'
 PAYLOAD_ROOT = os.environ.get("ARCHKIT_PAYLOAD_ROOT", os.getcwd())
+REQUEST_TIMEOUT_S = 1.5  # the spec's overall deadline (controlflow.timeout_ms), else 30 s
 
 # The traffic mix: each request picks a scenario with these weights.
 SCENARIOS = [
@@ -211,6 +212,8 @@ class HttpServiceUser(FastHttpUser):
 
     abstract = PROTOCOL != "http"
     host = HOST
+    connection_timeout = min(5.0, REQUEST_TIMEOUT_S)
+    network_timeout = REQUEST_TIMEOUT_S
 
     def wait_time(self) -> float:
         return PACER.wait(self)
@@ -273,7 +276,12 @@ class TritonUser(User):
         else:
             import tritonclient.http as tc
         self.tc = tc
-        self.triton = tc.InferenceServerClient(url=urlsplit(self.host).netloc or self.host)
+        url = urlsplit(self.host).netloc or self.host
+        if PROTOCOL == "triton-grpc":
+            self.triton = tc.InferenceServerClient(url=url)
+        else:
+            self.triton = tc.InferenceServerClient(url=url, connection_timeout=min(5.0, REQUEST_TIMEOUT_S),
+                                                   network_timeout=REQUEST_TIMEOUT_S)
 
     @task
     def infer(self) -> None:
@@ -283,7 +291,10 @@ class TritonUser(User):
         try:
             inputs = [_triton_input(self.tc, spec, body) for spec in sc["inputs"]]
             outputs = [self.tc.InferRequestedOutput(name) for name in sc["outputs"]] or None
-            self.triton.infer(sc["model"], inputs, outputs=outputs)
+            if PROTOCOL == "triton-grpc":
+                self.triton.infer(sc["model"], inputs, outputs=outputs, client_timeout=REQUEST_TIMEOUT_S)
+            else:
+                self.triton.infer(sc["model"], inputs, outputs=outputs)
         except Exception as e:  # every failure is a failed request, not a crashed user
             exc = e
             code = e.status() if hasattr(e, "status") and callable(e.status) else None

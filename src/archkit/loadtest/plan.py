@@ -1,0 +1,123 @@
+"""A run plan: what one load-test process does, derived from the spec, a level and CLI overrides.
+
+The plan is plain JSON so it can be handed to the worker process (`archkit.loadtest.worker`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Optional
+
+from archkit.spec.model import Level, Spec
+
+GRACE_S = 20.0  # hard kill this long after the planned end: every run stops by itself
+DEFAULT_DURATION_S = {"baseline": 30.0, "stress": 60.0, "chaos": 60.0}
+
+
+class PlanError(ValueError):
+    """The spec (or the options) do not describe a runnable load test."""
+
+
+@dataclass
+class Phase:
+    """One stretch of constant offered rate (a stress level has one per step)."""
+
+    start_s: float
+    duration_s: float
+    rate_rps: Optional[float]
+
+
+@dataclass
+class Plan:
+    """Everything the worker needs; see module docstring."""
+
+    spec: str
+    level: str
+    kind: str
+    protocol: str
+    host: str
+    users: int
+    phases: list[Phase]
+    max_requests: int
+    locustfile: str = ""
+    payload_root: str = "."
+    seed: int = 1
+    level_path: tuple = ()
+    fallback_status: dict = field(default_factory=dict)
+
+    @property
+    def duration_s(self) -> float:
+        return sum(p.duration_s for p in self.phases)
+
+    @property
+    def deadline_s(self) -> float:
+        return self.duration_s + GRACE_S
+
+    def to_json(self) -> dict:
+        d = asdict(self)
+        d["duration_s"] = self.duration_s
+        return d
+
+
+def stress_steps(level: Level, fallback_rps: Optional[float]) -> list[tuple[float, float]]:
+    """(start second, offered rate) of each step; the same schedule as the locust generator's."""
+    start = level.start_rps or level.rate_rps or fallback_rps or 1.0
+    step = level.step_rps or start
+    step_s = level.step_duration_s or 10.0
+    top = level.max_rps or start + 9 * step
+    count = max(1, min(int(math.floor((top - start) / step + 1e-9)) + 1,
+                       int(math.floor(level.duration_s / step_s + 1e-9)) or 1))
+    return [(round(i * step_s, 6), round(start + i * step, 6)) for i in range(count)]
+
+
+def find_level(spec: Spec, level: str) -> Level:
+    """The spec's level with this id, else the first of this kind, else a default of that kind."""
+    levels = spec.loadtest.levels if spec.loadtest else []
+    for lv in levels:
+        if lv.id == level:
+            return lv
+    for lv in levels:
+        if lv.kind == level:
+            return lv
+    if level not in DEFAULT_DURATION_S:
+        raise PlanError(f"no level {level!r} in loadtest.levels (have: {', '.join(lv.id for lv in levels) or 'none'})")
+    made = Level(id=level, kind=level, duration_s=DEFAULT_DURATION_S[level])
+    made._path = ("loadtest", "levels")
+    return made
+
+
+def build(spec: Spec, level: str, *, spec_name: str = "spec", host: Optional[str] = None,
+          users: Optional[int] = None, rate: Optional[float] = None, duration: Optional[float] = None,
+          max_requests: Optional[int] = None) -> Plan:
+    """The plan for one level; `rate` is the offered rate (for stress: the highest step)."""
+    lt = spec.loadtest
+    if lt is None:
+        raise PlanError("the spec has no loadtest section (target, scenarios, levels)")
+    if not lt.scenarios:
+        raise PlanError("loadtest.scenarios is empty: nothing to send")
+    lv = find_level(spec, level)
+    design = spec.budgets.throughput_rps
+    if lv.kind == "stress":
+        if rate:
+            lv = lv.model_copy(update={"max_rps": rate})
+        steps = stress_steps(lv, design)
+        step_s = lv.step_duration_s or 10.0
+        phases = [Phase(s, step_s, r) for s, r in steps]
+        if duration:  # a shorter run keeps every step, each shortened in proportion
+            k = duration / sum(p.duration_s for p in phases)
+            phases = [Phase(round(p.start_s * k, 6), round(p.duration_s * k, 6), p.rate_rps) for p in phases]
+    else:
+        phases = [Phase(0.0, float(duration or lv.duration_s), rate or lv.rate_rps or design)]
+    n_users = int(users or lv.users)
+    if max_requests is None:
+        max_requests = lv.max_requests
+    if max_requests is None:
+        paced = [p for p in phases if p.rate_rps]
+        if len(paced) == len(phases):
+            max_requests = int(math.ceil(sum(p.rate_rps * p.duration_s for p in phases) * 1.5)) + n_users
+        else:
+            max_requests = 10_000_000  # unpaced: the time bound is what stops it
+    return Plan(spec=spec_name, level=lv.id, kind=lv.kind, protocol=lt.target.protocol,
+                host=host or lt.target.host, users=n_users, phases=phases, max_requests=max_requests,
+                level_path=tuple(lv.spec_path))

@@ -1,0 +1,390 @@
+"""The sign-off report: JSON, JUnit XML, Markdown, self-contained HTML with plots, and measured.json.
+
+Files written into the report folder (atomically; a folder archkit did not create is refused
+unless it is empty):
+
+- `result.json`   everything: plan, measurements, per-second samples, verdicts, alerts, environment;
+- `junit.xml`     one testcase per budget (skipped when not judged), for CI;
+- `report.md`, `report.html`  budgets beside measurements with pass/fail, the decomposition,
+  fired alerts, the environment; the HTML embeds its plots as PNG data URIs;
+- `measured.json` what `archkit render --measured` overlays on the diagrams. Schema
+  (all times in ms; absent keys were not measured):
+
+      {"apiVersion": "archkit/v1", "kind": "measured", "spec": "<metadata.name>",
+       "level": "<level id>", "level_kind": "baseline|stress|chaos", "env": "<env id or null>",
+       "end_to_end": {"p50_ms", "p95_ms", "p99_ms", "mean_ms", "throughput_rps", "error_rate", "requests"},
+       "scenarios": {scenario_id: {"p50_ms", "p95_ms", "p99_ms", "throughput_rps", "error_rate"}},
+       "stages": {stage_id: {"p50_ms", "p95_ms", "p99_ms", "mean_ms", "count"}},   # server-side
+       "models": {model: {"queue_ms", "compute_input_ms", "compute_infer_ms", "compute_output_ms",
+                          "request_ms", "requests"}},                              # Triton counters
+       "network_serialisation_ms": float,   # client mean minus server mean
+       "stress": {"knee_rps", "failure_mode"}, "passed": bool}
+- `locustfile.py`, `plan.json`, `locust.log`: what ran, for reproduction.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Optional
+from xml.sax.saxutils import escape as xml_escape
+from xml.sax.saxutils import quoteattr
+
+MARKER = ".archkit-loadtest"
+FILES = ("result.json", "junit.xml", "report.md", "report.html", "measured.json")
+
+
+class ReportDirError(ValueError):
+    """The report folder holds files archkit did not write."""
+
+
+def prepare_dir(path: Path) -> Path:
+    """Create the report folder, or accept it if archkit made it or it is empty."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise ReportDirError(f"{path} exists and is not a folder")
+    if path.is_dir() and any(path.iterdir()) and not (path / MARKER).exists():
+        raise ReportDirError(f"{path} is not empty and was not written by archkit loadtest; choose another --report")
+    path.mkdir(parents=True, exist_ok=True)
+    (path / MARKER).write_text("archkit loadtest report folder\n", encoding="utf-8")
+    return path
+
+
+def _write(path: Path, data: str | bytes) -> None:
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(raw)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+# --------------------------------------------------------------------------- JSON
+
+def result_json(res) -> dict:
+    """The whole result as plain JSON."""
+    return {
+        "apiVersion": "archkit/v1", "kind": "loadtest-result",
+        "spec": res.spec_name, "spec_file": res.spec_file, "env": res.env,
+        "level": res.plan.level, "level_kind": res.plan.kind, "passed": res.passed,
+        "plan": res.plan.to_json() | {"locustfile": "locustfile.py", "payload_root": res.plan.payload_root},
+        "budgets": res.budgets,
+        "verdicts": [v.to_json() for v in res.verdicts],
+        "measured": res.measured,
+        "alerts": res.alerts, "alert_notes": res.alert_notes,
+        "environment": res.environment,
+        "wall_s": res.data.wall_s, "stopped": res.data.stopped,
+        "error_messages": dict(sorted(res.data.total.msgs.items(), key=lambda kv: -kv[1])[:10]),
+    }
+
+
+def measured_json(res) -> dict:
+    """The overlay for `archkit render --measured` (schema in the module docstring)."""
+    m = res.measured
+    e2e = m.get("end_to_end", {})
+    dec = m.get("decomposition") or {}
+    keys = ("p50_ms", "p95_ms", "p99_ms", "mean_ms", "throughput_rps", "error_rate", "requests")
+    out = {
+        "apiVersion": "archkit/v1", "kind": "measured", "spec": res.spec_name, "level": res.plan.level,
+        "level_kind": res.plan.kind, "env": res.env,
+        "end_to_end": {k: e2e.get(k) for k in keys if e2e.get(k) is not None},
+        "scenarios": {sid: {k: s.get(k) for k in ("p50_ms", "p95_ms", "p99_ms", "throughput_rps", "error_rate")
+                            if s.get(k) is not None} for sid, s in m.get("scenarios", {}).items()},
+        "stages": {sid: {k: v for k, v in st.items() if k != "metric"} for sid, st in dec.get("stages", {}).items()},
+        "models": dec.get("models", {}),
+        "passed": res.passed,
+    }
+    if dec.get("network_serialisation_ms") is not None:
+        out["network_serialisation_ms"] = dec["network_serialisation_ms"]
+    if m.get("stress"):
+        out["stress"] = {"knee_rps": m["stress"].get("knee_rps"), "failure_mode": m["stress"].get("failure_mode")}
+    return out
+
+
+# --------------------------------------------------------------------------- JUnit
+
+def junit_xml(res) -> str:
+    """One testcase per budget; a missed budget is a failure whose message says why."""
+    vs = res.verdicts
+    failures = sum(1 for v in vs if v.passed is False)
+    skipped = sum(1 for v in vs if v.passed is None)
+    name = f"archkit loadtest {res.spec_name} {res.plan.level}"
+    lines = ['<?xml version="1.0" encoding="UTF-8"?>',
+             f'<testsuites name={quoteattr(name)} tests="{len(vs)}" failures="{failures}" skipped="{skipped}">',
+             f'  <testsuite name={quoteattr(name)} tests="{len(vs)}" failures="{failures}" errors="0" '
+             f'skipped="{skipped}" time="{res.data.wall_s:.3f}">']
+    for v in vs:
+        lines.append(f'    <testcase classname={quoteattr("loadtest." + res.plan.level)} name={quoteattr(v.id)} time="0">')
+        if v.passed is False:
+            lines.append(f'      <failure message={quoteattr(v.why)} type="budget-missed">{xml_escape(v.why)}</failure>')
+        elif v.passed is None:
+            lines.append(f'      <skipped message={quoteattr(v.why)}/>')
+        else:
+            lines.append(f'      <system-out>{xml_escape(v.why)}</system-out>')
+        lines.append("    </testcase>")
+    if not vs:
+        lines.append('    <testcase classname="loadtest" name="no-budgets"><skipped message="the spec declares no '
+                     'budget this level can judge"/></testcase>')
+    lines += ["  </testsuite>", "</testsuites>", ""]
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- plots
+
+def plots(res) -> dict[str, bytes]:
+    """PNG plots: latency and throughput over time; latency and throughput against offered load (stress)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out: dict[str, bytes] = {}
+    secs = res.measured.get("seconds") or []
+    b = res.budgets
+    faults = res.measured.get("chaos") or []
+
+    def shade(ax):
+        for f in faults:
+            if f.get("started_s") is not None:
+                end = f.get("ended_s") or f["started_s"]
+                ax.axvspan(f["started_s"], max(end, f["started_s"] + 0.2), color="tab:red", alpha=0.15,
+                           label=f"fault: {f['action']} {f['target']}")
+
+    def png(fig) -> bytes:
+        buf = io.BytesIO()
+        fig.tight_layout()
+        fig.savefig(buf, format="png", dpi=90, metadata={"Software": None})
+        plt.close(fig)
+        return buf.getvalue()
+
+    if secs:
+        t = [r["t"] for r in secs]
+        fig, ax = plt.subplots(figsize=(8, 3.2))
+        ax.plot(t, [r["p50_ms"] for r in secs], label="P50", color="tab:blue")
+        ax.plot(t, [r["p99_ms"] for r in secs], label="P99", color="tab:orange")
+        for key, style in (("p50_ms", ":"), ("p99_ms", "--")):
+            if key in b:
+                ax.axhline(b[key], linestyle=style, color="grey", label=f"budget {key[:3].upper()} {b[key]:g} ms")
+        shade(ax)
+        ax.set_xlabel("time since start (s)")
+        ax.set_ylabel("latency per second (ms)")
+        ax.set_title("Latency over time (exact, per-second HDR percentiles)")
+        ax.legend(fontsize=7, loc="upper left")
+        out["latency"] = png(fig)
+
+        fig, ax = plt.subplots(figsize=(8, 3.2))
+        ax.plot(t, [r["requests"] - r["errors"] for r in secs], label="successful req/s", color="tab:green")
+        ax.plot(t, [r["errors"] for r in secs], label="errors/s", color="tab:red")
+        offered = [r.get("offered_rps") for r in secs]
+        if any(o is not None for o in offered):
+            ax.step(t, [o or 0 for o in offered], where="post", label="offered req/s", color="grey", linestyle="--")
+        if "throughput_rps" in b:
+            ax.axhline(b["throughput_rps"], linestyle=":", color="black", label=f"design rate {b['throughput_rps']:g}")
+        shade(ax)
+        ax.set_xlabel("time since start (s)")
+        ax.set_ylabel("requests per second")
+        ax.set_title("Throughput over time")
+        ax.legend(fontsize=7, loc="upper left")
+        out["throughput"] = png(fig)
+
+    phases = res.measured.get("phases") or []
+    if res.plan.kind == "stress" and phases:
+        x = [p["offered_rps"] for p in phases]
+        fig, ax = plt.subplots(figsize=(8, 3.4))
+        ax.plot(x, [p["p50_ms"] for p in phases], marker="o", label="P50")
+        ax.plot(x, [p["p99_ms"] for p in phases], marker="o", label="P99")
+        if "p99_ms" in b:
+            ax.axhline(b["p99_ms"], linestyle="--", color="grey", label=f"budget P99 {b['p99_ms']:g} ms")
+        knee = (res.measured.get("stress") or {}).get("knee_offered_rps")
+        if knee:
+            ax.axvline(knee, color="tab:green", linestyle=":", label=f"knee (offered {knee:g} req/s)")
+        ax2 = ax.twinx()
+        ax2.plot(x, [p["throughput_rps"] for p in phases], marker="s", color="tab:green", alpha=0.6,
+                 label="throughput")
+        ax2.set_ylabel("achieved req/s")
+        ax.set_xlabel("offered load (req/s)")
+        ax.set_ylabel("latency (ms)")
+        ax.set_title("Latency against offered load (one point per stress step)")
+        lines = ax.get_legend_handles_labels()
+        lines2 = ax2.get_legend_handles_labels()
+        ax.legend(lines[0] + lines2[0], lines[1] + lines2[1], fontsize=7, loc="upper left")
+        out["load"] = png(fig)
+    return out
+
+
+# --------------------------------------------------------------------------- Markdown / HTML
+
+def _v(x, unit: str = "") -> str:
+    if x is None:
+        return "—"
+    if isinstance(x, float):
+        x = f"{x:.4g}"
+    return f"{x}{(' ' + unit) if unit else ''}"
+
+
+def _mark(p: Optional[bool]) -> str:
+    return {True: "PASS", False: "FAIL", None: "not judged"}[p]
+
+
+def sections(res) -> list[tuple[str, list[str], list[list[str]], list[str]]]:
+    """The report as (title, table header, rows, notes) sections, shared by Markdown and HTML."""
+    m = res.measured
+    out = []
+    out.append(("Budgets", ["budget", "limit", "measured", "result", "why"],
+                [[v.id, f"{v.op} {_v(v.budget, v.unit)}" if v.budget is not None else "—",
+                  _v(v.measured if v.unit != "ratio" or v.measured is None else round(v.measured * 100, 4),
+                     "%" if v.unit == "ratio" else v.unit), _mark(v.passed), v.why] for v in res.verdicts],
+                [] if res.verdicts else ["The spec declares no budget that this level can judge."]))
+    e2e = m.get("end_to_end", {})
+    rows = [["end to end", _v(e2e.get("requests")), _v(e2e.get("error_rate")), _v(e2e.get("throughput_rps")),
+             _v(e2e.get("p50_ms")), _v(e2e.get("p95_ms")), _v(e2e.get("p99_ms")), _v(e2e.get("max_ms"))]]
+    for sid, s in m.get("scenarios", {}).items():
+        rows.append([f"scenario {sid}", _v(s.get("requests")), _v(s.get("error_rate")), _v(s.get("throughput_rps")),
+                     _v(s.get("p50_ms")), _v(s.get("p95_ms")), _v(s.get("p99_ms")), _v(s.get("max_ms"))])
+    out.append(("Measured (client side, every request, HDR histograms)",
+                ["what", "requests", "error rate", "req/s ok", "P50 ms", "P95 ms", "P99 ms", "max ms"], rows,
+                [f"Offered rate {_v(m.get('offered_rps'), 'req/s')}, {res.plan.users} users, "
+                 f"{_v(m.get('duration_s'), 's')} measured; stopped: {m.get('stopped') or '—'}."]))
+    if m.get("phases") and res.plan.kind == "stress":
+        st = m.get("stress") or {}
+        out.append(("Stress steps", ["offered req/s", "achieved ok req/s", "error rate", "P50 ms", "P99 ms", "statuses",
+                                     "within budgets"],
+                    [[_v(p["offered_rps"]), _v(p["throughput_rps"]), _v(p["error_rate"]), _v(p["p50_ms"]),
+                      _v(p["p99_ms"]), ", ".join(f"{k}: {n}" for k, n in p["statuses"].items()),
+                      "yes" if _step_ok(res, p) else "no"] for p in m["phases"]],
+                    [f"Knee: {_v(st.get('knee_rps'), 'req/s')} (highest throughput of the steps that met the P99 "
+                     f"and error budgets).", f"Past the knee: {st.get('failure_mode')}"]))
+    if m.get("chaos"):
+        out.append(("Chaos faults", ["fault", "applied at", "ended", "errors in burst", "peak error rate",
+                                     "worst P99 ms", "recovery s", "fallback answers"],
+                    [[f"{f['action']} {f['target']}", _v(f.get("started_s"), "s"), _v(f.get("ended_s"), "s"),
+                      f"{f.get('burst_errors', '—')} of {f.get('burst_requests', '—')}", _v(f.get("peak_error_rate")),
+                      _v(f.get("worst_p99_ms")), _v(f.get("recovery_s")),
+                      (f"{f.get('fallback_answers', 0)} × status {f['fallback_status']} ({f['expect_fallback']})"
+                       if f.get("fallback_status") is not None else
+                       (f"{f['expect_fallback']}: no status to recognise" if f.get("expect_fallback") else "—"))]
+                     for f in m["chaos"]],
+                    [f"fault {f['index'] + 1}: {f['error']}" for f in m["chaos"] if f.get("error")]
+                    + [n for f in m["chaos"] for n in f.get("notes", [])]))
+    dec = m.get("decomposition") or {}
+    if dec.get("stages") or dec.get("models") or dec.get("server"):
+        rows = [["client observed (mean)", _v((dec.get("client") or {}).get("mean_ms")), "every request, HDR"]]
+        if dec.get("server"):
+            rows.append(["server side (mean)", _v(dec["server"]["mean_ms"]), dec["server"]["source"]])
+            rows.append(["network + serialisation", _v(dec.get("network_serialisation_ms")), "client − server"])
+        for sid, s in dec.get("stages", {}).items():
+            rows.append([f"stage {sid}", _v(s.get("mean_ms")),
+                         f"P50 {_v(s.get('p50_ms'))} / P99 {_v(s.get('p99_ms'))} ms from {s.get('metric')} "
+                         f"({s.get('count')} obs.)"])
+        for model, mm in dec.get("models", {}).items():
+            for part in ("queue_ms", "compute_input_ms", "compute_infer_ms", "compute_output_ms", "request_ms"):
+                if part in mm:
+                    rows.append([f"model {model}: {part[:-3].replace('_', ' ')}", _v(mm[part]),
+                                 f"nv_inference counters over {mm['requests']} requests"])
+        out.append(("Latency decomposition (ms)", ["part", "mean ms", "source"], rows,
+                    ["Seed 000 §2.1: network, queue and compute measured apart, not guessed."]))
+    alerts = res.alerts
+    out.append(("Alerts (live Prometheus)", ["alert", "labels", "pending at", "firing at", "last seen"],
+                [[a["alert"], ", ".join(f"{k}={v}" for k, v in a["labels"].items()), _v(a["pending_s"], "s"),
+                  _v(a["firing_s"], "s"), _v(a["last_seen_s"], "s")] for a in alerts],
+                list(res.alert_notes) + ([] if alerts else ["No alert went pending or fired during the run."])))
+    env = res.environment
+    out.append(("Environment", ["", ""],
+                [["CPU", f"{env.get('cpu')} ({env.get('cores')} cores)"], ["load average", _v(env.get("load_average"))],
+                 ["python", env.get("python", "?")], ["platform", env.get("platform", "?")]]
+                + [[k, v] for k, v in env.get("versions", {}).items()]
+                + [["spec", f"{res.spec_file}" + (f" (environment {res.env})" if res.env else "")],
+                   ["target", res.plan.host], ["level", f"{res.plan.level} ({res.plan.kind})"]], []))
+    return out
+
+
+def _step_ok(res, p: dict) -> bool:
+    b = res.budgets
+    err = b.get("error_rate", 0.01)
+    return bool(p.get("requests")) and (p.get("error_rate") or 0) <= err and (
+        "p99_ms" not in b or (p.get("p99_ms") is not None and p["p99_ms"] <= b["p99_ms"]))
+
+
+def _md_cell(x) -> str:
+    return str(x).replace("|", "\\|").replace("\n", " ")
+
+
+def markdown(res, images: dict[str, bytes]) -> str:
+    verdict = "PASSED" if res.passed else "FAILED"
+    lines = [f"# Load test: {res.spec_name}, level {res.plan.level} ({res.plan.kind}) — {verdict}", ""]
+    failed = [v for v in res.verdicts if v.passed is False]
+    if failed:
+        lines += ["Missed budgets:", ""] + [f"- **{v.id}**: {v.why}" for v in failed] + [""]
+    for title, head, rows, notes in sections(res):
+        lines += [f"## {title}", ""]
+        if rows:
+            lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+            lines += ["| " + " | ".join(_md_cell(c) for c in r) + " |" for r in rows]
+            lines.append("")
+        lines += [f"{n}" for n in notes] + ([""] if notes else [])
+    if images:
+        lines += ["## Plots", "", "See report.html (plots are embedded there).", ""]
+    return "\n".join(lines)
+
+
+def html_page(res, images: dict[str, bytes]) -> str:
+    e = html.escape
+    verdict = "PASSED" if res.passed else "FAILED"
+    colour = "#1a7f37" if res.passed else "#cf222e"
+    parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+             f"<title>archkit loadtest {e(res.spec_name)} {e(res.plan.level)}</title>",
+             "<style>body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}"
+             "table{border-collapse:collapse;margin:0.5em 0 1em}td,th{border:1px solid #ccc;padding:3px 8px;"
+             "font-size:13px;text-align:left}th{background:#f3f3f3}.PASS{color:#1a7f37;font-weight:bold}"
+             ".FAIL{color:#cf222e;font-weight:bold}img{max-width:100%}</style></head><body>",
+             f"<h1>Load test: {e(res.spec_name)}, level {e(res.plan.level)} ({e(res.plan.kind)}) — "
+             f'<span style="color:{colour}">{verdict}</span></h1>']
+    failed = [v for v in res.verdicts if v.passed is False]
+    if failed:
+        parts.append("<p>Missed budgets:</p><ul>" + "".join(f"<li><b>{e(v.id)}</b>: {e(v.why)}</li>" for v in failed)
+                     + "</ul>")
+    for name in ("latency", "throughput", "load"):
+        if name in images:
+            data = base64.b64encode(images[name]).decode("ascii")
+            parts.append(f'<img alt="{name} plot" src="data:image/png;base64,{data}">')
+    for title, head, rows, notes in sections(res):
+        parts.append(f"<h2>{e(title)}</h2>")
+        if rows:
+            parts.append("<table><tr>" + "".join(f"<th>{e(h)}</th>" for h in head) + "</tr>")
+            for r in rows:
+                cells = []
+                for c in r:
+                    cls = f' class="{c}"' if c in ("PASS", "FAIL") else ""
+                    cells.append(f"<td{cls}>{e(str(c))}</td>")
+                parts.append("<tr>" + "".join(cells) + "</tr>")
+            parts.append("</table>")
+        parts += [f"<p>{e(n)}</p>" for n in notes]
+    parts.append("</body></html>\n")
+    return "\n".join(parts)
+
+
+def write(res, folder: Path, with_plots: bool = True) -> dict[str, Path]:
+    """Write every report file into `folder` (already prepared) and return their paths."""
+    folder = Path(folder)
+    images = plots(res) if with_plots else {}
+    files = {
+        "result.json": json.dumps(result_json(res), indent=1, ensure_ascii=False, default=str) + "\n",
+        "measured.json": json.dumps(measured_json(res), indent=1, ensure_ascii=False, sort_keys=True) + "\n",
+        "junit.xml": junit_xml(res),
+        "report.md": markdown(res, images),
+        "report.html": html_page(res, images),
+    }
+    out = {}
+    for name, text in files.items():
+        _write(folder / name, text)
+        out[name] = folder / name
+    return out

@@ -1,0 +1,254 @@
+"""Runs the worker process(es) for one plan and merges what they stream into one result.
+
+The parent never imports locust or gevent: it starts `python -m archkit.loadtest.worker`
+(one local process, or a locust master plus N workers), reads their JSON lines, merges the HDR
+histograms, reports progress once a second, asks `phase_check` after each stress step whether to
+go on, and kills everything that outlives the plan's deadline.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Optional
+
+from archkit.loadtest import hist
+from archkit.loadtest.plan import Plan
+
+
+class RunError(RuntimeError):
+    """The load generator could not run (it said why on its log)."""
+
+
+@dataclass
+class Bucket:
+    """Merged counts and histograms of some requests (a second, a phase, a scenario, the run)."""
+
+    n: int = 0
+    err: int = 0
+    st: dict = field(default_factory=dict)
+    h: object = field(default_factory=hist.new)
+    he: object = field(default_factory=hist.new)
+    msgs: dict = field(default_factory=dict)
+
+    def add(self, ev: dict) -> None:
+        self.n += ev.get("n", 0)
+        self.err += ev.get("err", 0)
+        for k, v in ev.get("st", {}).items():
+            self.st[str(k)] = self.st.get(str(k), 0) + v
+        if ev.get("h"):
+            self.h.add(hist.decode(ev["h"]))
+        if ev.get("he"):
+            self.he.add(hist.decode(ev["he"]))
+        for k, v in ev.get("msgs", {}).items():
+            self.msgs[k] = self.msgs.get(k, 0) + v
+
+    def stats(self, seconds: Optional[float] = None) -> dict:
+        out = {"requests": self.n, "errors": self.err,
+               "error_rate": round(self.err / self.n, 6) if self.n else None,
+               "statuses": dict(sorted(self.st.items()))}
+        out.update({k: v for k, v in hist.summary(self.h).items() if k != "count"})
+        if self.err:
+            out["error_latency"] = {k: v for k, v in hist.summary(self.he).items() if k != "count"}
+        if seconds:
+            out["throughput_rps"] = round((self.n - self.err) / seconds, 3)
+            out["request_rate_rps"] = round(self.n / seconds, 3)
+        return out
+
+
+@dataclass
+class RunData:
+    """Everything one run measured."""
+
+    plan: Plan
+    seconds: list[dict] = field(default_factory=list)  # per-second: t, requests, errors, p50/p99, rate
+    phases: list[dict] = field(default_factory=list)
+    scenarios: dict[str, Bucket] = field(default_factory=dict)
+    total: Bucket = field(default_factory=Bucket)
+    wall_s: float = 0.0
+    started_at: float = 0.0  # time.time() when users started
+    stopped: str = ""
+    log: str = ""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _reader(idx: int, stream, q: queue.Queue) -> None:
+    for line in stream:
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                q.put((idx, json.loads(line)))
+            except ValueError:
+                pass
+    q.put((idx, {"ev": "eof"}))
+
+
+def run(plan: Plan, workdir: Path, *, workers: int = 0, master_host: Optional[str] = None,
+        master_port: int = 5557, progress: Optional[Callable[[dict], None]] = None,
+        phase_check: Optional[Callable[[int, dict], bool]] = None,
+        on_start: Optional[Callable[[float], None]] = None,
+        on_second: Optional[Callable[[dict], None]] = None) -> RunData:
+    """Run the plan to its end (or until phase_check says stop); every process is bounded in time."""
+    workdir = Path(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    plan_path = workdir / "plan.json"
+    plan_path.write_text(json.dumps(plan.to_json(), indent=1), encoding="utf-8")
+    log_path = workdir / "locust.log"
+    base = [sys.executable, "-m", "archkit.loadtest.worker", "--plan", str(plan_path)]
+    cmds: list[list[str]] = []
+    recording: list[int] = []  # indexes of processes whose requests are recorded
+    control = 0  # the process SIGTERM goes to
+    if master_host:
+        n = max(1, workers)
+        cmds = [base + ["--role", "worker", "--master-host", master_host, "--master-port", str(master_port)]
+                for _ in range(n)]
+        recording = list(range(n))
+        control = -1  # an external master decides; we stop our own workers only
+    elif workers > 0:
+        port = free_port()
+        cmds = [base + ["--role", "master", "--master-port", str(port), "--expect-workers", str(workers)]]
+        cmds += [base + ["--role", "worker", "--master-host", "127.0.0.1", "--master-port", str(port)]
+                 for _ in range(workers)]
+        recording = list(range(1, workers + 1))
+    else:
+        cmds = [base + ["--role", "local"]]
+        recording = [0]
+    env = dict(os.environ, PYTHONUNBUFFERED="1", ARCHKIT_PAYLOAD_ROOT=plan.payload_root)
+    q: queue.Queue = queue.Queue()
+    data = RunData(plan=plan)
+    logf = open(log_path, "w", encoding="utf-8")
+    procs = []
+    try:
+        for i, cmd in enumerate(cmds):
+            p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=logf, text=True, env=env,
+                                 start_new_session=True)
+            procs.append(p)
+            threading.Thread(target=_reader, args=(i, p.stdout, q), daemon=True).start()
+        _loop(plan, data, procs, recording, control, q, progress, phase_check, on_start, on_second)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                _signal(p, signal.SIGKILL)
+            p.wait()
+        logf.close()
+    data.log = log_path.read_text(encoding="utf-8", errors="replace")[-20000:]
+    return data
+
+
+def _signal(p: subprocess.Popen, sig: int) -> None:
+    try:
+        os.killpg(p.pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _loop(plan, data, procs, recording, control, q, progress, phase_check, on_start, on_second) -> None:
+    start_wall = time.monotonic()
+    hard_end = start_wall + plan.deadline_s + 30.0  # workers' own deadline + start-up time
+    eof: set[int] = set()
+    finals: set[int] = set()
+    seconds: dict[int, dict] = {}
+    sec_seen: dict[int, int] = {}
+    phases: dict[int, list] = {}
+    t_started = None
+    errors: list[str] = []
+    stopping = False
+
+    def stop_all() -> None:
+        targets = procs if control == -1 else [procs[control]]
+        for p in targets:
+            if p.poll() is None:
+                _signal(p, signal.SIGTERM)
+
+    while len(eof) < len(procs):
+        if time.monotonic() > hard_end:
+            for p in procs:
+                _signal(p, signal.SIGKILL)
+            data.stopped = data.stopped or "killed at the hard deadline"
+            break
+        try:
+            idx, ev = q.get(timeout=0.25)
+        except queue.Empty:
+            if all(p.poll() is not None for p in procs) and q.empty():
+                break
+            continue
+        kind = ev.get("ev")
+        if kind == "eof":
+            eof.add(idx)
+        elif kind == "error":
+            errors.append(ev.get("message", "?"))
+        elif kind == "started" and t_started is None:
+            t_started = time.monotonic()
+            data.started_at = time.time()
+            if on_start:
+                on_start(data.started_at)
+        elif kind == "tick" and idx in recording:
+            s = ev["s"]
+            b = seconds.setdefault(s, {"bucket": Bucket(), "users": 0, "rate": ev.get("rate")})
+            b["bucket"].add(ev)
+            b["users"] += ev.get("users") or 0
+            sec_seen[s] = sec_seen.get(s, 0) + 1
+            if sec_seen[s] == len(recording):
+                row = _second_row(s, b)
+                if on_second:
+                    on_second(row)
+                if progress:
+                    done = s + 1
+                    progress({**row, "time_left_s": max(0.0, plan.duration_s - done),
+                              "total_requests": sum(x["bucket"].n for x in seconds.values())})
+        elif kind == "phase" and idx in recording:
+            i = ev["i"]
+            phases.setdefault(i, []).append(ev)
+            if len(phases[i]) == len(recording):
+                b = Bucket()
+                for e in phases[i]:
+                    b.add(e)
+                ph = plan.phases[i]
+                row = {"index": i, "offered_rps": ph.rate_rps, "duration_s": ph.duration_s,
+                       **b.stats(ph.duration_s)}
+                data.phases.append(row)
+                if phase_check and not stopping and i + 1 < len(plan.phases) and not phase_check(i, row):
+                    stopping = True
+                    data.stopped = f"stopped after step {i + 1}: budget broken"
+                    stop_all()
+        elif kind == "final":
+            finals.add(idx)
+            if idx in recording:
+                for name, sc in ev.get("scenarios", {}).items():
+                    data.scenarios.setdefault(name, Bucket()).add(sc)
+                if not data.stopped:
+                    data.stopped = ev.get("stopped", "")
+            if control == 0 and idx == 0 and len(procs) > 1:
+                pass  # the master is done; workers follow on its quit message
+    data.wall_s = round(time.monotonic() - (t_started or start_wall), 3)
+    data.seconds = [_second_row(s, seconds[s]) for s in sorted(seconds)]
+    for b in data.scenarios.values():
+        data.total.add({"n": b.n, "err": b.err, "st": b.st, "msgs": b.msgs})
+        data.total.h.add(b.h)
+        data.total.he.add(b.he)
+    if not data.scenarios and errors:
+        raise RunError("; ".join(errors))
+    if t_started is None:
+        raise RunError("the load generator did not start; see its log")
+
+
+def _second_row(s: int, b: dict) -> dict:
+    bucket: Bucket = b["bucket"]
+    summ = hist.summary(bucket.h)
+    return {"t": s + 1, "requests": bucket.n, "errors": bucket.err, "statuses": dict(sorted(bucket.st.items())),
+            "p50_ms": summ["p50_ms"], "p99_ms": summ["p99_ms"], "max_ms": summ["max_ms"],
+            "offered_rps": b.get("rate"), "users": b.get("users")}

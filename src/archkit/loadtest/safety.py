@@ -1,0 +1,38 @@
+"""The load-test safety rule: traffic only ever goes to loopback addresses.
+
+This workplace forbids sending load anywhere else, so every URL a run would touch (the
+target, metrics endpoints, a locust master) is checked here first. Names are not resolved:
+only `localhost` and literal loopback addresses (127.0.0.0/8, ::1) pass.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from urllib.parse import urlsplit
+
+
+class RemoteTargetError(ValueError):
+    """A load test was pointed at a non-loopback address."""
+
+
+def host_of(url: str) -> str:
+    return urlsplit(url if "://" in url else "//" + url).hostname or ""
+
+
+def is_loopback(url: str) -> bool:
+    host = host_of(url)
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def require_loopback(url: str, what: str = "target") -> None:
+    """Raise RemoteTargetError unless `url` is on 127.0.0.0/8, ::1 or localhost."""
+    if not is_loopback(url):
+        raise RemoteTargetError(
+            f"refusing to send load to {what} {url!r}: archkit loadtest only targets loopback "
+            "addresses (127.0.0.0/8, ::1, localhost); start the service locally or tunnel it "
+            "to 127.0.0.1")

@@ -1,0 +1,198 @@
+"""Server-side timing from metrics endpoints, read before and after a run: the latency decomposition.
+
+Seed 000 §2.1: network, queue and compute must be measured apart ("three numbers subtracted
+give the real model time"). Triton's cumulative `nv_inference_*_duration_us` counters split
+server time into queue and compute per model; a gateway's stage histograms
+(`observability.stages[].latency`) give each stage; client-observed minus server-side is the
+network and serialisation share.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import urllib.request
+from typing import Optional
+
+from archkit.loadtest.safety import require_loopback
+from archkit.spec.model import MetricRef, MetricType, Spec
+
+Sample = tuple[str, tuple[tuple[str, str], ...], float]
+
+_LINE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})?\s+(\S+)')
+_LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
+
+TRITON_PARTS = {  # counter (µs, cumulative) -> part of the server time
+    "nv_inference_queue_duration_us": "queue_ms",
+    "nv_inference_compute_input_duration_us": "compute_input_ms",
+    "nv_inference_compute_infer_duration_us": "compute_infer_ms",
+    "nv_inference_compute_output_duration_us": "compute_output_ms",
+    "nv_inference_request_duration_us": "request_ms",
+}
+
+
+def parse(text: str) -> list[Sample]:
+    """Samples of a Prometheus text exposition (comments skipped, labels sorted)."""
+    out: list[Sample] = []
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        m = _LINE.match(line)
+        if not m:
+            continue
+        labels = tuple(sorted((k, v.encode().decode("unicode_escape")) for k, v in _LABEL.findall(m.group(3) or "")))
+        try:
+            out.append((m.group(1), labels, float(m.group(4))))
+        except ValueError:
+            continue
+    return out
+
+
+def fetch(url: str, timeout: float = 3.0) -> Optional[list[Sample]]:
+    """Scrape one endpoint (loopback only); None when it does not answer."""
+    require_loopback(url, "metrics endpoint")
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as resp:
+            return parse(resp.read().decode("utf-8", "replace"))
+    except OSError:
+        return None
+
+
+def endpoints(spec: Spec, host_url: str, extra: list[str] = ()) -> list[str]:
+    """Metrics URLs: `observability.scrape` entries on the target's host, plus any given."""
+    from archkit.loadtest.safety import host_of
+
+    host = host_of(host_url) or "127.0.0.1"
+    if ":" in host:
+        host = f"[{host}]"
+    urls = [f"http://{host}:{s.port}{s.path}" for s in spec.observability.scrape]
+    urls += list(extra)
+    return list(dict.fromkeys(urls))
+
+
+def snapshot(urls: list[str]) -> dict[str, list[Sample]]:
+    out = {}
+    for u in urls:
+        got = fetch(u)
+        if got is not None:
+            out[u] = got
+    return out
+
+
+def _delta(before: list[Sample], after: list[Sample]) -> dict[tuple, float]:
+    b = {(n, lb): v for n, lb, v in before}
+    return {(n, lb): v - b.get((n, lb), 0.0) for n, lb, v in after}
+
+
+def _unit_ms(metric: str) -> float:
+    if metric.endswith(("_ms", "_milliseconds")):
+        return 1.0
+    if metric.endswith(("_us", "_microseconds")):
+        return 0.001
+    return 1000.0  # Prometheus convention: seconds
+
+
+def _match(labels: tuple, want: dict[str, str]) -> bool:
+    d = dict(labels)
+    return all(d.get(k) == v for k, v in want.items())
+
+
+def histogram_stats(delta: dict[tuple, float], ref: MetricRef) -> Optional[dict]:
+    """count, mean and bucket-interpolated p50/p95/p99 (ms) of one histogram's increase."""
+    scale = _unit_ms(ref.metric)
+    buckets: dict[float, float] = {}
+    total_sum = total_count = 0.0
+    for (name, labels), v in delta.items():
+        if not _match(labels, ref.labels):
+            continue
+        if name == ref.metric + "_bucket":
+            le = dict(labels).get("le")
+            bound = math.inf if le in ("+Inf", "Inf") else float(le)
+            buckets[bound] = buckets.get(bound, 0.0) + v
+        elif name == ref.metric + "_sum":
+            total_sum += v
+        elif name == ref.metric + "_count":
+            total_count += v
+    if total_count <= 0:
+        return None
+    out = {"count": int(total_count), "mean_ms": round(total_sum / total_count * scale, 3)}
+    bounds = sorted(buckets)
+    for q, key in ((0.5, "p50_ms"), (0.95, "p95_ms"), (0.99, "p99_ms")):
+        out[key] = _quantile(q, [(b, buckets[b]) for b in bounds], scale)
+    return out
+
+
+def _quantile(q: float, cum: list[tuple[float, float]], scale: float) -> Optional[float]:
+    """PromQL's histogram_quantile: linear interpolation inside the bucket that holds the rank."""
+    if not cum or cum[-1][1] <= 0:
+        return None
+    rank = q * cum[-1][1]
+    prev_b, prev_c = 0.0, 0.0
+    for b, c in cum:
+        if c >= rank:
+            if math.isinf(b):
+                return round(prev_b * scale, 3)  # beyond the last finite bucket: its bound
+            if c == prev_c:
+                return round(b * scale, 3)
+            return round((prev_b + (b - prev_b) * (rank - prev_c) / (c - prev_c)) * scale, 3)
+        prev_b, prev_c = b, c
+    return None
+
+
+def decompose(spec: Spec, before: dict, after: dict, client: dict) -> dict:
+    """Per-stage and per-model server time, and what is left for network and serialisation."""
+    delta: dict[tuple, float] = {}
+    for url, samples in after.items():
+        for k, v in _delta(before.get(url, []), samples).items():
+            delta[k] = delta.get(k, 0.0) + v
+    stages: dict[str, dict] = {}
+    for sm in spec.observability.stages:
+        ref = sm.latency
+        if ref is None:
+            continue
+        if ref.type is MetricType.histogram:
+            got = histogram_stats(delta, ref)
+        elif ref.type is MetricType.counter_us and ref.count_metric:
+            us = sum(v for (n, lb), v in delta.items() if n == ref.metric and _match(lb, ref.labels))
+            cnt = sum(v for (n, lb), v in delta.items() if n == ref.count_metric and _match(lb, ref.labels))
+            got = {"count": int(cnt), "mean_ms": round(us / cnt / 1000.0, 3)} if cnt > 0 else None
+        else:
+            got = None
+        if got:
+            got["metric"] = ref.metric
+            stages[sm.stage] = got
+    models: dict[str, dict] = {}
+    for (name, labels), v in delta.items():
+        if name in TRITON_PARTS or name == "nv_inference_request_success":
+            model = dict(labels).get("model", "?")
+            m = models.setdefault(model, {"_us": {}, "requests": 0})
+            if name == "nv_inference_request_success":
+                m["requests"] += int(v)
+            else:
+                m["_us"][TRITON_PARTS[name]] = m["_us"].get(TRITON_PARTS[name], 0.0) + v
+    for model, m in list(models.items()):
+        us = m.pop("_us")
+        if m["requests"] <= 0:
+            del models[model]
+            continue
+        for part, total in us.items():
+            m[part] = round(total / m["requests"] / 1000.0, 3)
+    out: dict = {"client": {k: client.get(k) for k in ("mean_ms", "p50_ms", "p99_ms")},
+                 "stages": dict(sorted(stages.items())), "models": dict(sorted(models.items()))}
+    server_ms, source = _server_time(spec, stages, models)
+    if server_ms is not None and client.get("mean_ms") is not None:
+        out["server"] = {"mean_ms": server_ms, "source": source}
+        out["network_serialisation_ms"] = round(client["mean_ms"] - server_ms, 3)
+    return out
+
+
+def _server_time(spec: Spec, stages: dict, models: dict) -> tuple[Optional[float], str]:
+    for st in spec.dataflow.stages:
+        if st.kind.value in ("ingress", "gateway") and st.id in stages:
+            return stages[st.id]["mean_ms"], f"stage {st.id} ({stages[st.id]['metric']})"
+    lt = spec.loadtest
+    if lt and lt.target.protocol.startswith("triton") and models:
+        n = sum(m["requests"] for m in models.values())
+        total = sum(m.get("request_ms", 0.0) * m["requests"] for m in models.values())
+        return round(total / n, 3), "Triton nv_inference_request_duration_us"
+    return None, ""

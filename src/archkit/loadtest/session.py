@@ -1,0 +1,279 @@
+"""One load test from start to verdict: plan, faults, metrics, Prometheus, the run, the judge.
+
+The three levels (seed 000 §4.4): baseline at the design rate; stress stepping the offered
+rate up until the P99 or error budget breaks (the knee, and how it failed past it); chaos
+applying the level's faults and measuring the error burst, recovery and fallback answers.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import time
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Callable, Optional
+
+from archkit.loadtest import chaos as chaos_mod
+from archkit.loadtest import judge as judge_mod
+from archkit.loadtest import plan as plan_mod
+from archkit.loadtest import scrape
+from archkit.loadtest.runner import RunData, free_port, run
+from archkit.loadtest.safety import require_loopback
+from archkit.spec import source_of
+from archkit.spec.loader import format_path
+from archkit.spec.model import Spec
+
+FAST_ERROR_STATUSES = {"429", "503"}
+
+
+@dataclass
+class Options:
+    """What the command line (or a caller) chose for this run."""
+
+    level: str = "baseline"
+    env: Optional[str] = None
+    host: Optional[str] = None
+    users: Optional[int] = None
+    rate: Optional[float] = None
+    duration: Optional[float] = None
+    max_requests: Optional[int] = None
+    workers: int = 0
+    master_host: Optional[str] = None
+    master_port: int = 5557
+    services: list[str] = field(default_factory=list)
+    proxies: list[str] = field(default_factory=list)
+    metrics: list[str] = field(default_factory=list)
+    rule_files: Optional[dict[str, str]] = None
+    prometheus: bool = True
+
+
+@dataclass
+class Result:
+    """A finished load test: the plan, what was measured, the verdicts and the context."""
+
+    spec_file: str
+    spec_name: str
+    env: Optional[str]
+    plan: plan_mod.Plan
+    data: RunData
+    measured: dict
+    verdicts: list[judge_mod.Verdict]
+    alerts: list[dict] = field(default_factory=list)
+    alert_notes: list[str] = field(default_factory=list)
+    environment: dict = field(default_factory=dict)
+    budgets: dict = field(default_factory=dict)
+
+    @property
+    def passed(self) -> bool:
+        return judge_mod.passed(self.verdicts)
+
+
+def _loc(spec: Spec, path: tuple) -> str:
+    smap = source_of(spec)
+    loc = smap.at(path)
+    return f"{smap.file}:{loc.line}: {format_path(path)}"
+
+
+def check_payloads(spec: Spec, root: Path) -> None:
+    """Refuse before starting when a scenario's payload file or folder is missing."""
+    for sc in spec.loadtest.scenarios:
+        p = sc.payload
+        if p is None or p.template is not None:
+            continue
+        path = tuple(p.spec_path)
+        if p.file is not None and not (root / p.file).is_file():
+            raise plan_mod.PlanError(f"{_loc(spec, path + ('file',))}: payload file {p.file} not found under {root}")
+        if p.folder is not None:
+            folder = root / p.folder
+            if not folder.is_dir() or not any(x.is_file() for x in folder.glob(p.glob)):
+                raise plan_mod.PlanError(f"{_loc(spec, path + ('folder',))}: no file matches {p.folder}/{p.glob} "
+                                         f"under {root}")
+
+
+def environment_info() -> dict:
+    """CPU model, cores and versions: what a reader needs to compare two reports."""
+    cpu = platform.processor() or "?"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    versions = {}
+    for pkg in ("archkit", "locust", "hdrhistogram", "gevent", "tritonclient", "matplotlib"):
+        try:
+            versions[pkg] = metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            pass
+    load = None
+    try:
+        load = [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        pass
+    return {"cpu": cpu, "cores": os.cpu_count(), "python": platform.python_version(),
+            "platform": platform.platform(), "load_average": load, "versions": versions}
+
+
+def step_met(spec: Spec, row: dict) -> bool:
+    """Did one stress step meet the P99 and error budgets (1% errors when none is declared)?"""
+    err_budget = spec.budgets.error_rate if spec.budgets.error_rate is not None else 0.01
+    if not row.get("requests"):
+        return False
+    if (row.get("error_rate") or 0) > err_budget:
+        return False
+    p99 = spec.budgets.p99_ms
+    return p99 is None or (row.get("p99_ms") is not None and row["p99_ms"] <= p99)
+
+
+def analyse_stress(spec: Spec, phases: list[dict]) -> dict:
+    """The knee (highest throughput of the steps that met the budgets, in order) and the failure mode."""
+    knee = None
+    knee_offered = None
+    broke = None
+    for row in phases:
+        if step_met(spec, row):
+            if broke is None and (knee is None or row["throughput_rps"] > knee):
+                knee, knee_offered = row["throughput_rps"], row["offered_rps"]
+        elif broke is None:
+            broke = row
+    out: dict = {"knee_rps": knee, "knee_offered_rps": knee_offered, "steps": len(phases)}
+    if broke is None:
+        out["failure"] = None
+        out["failure_mode"] = "none: every step met the budgets (raise max_rps to find the knee)"
+        return out
+    out["failure"] = {"offered_rps": broke["offered_rps"], "throughput_rps": broke["throughput_rps"],
+                      "p99_ms": broke["p99_ms"], "error_rate": broke["error_rate"], "statuses": broke["statuses"]}
+    out["failure_mode"] = failure_mode(spec, broke, phases)
+    return out
+
+
+def failure_mode(spec: Spec, broke: dict, phases: list[dict]) -> str:
+    """Fast, bounded errors (load shed with 429/503 while latency holds) or queues piling up."""
+    errs = broke.get("errors") or 0
+    fast = sum(v for k, v in broke.get("statuses", {}).items() if k in FAST_ERROR_STATUSES)
+    p99_budget = spec.budgets.p99_ms
+    err_p99 = (broke.get("error_latency") or {}).get("p99_ms")
+    offered, got = broke.get("offered_rps") or 0, broke.get("request_rate_rps") or 0
+    if errs and fast >= errs / 2 and (p99_budget is None or (err_p99 or 0) <= p99_budget):
+        return (f"fast, bounded errors: {fast} of {errs} failures were {'/'.join(sorted(FAST_ERROR_STATUSES))} "
+                f"answered in P99 {err_p99} ms; the service sheds load instead of queueing")
+    if offered and got < 0.9 * offered or (p99_budget and (broke.get("p99_ms") or 0) > p99_budget):
+        return (f"queues piling up: at {offered:g} req/s offered only {got:g} req/s completed and P99 grew to "
+                f"{broke.get('p99_ms')} ms (latency growth, not refusals)")
+    return f"errors without back-pressure: error rate {broke.get('error_rate')} at {offered:g} req/s"
+
+
+def execute(spec: Spec, spec_file: str, locustfile_text: str, opts: Options, workdir: Path,
+            progress: Optional[Callable[[dict], None]] = None) -> Result:
+    """Run one level against the spec's target (loopback only) and judge it."""
+    spec_dir = Path(spec_file).resolve().parent
+    plan = plan_mod.build(spec, opts.level, spec_name=Path(spec_file).name, host=opts.host, users=opts.users,
+                          rate=opts.rate, duration=opts.duration, max_requests=opts.max_requests)
+    require_loopback(plan.host, "target")
+    target_host = plan.host  # before a chaos delay proxy takes its place
+    if opts.master_host:
+        require_loopback(opts.master_host, "locust master")
+    check_payloads(spec, spec_dir)
+    workdir = Path(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    lf = workdir / "locustfile.py"
+    lf.write_text(locustfile_text, encoding="utf-8")
+    plan.locustfile, plan.payload_root = str(lf), str(spec_dir)
+
+    level = plan_mod.find_level(spec, opts.level)
+    injector = None
+    proxies: dict[str, chaos_mod.DelayProxy] = {}
+    if plan.kind == "chaos":
+        services = {r.name: r for r in map(chaos_mod.ProcessRef.parse, opts.services)}
+        target_service = spec.loadtest.target.service
+        for text in opts.proxies:
+            name, _, ports = text.partition("=")
+            listen, _, upstream = ports.partition(":")
+            if not (name and listen.isdigit() and upstream.isdigit()):
+                raise chaos_mod.ChaosError(f"--proxy expects NAME=LISTEN_PORT:UPSTREAM_PORT, got {text!r}")
+            proxies[name] = chaos_mod.DelayProxy(int(upstream), int(listen))
+        if any(f.action == "delay" and f.target == target_service for f in level.faults) \
+                and target_service not in proxies:
+            from urllib.parse import urlsplit
+            u = urlsplit(plan.host)
+            proxy = chaos_mod.DelayProxy(u.port or 80)
+            proxies[target_service] = proxy
+            plan.host = f"{u.scheme}://127.0.0.1:{proxy.port}{u.path}"
+        injector = chaos_mod.Injector(level.faults, services, proxies)
+        try:
+            injector.preflight()
+        except chaos_mod.ChaosError:
+            for p in proxies.values():
+                p.close()
+            raise
+
+    urls = scrape.endpoints(spec, target_host, opts.metrics)
+    before = scrape.snapshot(urls)
+    live_prom = None
+    alert_notes: list[str] = []
+    if opts.prometheus and opts.rule_files and before:
+        from archkit.loadtest.prom import LivePrometheus, PrometheusError
+
+        live_prom = LivePrometheus(sorted(before), opts.rule_files, free_port())
+        try:
+            live_prom.start()
+        except PrometheusError as exc:
+            alert_notes.append(f"Prometheus not started: {exc}")
+            live_prom = None
+    elif opts.prometheus and not opts.rule_files:
+        alert_notes.append("no alert rules to evaluate (the prometheus generator produced none)")
+    elif opts.prometheus and not before:
+        alert_notes.append("no metrics endpoint answered (observability.scrape): alerts not evaluated")
+
+    def on_start(_wall: float) -> None:
+        if injector:
+            injector.start(time.monotonic())
+        if live_prom:
+            live_prom.mark_start()
+
+    check = (lambda i, row: step_met(spec, row)) if plan.kind == "stress" else None
+    try:
+        data = run(plan, workdir, workers=opts.workers, master_host=opts.master_host,
+                   master_port=opts.master_port, progress=progress, phase_check=check, on_start=on_start)
+    finally:
+        if injector:
+            injector.stop()
+        for p in proxies.values():
+            p.close()
+        alerts: list[dict] = []
+        if live_prom:
+            time.sleep(1.0)  # one more evaluation of what the last second caused
+            live_prom.poll()
+            alerts = live_prom.results()
+            for bad in live_prom.rule_health():
+                alert_notes.append(f"rule {bad['rule']} is {bad['health']}: {bad['error']}")
+            live_prom.stop()
+    after = scrape.snapshot(urls)
+
+    seconds_run = min(data.wall_s, plan.duration_s) or plan.duration_s
+    if data.phases:
+        seconds_run = min(seconds_run, sum(p["duration_s"] for p in data.phases)) or seconds_run
+    e2e = data.total.stats(seconds_run)
+    measured: dict = {
+        "kind": plan.kind, "level": plan.level,
+        "offered_rps": max((p.rate_rps or 0) for p in plan.phases) or None,
+        "duration_s": seconds_run, "end_to_end": e2e,
+        "scenarios": {k: b.stats(seconds_run) for k, b in sorted(data.scenarios.items())},
+        "seconds": data.seconds, "phases": data.phases, "stopped": data.stopped,
+    }
+    measured["decomposition"] = scrape.decompose(spec, before, after, e2e) if after else {}
+    measured["stages"] = measured["decomposition"].get("stages", {}) if measured["decomposition"] else {}
+    if plan.kind == "stress":
+        measured["stress"] = analyse_stress(spec, data.phases)
+    if plan.kind == "chaos" and injector:
+        measured["chaos"] = chaos_mod.analyse(injector.records, data.seconds, spec, plan.duration_s)
+    verdicts = judge_mod.judge(spec, measured)
+    b = spec.budgets
+    budgets = {k: getattr(b, k) for k in ("p50_ms", "p95_ms", "p99_ms", "throughput_rps", "peak_throughput_rps",
+                                          "error_rate") if getattr(b, k) is not None}
+    return Result(spec_file=spec_file, spec_name=spec.metadata.name, env=opts.env, plan=plan, data=data,
+                  measured=measured, verdicts=verdicts, alerts=alerts, alert_notes=alert_notes,
+                  environment=environment_info(), budgets=budgets)
