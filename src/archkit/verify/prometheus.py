@@ -103,8 +103,12 @@ def check_prometheus(spec: Spec, url: str, expected_groups: Optional[list[str]],
                       f"{', '.join(jobs) or 'none'}")
             continue
         rec.ok("VP310", label, st, None, f"{len(matched)} target(s)")
-        down = [t for t in matched if t.get("health") != "up"]
-        if down:
+        down = [t for t in matched if t.get("health") == "down"]
+        waiting = [t for t in matched if t.get("health") not in ("up", "down")]
+        if waiting and not down:
+            rec.unknown("VP311", label, st, None,
+                        f"{len(waiting)} scrape target(s) of '{st.service}' have not been scraped yet")
+        elif down:
             rec.drift("VP311", label, st, None,
                       f"{len(down)} of {len(matched)} scrape target(s) of '{st.service}' are "
                       f"{down[0].get('health')}: {down[0].get('scrapeUrl')}: {down[0].get('lastError') or 'not scraped yet'}")
