@@ -69,3 +69,8 @@ def drifts(report) -> list:
 
 
 Mutation = Callable[[list], None]
+
+
+# The running reference service (Triton + gateway on free loopback ports), started exactly as
+# the reference service's own tests start it; always stopped afterwards.
+from tests.reference_service.conftest import redis_server, service  # noqa: E402,F401

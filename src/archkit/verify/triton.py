@@ -57,12 +57,11 @@ def check_triton(spec: Spec, url: str, timeout_s: float = 5.0) -> list[Finding]:
                       f"Triton at {url} is not ready: a model failed to load (seed 000 §3.4: check the log for "
                       "'Failed to load model')")
         try:
-            index = client.get_model_repository_index() or []
-        except Exception as exc:
+            index: Optional[list] = client.get_model_repository_index() or []
+        except Exception:  # PyTriton guards the repository API with an access token: ask per model
             index = None
-            index_error = _error_text(exc)
         for stage, model in models:
-            _check_model(rec, client, stage, model, index, index_error if index is None else "")
+            _check_model(rec, client, stage, model, index)
     except Exception as exc:
         rec.unknown("VT200", server, anchor, None, f"Triton at {url} stopped answering: {_error_text(exc)}")
     finally:
@@ -73,31 +72,40 @@ def check_triton(spec: Spec, url: str, timeout_s: float = 5.0) -> list[Finding]:
     return rec.findings
 
 
-def _check_model(rec: Recorder, client: Any, stage: Stage, model: ModelInfo, index: Optional[list],
-                 index_error: str) -> None:
+def _status(exc: BaseException) -> str:
+    st = getattr(exc, "status", None)
+    return str(st() if callable(st) else st or "")
+
+
+def _check_model(rec: Recorder, client: Any, stage: Stage, model: ModelInfo, index: Optional[list]) -> None:
     label = f"model/{model.name}"
-    if index is None:
-        rec.unknown("VT210", label, model, "name", f"the model repository index cannot be read: {index_error}")
-        return
-    entries = [e for e in index if e.get("name") == model.name]
-    if not entries:
-        names = sorted({e.get("name", "?") for e in index})
-        rec.drift("VT210", label, model, "name",
-                  f"stage '{stage.id}' declares model '{model.name}' but Triton does not have it "
-                  f"(models: {', '.join(names) or 'none'})")
+    known = sorted({e.get("name", "?") for e in index}) if index is not None else None
+    try:
+        meta = client.get_model_metadata(model.name) or {}
+    except Exception as exc:
+        text = _error_text(exc)
+        if _status(exc) == "404" or "not found" in text:
+            listing = f" (models: {', '.join(known) or 'none'})" if known is not None else ""
+            rec.drift("VT210", label, model, "name",
+                      f"stage '{stage.id}' declares model '{model.name}' but Triton does not have it{listing}")
+        elif _status(exc) in ("400", "503") or "version" in text:
+            rec.ok("VT210", label, model, "name", "in the model repository")
+            rec.drift("VT211", label, model, "name", f"model '{model.name}' is not READY: {text}")
+        else:
+            rec.unknown("VT210", label, model, "name", f"cannot look up model '{model.name}': {text}")
         return
     rec.ok("VT210", label, model, "name", "in the model repository")
-    ready = sorted({str(e.get("version")) for e in entries if e.get("state") == "READY" and e.get("version")})
+    versions = [str(v) for v in meta.get("versions") or []]
     wanted: list[str] = []
     if model.version and model.version.isdigit():
         wanted.append(model.version)
     if model.version_policy is not None:
         wanted += [str(v) for v in model.version_policy.specific]
+    ready = sorted({v for v in versions + wanted if client.is_model_ready(model.name, v)}, key=_version_key)
     not_ready = [v for v in wanted if v not in ready]
-    states = ", ".join(f"{e.get('version') or '-'}: {e.get('state') or '?'}"
-                       + (f" ({e.get('reason')})" if e.get("reason") else "") for e in entries)
     if not ready:
-        rec.drift("VT211", label, model, "name", f"model '{model.name}' is not READY ({states})")
+        rec.drift("VT211", label, model, "name",
+                  f"model '{model.name}' has no READY version (versions: {', '.join(versions) or 'none'})")
     elif not_ready:
         rec.drift("VT211", label, model, "version",
                   f"model '{model.name}' version(s) {', '.join(not_ready)} not READY; READY: {', '.join(ready)}")
@@ -114,6 +122,10 @@ def _check_model(rec: Recorder, client: Any, stage: Stage, model: ModelInfo, ind
         return
     config = config.get("config", config)  # some servers wrap it
     _check_config(rec, label, model, config)
+
+
+def _version_key(v: str) -> tuple:
+    return (0, int(v), v) if v.isdigit() else (1, 0, v)
 
 
 def _check_config(rec: Recorder, label: str, model: ModelInfo, config: dict) -> None:

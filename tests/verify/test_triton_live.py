@@ -1,0 +1,84 @@
+"""Triton checks against the running OCR reference service (its real Triton, through tritonclient).
+
+The service is started by the reference service's own fixture (tests/reference_service/
+conftest.py). A renamed model or a changed batching value in the spec must show as drift.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from archkit import api
+from archkit.spec import load_text
+from archkit.verify import Status, run
+from tests.conftest import ROOT
+
+pytestmark = pytest.mark.live
+SPEC_FILE = Path(__file__).parent / "fixtures" / "ocr-triton.yaml"
+SPEC_TEXT = SPEC_FILE.read_text(encoding="utf-8")
+
+
+def _verify(text: str, url: str):
+    spec = load_text(text, str(SPEC_FILE.relative_to(ROOT))).spec
+    assert spec is not None
+    return run(spec, triton_url=url)
+
+
+def test_reference_triton_matches_the_spec(service):
+    report = _verify(SPEC_TEXT, service.triton_http)
+    assert [f for f in report.findings if f.status is not Status.PASS] == []
+    codes = {f.code for f in report.findings}
+    assert {"VT201", "VT202", "VT210", "VT211", "VT220", "VT221", "VT222", "VT223", "VT224", "VT225"} <= codes
+
+
+@pytest.mark.parametrize("old,new,code,fragment,line", [
+    ("name: ocr_recogniser", "name: ocr_recognizer", "VT210",
+     "stage 'recognise' declares model 'ocr_recognizer' but Triton does not have it", 26),
+    ("max_queue_delay_us: 2000\n          max_queue_size: 16", "max_queue_delay_us: 100\n          max_queue_size: 16",
+     "VT221", "model 'ocr_detector' waits up to 2000 µs to fill a batch (max_queue_delay_microseconds), the spec "
+     "declares 100 µs", 20),
+    ("max_batch_size: 32", "max_batch_size: 8", "VT220",
+     "model 'ocr_recogniser' has max_batch_size 32, the spec declares 8", 33),
+    ("preferred_batch_sizes: [2, 4]", "preferred_batch_sizes: [4]", "VT222",
+     "model 'ocr_detector' prefers batches [2, 4], the spec declares [4]", 19),
+    ("instances: 1\n        batching:\n          max_batch_size: 32",
+     "instances: 2\n        batching:\n          max_batch_size: 32", "VT223",
+     "model 'ocr_recogniser' runs 1 instance(s), the spec declares 2", 31),
+    ('version: "1"\n        format: onnx\n        server: triton\n        device: cpu\n        instances: 1\n'
+     "        batching:\n          max_batch_size: 4",
+     'version: "3"\n        format: onnx\n        server: triton\n        device: cpu\n        instances: 1\n'
+     "        batching:\n          max_batch_size: 4", "VT211",
+     "model 'ocr_detector' version(s) 3 not READY; READY: 1", 12),
+], ids=["renamed-model", "queue-delay", "max-batch", "preferred-sizes", "instances", "version"])
+def test_spec_changes_show_as_drift(service, old, new, code, fragment, line):
+    assert SPEC_TEXT.count(old) == 1, old
+    report = _verify(SPEC_TEXT.replace(old, new), service.triton_http)
+    drift = [f for f in report.findings if f.status is Status.DRIFT]
+    assert [f.code for f in drift] == [code], [(f.code, f.message) for f in drift]
+    assert fragment in drift[0].message
+    assert drift[0].line == line  # the spec line the expectation comes from
+
+
+def test_unreachable_triton_is_unknown(tmp_path):
+    import socket
+
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    report = _verify(SPEC_TEXT, f"http://127.0.0.1:{port}")
+    assert [(f.code, f.status) for f in report.findings] == [("VT200", Status.UNKNOWN)]
+    assert f"cannot reach Triton at http://127.0.0.1:{port}" in report.findings[0].message
+
+
+def test_reference_spec_and_manifests_verify_clean(service):
+    """The "done when" of issue 8, once specs/ocr-reference.yaml and reference_service/deploy/ exist."""
+    spec, deploy = ROOT / "specs" / "ocr-reference.yaml", ROOT / "reference_service" / "deploy"
+    if not spec.exists() or not deploy.is_dir():
+        pytest.skip("specs/ocr-reference.yaml or reference_service/deploy/ is not written yet")
+    result = api.verify(spec, manifests=deploy, triton_url=service.triton_http)
+    assert result.report is not None, result.diagnostics
+    drift = [f for f in result.report.findings if f.status is Status.DRIFT]
+    assert drift == [], "\n".join(f"{f.file}:{f.line}: {f.code} {f.message}" for f in drift)
