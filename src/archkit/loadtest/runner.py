@@ -223,7 +223,7 @@ def _loop(plan, data, procs, recording, control, q, progress, phase_check, on_st
                 data.phases.append(row)
                 if phase_check and not stopping and i + 1 < len(plan.phases) and not phase_check(i, row):
                     stopping = True
-                    data.stopped = f"stopped after step {i + 1}: budget broken"
+                    data.stopped = f"stopped after step {i + 1}: budgets broken"
                     stop_all()
         elif kind == "final":
             finals.add(idx)

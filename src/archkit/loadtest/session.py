@@ -26,6 +26,7 @@ from archkit.spec.loader import format_path
 from archkit.spec.model import Spec
 
 FAST_ERROR_STATUSES = {"429", "503"}
+STEPS_PAST_KNEE = 2  # stress stops after this many steps broke the budgets
 
 
 @dataclass
@@ -132,13 +133,14 @@ def analyse_stress(spec: Spec, phases: list[dict]) -> dict:
     """The knee (highest throughput of the steps that met the budgets, in order) and the failure mode."""
     knee = None
     knee_offered = None
-    broke = None
+    broken: list[dict] = []
     for row in phases:
         if step_met(spec, row):
-            if broke is None and (knee is None or row["throughput_rps"] > knee):
+            if not broken and (knee is None or row["throughput_rps"] > knee):
                 knee, knee_offered = row["throughput_rps"], row["offered_rps"]
-        elif broke is None:
-            broke = row
+        else:
+            broken.append(row)
+    broke = broken[-1] if broken else None  # the last step run shows the failure most clearly
     out: dict = {"knee_rps": knee, "knee_offered_rps": knee_offered, "steps": len(phases)}
     if broke is None:
         out["failure"] = None
@@ -234,10 +236,18 @@ def execute(spec: Spec, spec_file: str, locustfile_text: str, opts: Options, wor
         if live_prom:
             live_prom.mark_start()
 
-    check = (lambda i, row: step_met(spec, row)) if plan.kind == "stress" else None
+    broken: list[int] = []
+
+    def check(i: int, row: dict) -> bool:
+        # one step past the first broken one shows how the service fails (and gives alerts time)
+        if not step_met(spec, row):
+            broken.append(i)
+        return len(broken) < STEPS_PAST_KNEE
+
+    check_fn = check if plan.kind == "stress" else None
     try:
         data = run(plan, workdir, workers=opts.workers, master_host=opts.master_host,
-                   master_port=opts.master_port, progress=progress, phase_check=check, on_start=on_start)
+                   master_port=opts.master_port, progress=progress, phase_check=check_fn, on_start=on_start)
     finally:
         if injector:
             injector.stop()

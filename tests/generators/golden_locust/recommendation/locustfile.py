@@ -123,13 +123,23 @@ def is_loopback(url: str) -> bool:
 
 
 class Pacer:
-    """Spreads an offered rate over the users: each user keeps its share, like constant_throughput."""
+    """Paces the requests of this process to the offered rate: a send slot every 1/rate seconds.
+
+    Each user takes the next free slot just before it sends, so a rate change applies at once
+    (stress steps) and users spawned together do not fire together. Slots that pass while every
+    user is busy are dropped, not made up later in a burst: the users bound the concurrency, and
+    the offered rate is reached only while users >= rate x latency. In distributed mode each
+    process sends its share: rate x (its users / all users).
+    """
+
+    POLL_S = 0.05
 
     def __init__(self) -> None:
         self.rate_rps = 0.0  # requests/s over all users together; 0 = no pacing
         self.users = 1  # users over all processes (in distributed mode too)
         self.steps: list[tuple[float, float]] = []  # (from second, rate) for stress levels
         self.t0 = None
+        self.next_slot = 0.0
 
     def configure(self, rate_rps, users, steps=()) -> None:
         self.rate_rps, self.users, self.steps = float(rate_rps or 0), max(1, int(users)), list(steps)
@@ -145,18 +155,23 @@ class Pacer:
                 rate = step_rate
         return rate
 
-    def wait(self, user) -> float:
-        rate = self.current_rate()
-        if rate <= 0:
-            return 0.0
-        interval = self.users / rate
-        now = time.monotonic()
-        last = getattr(user, "_archkit_last", None)
-        if last is None:
-            user._archkit_last = now + random.uniform(0, interval)  # spread the first requests
-            return user._archkit_last - now
-        user._archkit_last = max(now, last + interval)
-        return user._archkit_last - now
+    def acquire(self, user) -> None:
+        """Block this user (cooperatively, under gevent) until this process's next send slot."""
+        while True:
+            rate = self.current_rate()
+            if rate <= 0:
+                return
+            runner = user.environment.runner
+            local = getattr(runner, "user_count", 0) or self.users
+            local_rate = rate * min(1.0, local / self.users)
+            now = time.monotonic()
+            slot = max(self.next_slot, now)
+            if slot - now <= self.POLL_S:
+                self.next_slot = slot + 1.0 / local_rate
+                if slot > now:
+                    time.sleep(slot - now)
+                return
+            time.sleep(min(slot - now - self.POLL_S, self.POLL_S))
 
 
 PACER = Pacer()
@@ -216,13 +231,14 @@ class HttpServiceUser(FastHttpUser):
     network_timeout = REQUEST_TIMEOUT_S
 
     def wait_time(self) -> float:
-        return PACER.wait(self)
+        return 0.0  # pacing happens in PACER.acquire, right before each request
 
     def on_start(self) -> None:
         _require_loopback(self.host)
 
     @task
     def request(self) -> None:
+        PACER.acquire(self)
         sc, body = pick()
         headers = dict(sc["headers"])
         if sc["payload"] and sc["payload"].get("content_type"):
@@ -263,7 +279,7 @@ class TritonUser(User):
     host = HOST
 
     def wait_time(self) -> float:
-        return PACER.wait(self)
+        return 0.0  # pacing happens in PACER.acquire, right before each request
 
     def on_start(self) -> None:
         _require_loopback(self.host)
@@ -285,6 +301,7 @@ class TritonUser(User):
 
     @task
     def infer(self) -> None:
+        PACER.acquire(self)
         sc, body = pick()
         exc, status = None, 200
         start = time.perf_counter()
