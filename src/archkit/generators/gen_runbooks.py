@@ -1,0 +1,319 @@
+"""The `runbooks` generator: a runbook per fault tree, the alert index, the pre-launch checklist, onboarding pages.
+
+Files (under `runbooks/`):
+- `<tree-id>.md`: the tree's checks ordered by importance per second of check (see
+  `archkit.analysis.faulttree.ranked_events`), each with its command, expected output, what a
+  mismatch means and the remedy; minimal cut sets, single points of failure, escalation.
+  Every check has a stable anchor `check-<event-id>` (seed 000 §3.4: root cause in five
+  minutes by walking checks in order).
+- `alerts.md`: one section per generated Prometheus alert, anchor `alert-<name>`; every
+  alert's `runbook_url` points here, and each section leads on to the tree to walk.
+- `checklist.md`: the pre-launch checklist (seed 000 §6: every pitfall of seed 000 §5 as a
+  line, plus seed 004 §4's lessons), pre-filled from `archkit check` findings.
+- `onboarding/<service>.md`: deploy, roll back, verify after rollback (seed 000 §5.12),
+  metrics, log keywords and the load-test command of one service (seed 000 §6).
+
+Anchors are explicit `<a id="..."></a>` tags, so links do not depend on a Markdown
+renderer's heading slugs.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from dataclasses import dataclass
+from typing import Optional
+
+from archkit.analysis.faulttree import FaultTreeAnalysis, FaultTreeError, analyse, ranked_events
+from archkit.diagnostics import Diagnostic, Severity
+from archkit.generators.gen_prometheus import ALERTS_RUNBOOK, Alert, plan
+from archkit.generators.jinja import md_text, render
+from archkit.generators.registry import RenderContext, register
+from archkit.spec.model import BasicEvent, FaultTree, Service, Spec
+
+# --------------------------------------------------------------------------- Markdown helpers
+
+
+def fence(text: str, lang: str = "") -> str:
+    """A fenced code block that no backtick run inside `text` can close."""
+    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    ticks = "`" * max(3, longest + 1)
+    body = text.replace("\r", "")
+    return f"{ticks}{lang}\n{body}\n{ticks}"
+
+
+def code(text: str) -> str:
+    """An inline code span for any single-line text."""
+    s = str(text).replace("\r", "").replace("\n", " ")
+    longest = max((len(m) for m in re.findall(r"`+", s)), default=0)
+    ticks = "`" * (longest + 1)
+    pad = " " if s.startswith("`") or s.endswith("`") or not s.strip() else ""
+    return f"{ticks}{pad}{s}{pad}{ticks}"
+
+
+def anchor(name: str) -> str:
+    return f'<a id="{html.escape(name, quote=True)}"></a>'
+
+
+def check_anchor(event_id: str) -> str:
+    return f"check-{event_id}"
+
+
+def _pct(x: Optional[float]) -> str:
+    return "—" if x is None else f"{x * 100:.4g} %"
+
+
+def _num(x: Optional[float]) -> str:
+    return "—" if x is None else f"{x:.6g}"
+
+
+# --------------------------------------------------------------------------- the checklist table
+
+@dataclass(frozen=True)
+class ChecklistLine:
+    """One pre-launch item: the pitfall it guards against, where it comes from, the rules that check it."""
+
+    key: str
+    title: str
+    source: str
+    codes: tuple[str, ...]
+
+
+# seed 000 §6: "write an architecture self-check list containing every one of the 12 pitfalls
+# above and tick it line by line before each launch"; seed 004 §4 adds its lessons.
+CHECKLIST: tuple[ChecklistLine, ...] = (
+    ChecklistLine("model-versions", "Model versions are pinned (versioned path + sha256), `latest` is only a pointer, "
+                  "two versions stay loaded", "seed 000 §5.1", ("AK311", "AK312")),
+    ChecklistLine("log-levels", "Log levels are set (INFO in production; ERROR only for unrecoverable faults)",
+                  "seed 000 §5.2", ()),
+    ChecklistLine("clock-sync", "Clocks are synchronised (NTP enabled, drift < 10 ms)", "seed 000 §5.3", ("AK605",)),
+    ChecklistLine("memory-leak", "Long-running workers release GPU memory (DataLoader workers, empty_cache)",
+                  "seed 000 §5.4", ()),
+    ChecklistLine("mtu", "GPU/RDMA network MTU is large (65520 on InfiniBand), not the 1500 default",
+                  "seed 000 §5.5", ("AK308",)),
+    ChecklistLine("file-handles", "File-handle limit covers the connections (ulimit -n 65536, not 1024)",
+                  "seed 000 §5.6", ("AK309",)),
+    ChecklistLine("dns", "DNS resolution is fast and fails over (timeout:1 attempts:2 rotate; lookups < 50 ms)",
+                  "seed 000 §5.7", ()),
+    ChecklistLine("cuda-context", "CPU-only work does not hold a GPU or its CUDA context", "seed 000 §5.8",
+                  ("AK303", "AK304")),
+    ChecklistLine("os-tuning", "OS parameters are set (somaxconn 65535, swappiness 1, file-max)", "seed 000 §5.9",
+                  ("AK310",)),
+    ChecklistLine("quantization", "Quantisation is declared per model with its measured accuracy drop",
+                  "seed 000 §5.10", ()),
+    ChecklistLine("security-groups", "Inference ports are not reachable from the internet; public ingress "
+                  "needs authentication", "seed 000 §5.11", ("AK504", "AK505")),
+    ChecklistLine("rollback", "Rollback is verified: models loaded, golden-set outputs unchanged", "seed 000 §5.12",
+                  ("AK313",)),
+    ChecklistLine("model-artifacts", "Model artifacts come from a versioned bucket and are checked against "
+                  "their SHA256 before loading", "seed 004 §4.1", ("AK311",)),
+    ChecklistLine("no-raw-payload-logs", "No raw payloads (image Base64, audio) in logs: log MD5 and size",
+                  "seed 004 §4.2", ("AK506",)),
+    ChecklistLine("training-data", "Sensitive and training data are encrypted; KMS keys rotate within 90 days",
+                  "seed 004 §4.3", ("AK501", "AK507")),
+    ChecklistLine("gpu-concurrency", "GPU work is bounded (bounded queues, utilisation below 0.8)",
+                  "seed 004 §4.4", ("AK211", "AK204")),
+    ChecklistLine("latency-capacity", "Latency budgets and capacity hold at the design rate (predicted P99, "
+                  "utilisation, batch queue)", "seed 000 §2.1", ("AK201", "AK202", "AK203", "AK204", "AK205",
+                                                                 "AK206", "AK209", "AK210")),
+    ChecklistLine("resilience", "Every call has a timeout, bounded retries, a fallback; external calls a breaker",
+                  "seed 000 §3.2", ("AK401", "AK402", "AK403", "AK404", "AK405", "AK406", "AK408", "AK409")),
+    ChecklistLine("observability", "Every stage is bound to a latency series; effective QPS, cold start and "
+                  "drift are watched", "seed 000 §4.3, seed 004 §3.4", ("AK601", "AK602", "AK603", "AK604")),
+    ChecklistLine("minimum-viable", "Only the components the first scenario needs are in the first release",
+                  "seed 004 §4.5", ()),
+)
+
+
+def checklist_rows(spec: Spec, diagnostics: list[Diagnostic], registered: set[str]) -> list[dict]:
+    """Each checklist line with its status: ✓ (checked, no finding), ✗ (findings) or not checked."""
+    ignored = [c.upper() for c in spec.checks.ignore]
+    selected = [c.upper() for c in spec.checks.select]
+    rows = []
+    for line in CHECKLIST:
+        active = [c for c in line.codes if c in registered and not any(c.startswith(i) for i in ignored)
+                  and (not selected or any(c.startswith(s) for s in selected))]
+        findings = [d for d in diagnostics if d.code in line.codes and d.severity is not Severity.INFO]
+        if findings:
+            status = "✗"
+        elif active:
+            status = "✓"
+        else:
+            status = "not checked"
+        rows.append({"line": line, "status": status, "active": active,
+                     "findings": sorted(findings, key=lambda d: (d.code, d.line or 0, d.col or 0, d.message))})
+    return rows
+
+
+# --------------------------------------------------------------------------- trees
+
+def _expectation(e: BasicEvent) -> str:
+    parts = []
+    if e.expect is not None:
+        parts.append(f"output contains {code(e.expect)}")
+    if e.expect_regex is not None:
+        parts.append(f"output matches the regular expression {code(e.expect_regex)}")
+    if e.expect_exit_code is not None:
+        parts.append(f"exit code {e.expect_exit_code}")
+    return "; ".join(parts) if parts else "no expectation declared — judge the output by hand"
+
+
+def _tree_page(spec: Spec, tree: FaultTree, alerts: list[Alert]) -> dict:
+    error = None
+    analysis: Optional[FaultTreeAnalysis] = None
+    try:
+        analysis = analyse(tree)
+        events = ranked_events(tree, analysis)
+    except FaultTreeError as exc:
+        error = str(exc)
+        events = list(tree.events)
+    checks = []
+    for i, e in enumerate(events, 1):
+        checks.append({
+            "n": i, "id": e.id, "anchor": anchor(check_anchor(e.id)), "label": e.label or e.id,
+            "command": fence(e.check, "sh") if e.check else None,
+            "expect": _expectation(e), "timeout": f"{_num(e.timeout_s)} s",
+            "cost": f"{_num(e.cost_s)} s" if e.cost_s is not None else "—",
+            "probability": _num(analysis.event_probabilities.get(e.id)) if analysis else "—",
+            "fv": _pct(analysis.fussell_vesely.get(e.id)) if analysis and analysis.probability is not None else "—",
+            "birnbaum": _num(analysis.birnbaum.get(e.id)) if analysis and analysis.probability is not None else "—",
+            "mismatch": e.mismatch_means, "remedy": e.remedy,
+        })
+    cut_sets = []
+    if analysis:
+        for c in analysis.cut_sets:
+            cut_sets.append({"events": ", ".join(code(x) for x in sorted(c)),
+                             "links": ", ".join(f"[{md_text(x)}](#{check_anchor(x)})" for x in sorted(c)),
+                             "probability": _num(analysis.cut_set_probability(c))})
+    owners = ", ".join(md_text(o) for o in spec.metadata.owners)
+    return {
+        "tree": tree, "label": tree.label or tree.id, "checks": checks, "error": error,
+        "analysis": analysis, "cut_sets": cut_sets[:50], "more_cut_sets": max(0, len(cut_sets) - 50),
+        "probability": _num(analysis.probability) if analysis else "—",
+        "rare_event": _num(analysis.rare_event) if analysis else "—",
+        "spofs": [f"[{md_text(x)}](#{check_anchor(x)})" for x in analysis.single_points_of_failure] if analysis else [],
+        "missing": analysis.missing_probability if analysis else [],
+        "escalation": tree.escalation, "owners": owners,
+        "mission": f"{_num(tree.mission_time_h)} h" if tree.mission_time_h else None,
+        "alerts": [{"name": a.name, "anchor": a.anchor, "severity": a.severity} for a in alerts if a.tree == tree.id],
+        "first_check": check_anchor(events[0].id) if events else "escalation",
+    }
+
+
+# --------------------------------------------------------------------------- onboarding
+
+def _service_page(spec: Spec, svc: Service, alerts: list[Alert], spec_name: str) -> dict:
+    stages = [st for st in spec.dataflow.stages if st.service == svc.id]
+    stage_ids = {st.id for st in stages}
+    metrics = []
+    for sm in spec.observability.stages:
+        if sm.stage in stage_ids:
+            for kind in ("latency", "errors", "requests", "queue", "compute"):
+                ref = getattr(sm, kind)
+                if ref is not None:
+                    labels = ", ".join(f"{k}={v}" for k, v in sorted(ref.labels.items()))
+                    metrics.append({"stage": sm.stage, "kind": kind, "metric": code(ref.metric),
+                                    "type": ref.type.value, "labels": code(labels) if labels else ""})
+    kube = svc.kubernetes
+    kind_name = f"{kube.kind.lower()}/{kube.name or svc.id}" if kube else None
+    ns = f" -n {kube.namespace}" if kube else ""
+    deploy = svc.deploy_command
+    rollback = svc.rollback_command or (f"kubectl rollout undo {kind_name}{ns}" if kube else None)
+    status = f"kubectl rollout status {kind_name}{ns} --timeout=5m" if kube else None
+    http_port = next((p.port for p in svc.ports if p.purpose == "http"), None)
+    verify = []
+    for st in stages:
+        m = st.model
+        if m is None:
+            continue
+        item = {"stage": st.id, "model": code(m.name), "version": code(m.version) if m.version else "—",
+                "sha256": code(m.sha256) if m.sha256 else "—", "loaded": None, "golden": None,
+                "golden_set": code(m.rollback.golden_set) if m.rollback and m.rollback.golden_set else None,
+                "expect": code(m.rollback.expect) if m.rollback and m.rollback.expect else None}
+        if (m.server or "").lower() == "triton" and http_port:
+            # Triton's KServe v2 API: 200 when this model (and version) is loaded and ready
+            # Triton model versions are integers; a release label such as "1.2.0" is not one
+            numeric = m.version is not None and m.version.isdigit()
+            path = f"/v2/models/{m.name}" + (f"/versions/{m.version}" if numeric else "") + "/ready"
+            item["loaded"] = fence(f"curl -sf -o /dev/null -w '%{{http_code}}\\n' "
+                                   f"'http://localhost:{http_port}{_shell_safe_path(path)}'", "sh")
+        if m.rollback and m.rollback.command:
+            item["golden"] = fence(m.rollback.command, "sh")
+        verify.append(item)
+    lt = spec.loadtest
+    loadtest = None
+    if lt is not None and (lt.target.service in (None, svc.id) or svc.public):
+        loadtest = [fence(f"archkit loadtest {spec_name} --level {lv.id}", "sh") for lv in lt.levels]
+    trees = [t for t in spec.faulttrees if t.service == svc.id]
+    gs = spec.observability.logging
+    return {
+        "svc": svc, "stages": stages, "metrics": metrics,
+        "deploy": fence(deploy, "sh") if deploy else None,
+        "rollback": fence(rollback, "sh") if rollback else None,
+        "rollback_declared": svc.rollback_command is not None,
+        "status": fence(status, "sh") if status else None,
+        "verify": verify, "loadtest": loadtest,
+        "keywords": [code(k) for k in svc.log_keywords],
+        "never_log": [code(k) for k in (gs.never_log if gs else [])],
+        "required_fields": [code(k) for k in (gs.required_fields if gs else [])],
+        "log_level": gs.level if gs else None,
+        "trees": [{"id": t.id, "label": t.label or t.id} for t in trees],
+        "alerts": [{"name": a.name, "anchor": a.anchor, "severity": a.severity, "stage": a.stage}
+                   for a in alerts if a.stage in stage_ids or (a.service == svc.id and a.stage is None)],
+        "ports": [{"name": p.name, "port": p.port, "purpose": p.purpose} for p in svc.ports],
+    }
+
+
+def _shell_safe_path(path: str) -> str:
+    """A URL path safe inside single quotes: quotes percent-encoded."""
+    return path.replace("'", "%27").replace("\n", "%0A")
+
+
+# --------------------------------------------------------------------------- the generator
+
+def _alert_pages(spec: Spec, alerts: list[Alert]) -> list[dict]:
+    trees = {t.id: t for t in spec.faulttrees}
+    first: dict[str, str] = {}
+    for t in spec.faulttrees:
+        try:
+            ev = ranked_events(t)
+            first[t.id] = check_anchor(ev[0].id) if ev else "escalation"
+        except FaultTreeError:
+            first[t.id] = "escalation"
+    out = []
+    for a in alerts:
+        out.append({
+            "name": a.name, "anchor": anchor(a.anchor), "severity": a.severity,
+            "summary": md_text(a.summary), "description": md_text(a.description),
+            "expr": fence(a.expr, "promql"), "for": a.for_, "stage": a.stage, "service": a.service,
+            "tree": a.tree, "tree_label": md_text((trees[a.tree].label or a.tree) if a.tree else ""),
+            "first_check": first.get(a.tree or "", "escalation"),
+            "series": [code(s) for s in a.series],
+        })
+    return out
+
+
+@register("runbooks", order=65)
+def generate(ctx: RenderContext) -> dict[str, str]:
+    """Runbooks from the fault trees, the alert index, the pre-launch checklist and onboarding pages."""
+    from archkit.checks import all_rules  # the catalogue, to tell "checked, fine" from "not checked"
+
+    spec = ctx.spec
+    header = ctx.header("<!--") + " -->"
+    alerts, _ = plan(spec)
+    tdir = ctx.templates_dir
+    files: dict[str, str] = {}
+    for tree in spec.faulttrees:
+        files[f"runbooks/{tree.id}.md"] = render("runbooks/tree.md.j2", tdir, header=header, spec=spec,
+                                                 spec_name=ctx.spec_name, page=_tree_page(spec, tree, alerts),
+                                                 md=md_text, code=code)
+    files[f"runbooks/{ALERTS_RUNBOOK}"] = render("runbooks/alerts.md.j2", tdir, header=header, spec=spec,
+                                                 alerts=_alert_pages(spec, alerts), spec_name=ctx.spec_name)
+    rows = checklist_rows(spec, ctx.diagnostics, set(all_rules()))
+    files["runbooks/checklist.md"] = render("runbooks/checklist.md.j2", tdir, header=header, spec=spec,
+                                            rows=rows, spec_name=ctx.spec_name, md=md_text, code=code)
+    for svc in spec.topology.services:
+        files[f"runbooks/onboarding/{svc.id}.md"] = render(
+            "runbooks/onboarding.md.j2", tdir, header=header, spec=spec, spec_name=ctx.spec_name,
+            page=_service_page(spec, svc, alerts, ctx.spec_name), md=md_text, code=code)
+    return files
