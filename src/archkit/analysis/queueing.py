@@ -169,18 +169,33 @@ def erlang_time_quantile(k: int, rate: float, q: float) -> float:
     return hi
 
 
+def _tail_sum(mean: float, count: int) -> float:
+    """Σ_{n<count} P(N > n) for N ~ Poisson(mean), with a running CDF (stops when the tail vanishes)."""
+    if count <= 0 or mean <= 0:
+        return 0.0
+    term = math.exp(-mean)
+    if term == 0.0:  # huge mean: sum the normal-approximation tails term by term
+        return sum(1 - poisson_cdf(n, mean) for n in range(count))
+    cdf, total = term, 0.0
+    for n in range(count):
+        tail = 1 - cdf
+        if tail < 1e-15:
+            break
+        total += tail
+        term *= mean / (n + 1)
+        cdf += term
+    return total
+
+
 def mean_min_erlang(k: int, rate: float, cap: float) -> float:
     """E[min(T_k, cap)] for T_k the time of the k-th Poisson arrival: (1/λ)·Σ_{n<k} P(N(cap) > n)."""
     if k <= 0 or cap <= 0:
         return 0.0
     if rate <= 0:
         return cap
-    m = rate * cap
-    return sum(1 - poisson_cdf(n, m) for n in range(k)) / rate
+    return _tail_sum(rate * cap, k) / rate
 
 
 def mean_min_poisson(mean: float, cap: int) -> float:
     """E[min(N, cap)] for N ~ Poisson(mean)."""
-    if cap <= 0 or mean <= 0:
-        return 0.0
-    return sum(1 - poisson_cdf(n, mean) for n in range(cap))
+    return _tail_sum(mean, cap)
