@@ -1,0 +1,206 @@
+"""Plan, safety, histograms, metric scraping, chaos analysis and report files, without a live service."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from archkit.loadtest import hist, plan, report, safety, scrape, session
+from archkit.loadtest.chaos import FaultRecord, ProcessRef, analyse
+from archkit.loadtest.judge import judge
+from archkit.loadtest.runner import Bucket, RunData
+from archkit.spec import load_file
+from archkit.spec.model import Fault, Spec
+
+from .conftest import TOY_SPEC
+
+
+@pytest.fixture(scope="module")
+def toy() -> Spec:
+    return load_file(TOY_SPEC).spec
+
+
+@pytest.mark.parametrize("url,ok", [
+    ("http://127.0.0.1:8000", True), ("http://127.5.6.7", True), ("localhost:9", True), ("http://[::1]:80/x", True),
+    ("http://10.1.2.3", False), ("http://example.com", False), ("http://localhost.evil.com", False),
+    ("http://0.0.0.0:80", False), ("grpc://[2001:db8::1]:8001", False)])
+def test_only_loopback_hosts_pass(url, ok) -> None:
+    assert safety.is_loopback(url) is ok
+    if not ok:
+        with pytest.raises(safety.RemoteTargetError, match="loopback"):
+            safety.require_loopback(url)
+
+
+def test_plans_for_each_level(toy) -> None:
+    p = plan.build(toy, "baseline")
+    assert [(x.start_s, x.duration_s, x.rate_rps) for x in p.phases] == [(0.0, 4.0, 40.0)]
+    assert p.max_requests == int(40 * 4 * 1.5) + 8
+    s = plan.build(toy, "stress")
+    assert [x.rate_rps for x in s.phases] == [30, 60, 90, 120, 150] and s.duration_s == 10
+    s = plan.build(toy, "stress", rate=90, duration=3)  # --rate caps the top step; --duration shrinks steps
+    assert [x.rate_rps for x in s.phases] == [30, 60, 90] and s.duration_s == pytest.approx(3)
+    c = plan.build(toy, "chaos", host="http://127.0.0.1:1", users=3, rate=7)
+    assert (c.host, c.users, c.phases[0].rate_rps) == ("http://127.0.0.1:1", 3, 7)
+    with pytest.raises(plan.PlanError, match="no level 'soak'"):
+        plan.build(toy, "soak")
+
+
+def test_a_level_the_spec_lacks_gets_defaults_at_the_design_rate(toy) -> None:
+    spec = toy.model_copy(deep=True)
+    spec.loadtest.levels = []
+    p = plan.build(spec, "baseline")
+    assert p.phases[0].rate_rps == 40 and p.duration_s == 30
+
+
+def test_stress_schedule_matches_the_generated_locustfile(toy) -> None:
+    from archkit.generators.gen_locust import stress_steps
+
+    for lv in toy.loadtest.levels:
+        assert plan.stress_steps(lv, 40) == stress_steps(lv, 40)
+
+
+def test_histograms_are_exact_to_a_tenth_of_a_percent() -> None:
+    h = hist.new()
+    values = [0.05 + i * 0.37 for i in range(5000)]
+    for v in values:
+        hist.record_ms(h, v)
+    s = hist.summary(hist.decode(hist.encode(h)))
+    exact = sorted(values)
+    for p in (50, 95, 99):
+        want = exact[int(p / 100 * len(exact)) - 1]
+        assert abs(s[f"p{p}_ms"] - want) <= 0.001 * want + 0.001
+    merged = hist.merge([h, hist.decode(hist.encode(h))])
+    assert merged.get_total_count() == 10000
+
+
+EXPO_BEFORE = """# TYPE toy_request_duration_seconds histogram
+toy_request_duration_seconds_bucket{le="0.01"} 10
+toy_request_duration_seconds_bucket{le="0.02"} 10
+toy_request_duration_seconds_bucket{le="0.05"} 10
+toy_request_duration_seconds_bucket{le="+Inf"} 10
+toy_request_duration_seconds_sum 0.05
+toy_request_duration_seconds_count 10
+nv_inference_request_success{model="det",version="1"} 5
+nv_inference_queue_duration_us{model="det",version="1"} 500
+nv_inference_compute_infer_duration_us{model="det",version="1"} 10000
+nv_inference_request_duration_us{model="det",version="1"} 12000
+"""
+EXPO_AFTER = """toy_request_duration_seconds_bucket{le="0.01"} 10
+toy_request_duration_seconds_bucket{le="0.02"} 60
+toy_request_duration_seconds_bucket{le="0.05"} 110
+toy_request_duration_seconds_bucket{le="+Inf"} 110
+toy_request_duration_seconds_sum 3.05
+toy_request_duration_seconds_count 110
+nv_inference_request_success{model="det",version="1"} 105
+nv_inference_queue_duration_us{model="det",version="1"} 300500
+nv_inference_compute_infer_duration_us{model="det",version="1"} 1010000
+nv_inference_request_duration_us{model="det",version="1"} 1412000
+"""
+
+
+def test_decomposition_from_stage_histograms_and_triton_counters(toy) -> None:
+    before, after = {"u": scrape.parse(EXPO_BEFORE)}, {"u": scrape.parse(EXPO_AFTER)}
+    dec = scrape.decompose(toy, before, after, {"mean_ms": 35.0, "p50_ms": 20.0, "p99_ms": 50.0})
+    api = dec["stages"]["api"]
+    # 100 new observations: 50 in (10, 20] ms, 50 in (20, 50] ms; sum 3.0 s
+    assert api["count"] == 100 and api["mean_ms"] == 30.0
+    assert api["p50_ms"] == 20.0 and api["p99_ms"] == pytest.approx(49.4)
+    assert dec["server"] == {"mean_ms": 30.0, "source": "stage api (toy_request_duration_seconds)"}
+    assert dec["network_serialisation_ms"] == 5.0
+    det = dec["models"]["det"]
+    assert det == {"requests": 100, "queue_ms": 3.0, "compute_infer_ms": 10.0, "request_ms": 14.0}
+
+
+def test_exposition_parser_handles_labels_escapes_and_comments() -> None:
+    got = scrape.parse('# HELP x y\nm{a="q\\"x",b="2"} 3.5\nm 1e3\nbad line\n')
+    assert got == [("m", (("a", 'q"x'), ("b", "2")), 3.5), ("m", (), 1000.0)]
+
+
+def test_metrics_endpoints_are_loopback_only(toy) -> None:
+    assert scrape.endpoints(toy, "http://127.0.0.1:8123") == ["http://127.0.0.1:8123/metrics"]
+    with pytest.raises(safety.RemoteTargetError):
+        scrape.fetch("http://192.0.2.1:9090/metrics")
+
+
+def test_process_refs() -> None:
+    assert ProcessRef.parse("triton=123").pid == 123
+    assert str(ProcessRef.parse("triton=@/run/t.pid").pidfile) == "/run/t.pid"
+    for bad in ("triton", "=1", "triton=abc"):
+        with pytest.raises(ValueError):
+            ProcessRef.parse(bad)
+
+
+def _rows(spec_errors: list[int], p99: list[float], statuses=None) -> list[dict]:
+    return [{"t": i + 1, "requests": 10, "errors": e, "p99_ms": p, "statuses": statuses or {"200": 10 - e}}
+            for i, (e, p) in enumerate(zip(spec_errors, p99))]
+
+
+def test_chaos_analysis_burst_recovery_and_fallback(toy) -> None:
+    f = Fault(at_s=2, action="pause", target="toy", duration_s=2, expect_fallback="busy")
+    rec = FaultRecord(0, f, applied=True, started_s=2.0, ended_s=4.0)
+    rows = _rows([0, 0, 5, 10, 3, 0, 0, 0], [20, 20, 900, 2000, 300, 20, 20, 20])
+    rows[4]["statuses"] = {"200": 7, "429": 3}
+    (a,) = analyse([rec], rows, toy, 8)
+    # second 5 (t=5) still bad, t=6 and t=7 healthy: recovered 1 s after the fault ended at 4 s
+    assert a["recovery_s"] == 1.0
+    assert a["burst_errors"] == 18 and a["burst_seconds"] == 3 and a["peak_error_rate"] == 1.0
+    assert a["fallback_status"] == 429 and a["fallback_answers"] == 3
+    assert a["worst_p99_ms"] == 2000
+    never = analyse([rec], _rows([0, 0, 5, 10, 10, 10, 10, 10], [20] * 8), toy, 8)[0]
+    assert never["recovery_s"] is None
+
+
+def _result(toy, passed_p99: bool) -> session.Result:
+    p = plan.build(toy, "baseline")
+    b = Bucket()
+    for v in (10.0, 20.0, 30.0):
+        hist.record_ms(b.h, v)
+    b.n, b.st = 3, {"200": 3}
+    data = RunData(plan=p, scenarios={"work": b}, wall_s=4.0)
+    data.total = b
+    measured = {"kind": "baseline", "level": "baseline", "offered_rps": 40, "duration_s": 4.0,
+                "end_to_end": {**b.stats(4.0), "p99_ms": 30.0 if passed_p99 else 300.0},
+                "scenarios": {"work": b.stats(4.0)}, "seconds": [], "phases": [], "stopped": "duration",
+                "decomposition": {}, "stages": {}}
+    return session.Result("toy.yaml", "toy", None, p, data, measured, judge(toy, measured),
+                          environment={"cpu": "x", "cores": 2, "versions": {}}, budgets={"p99_ms": 100.0})
+
+
+def test_reports_junit_and_measured_overlay(toy, tmp_path) -> None:
+    res = _result(toy, passed_p99=False)
+    folder = report.prepare_dir(tmp_path / "r")
+    report.write(res, folder, with_plots=False)
+    root = ET.parse(folder / "junit.xml").getroot()
+    cases = {c.get("name"): c for c in root.iter("testcase")}
+    assert set(cases) == {v.id for v in res.verdicts}
+    assert cases["end_to_end.p99_ms"].find("failure") is not None
+    assert cases["end_to_end.p50_ms"].find("failure") is None
+    assert root.get("failures") == str(sum(v.passed is False for v in res.verdicts))
+    m = json.loads((folder / "measured.json").read_text())
+    assert m["kind"] == "measured" and m["end_to_end"]["p99_ms"] == 300.0 and m["passed"] is False
+    assert set(m) >= {"end_to_end", "scenarios", "stages", "models", "spec", "level"}
+    md = (folder / "report.md").read_text()
+    assert "FAILED" in md and "| end_to_end.p99_ms | <= 100 ms | 300 ms | FAIL |" in md
+    assert json.loads((folder / "result.json").read_text())["passed"] is False
+
+
+def test_report_folder_with_foreign_files_is_refused(tmp_path) -> None:
+    (tmp_path / "notes.txt").write_text("mine")
+    with pytest.raises(report.ReportDirError, match="not written by archkit"):
+        report.prepare_dir(tmp_path)
+    assert (tmp_path / "notes.txt").read_text() == "mine"
+
+
+def test_missing_payload_names_the_spec_line(tmp_path) -> None:
+    spec_file = tmp_path / "s.yaml"
+    text = TOY_SPEC.read_text().replace("payload: {template: '{\"x\": 1}', content_type: application/json}",
+                                        "payload: {folder: golden, glob: '*.png'}")
+    spec_file.write_text(text)
+    spec = load_file(spec_file).spec
+    with pytest.raises(plan.PlanError, match=r"s.yaml:\d+: loadtest.scenarios\[0\].payload.folder: no file matches"):
+        session.check_payloads(spec, tmp_path)
+    (tmp_path / "golden").mkdir()
+    (tmp_path / "golden" / "a.png").write_bytes(b"x")
+    session.check_payloads(spec, tmp_path)
