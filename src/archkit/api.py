@@ -587,3 +587,23 @@ def _why(cap, d) -> list[str]:
                f"{d.p99_batch}-batch {cap.table.ms(d.p99_batch):.1f} ms = {d.p99_ms:.1f} ms"
                + (f" vs budget {cap.budget_ms:g} ms ({cap.budget_source})" if cap.budget_ms is not None else ""))
     return out
+
+
+# --------------------------------------------------------------------------- runbook (issue 5)
+
+def runbook(spec_path: str | os.PathLike, tree: Optional[str] = None, run: bool = False,
+            timeout: Optional[float] = None, on_start=None, on_result=None):
+    """Plan (and with `run`, walk) one fault tree's checks; returns a `RunbookReport`.
+
+    Raises `archkit.runbook.RunbookError` when the spec does not load or the tree is unknown.
+    Commands run only with `run=True`, exactly as the spec writes them.
+    """
+    from archkit.runbook import RunbookError, plan, walk
+
+    res = load(spec_path)
+    if res.spec is None:
+        first = next((d for d in res.diagnostics if d.severity is Severity.ERROR), None)
+        raise RunbookError(first.text() if first else f"{spec_path}: cannot load the spec")
+    if run:
+        return walk(res.spec, tree, timeout, on_start, on_result)
+    return plan(res.spec, tree, timeout)

@@ -21,8 +21,8 @@ Validated against OpenFTA's published results for its "Theatre" and "Three Motor
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable, Optional
 
 from archkit.spec.model import BasicEvent, FaultTree, Gate, GateType
 
@@ -155,7 +155,7 @@ def single_points_of_failure(cut_sets: Iterable[frozenset[str]]) -> list[str]:
 
 # --------------------------------------------------------------------------- probabilities
 
-def event_probability(event: BasicEvent, mission_time_h: Optional[float]) -> Optional[float]:
+def event_probability(event: BasicEvent, mission_time_h: float | None) -> float | None:
     """An event's probability: `probability` if given, else 1 - e^(-λt) from `rate_per_hour`."""
     if event.probability is not None:
         return float(event.probability)
@@ -164,7 +164,7 @@ def event_probability(event: BasicEvent, mission_time_h: Optional[float]) -> Opt
     return None
 
 
-def event_probabilities(tree: FaultTree) -> dict[str, Optional[float]]:
+def event_probabilities(tree: FaultTree) -> dict[str, float | None]:
     """Every event's probability (None when neither a probability nor a rate with a mission time)."""
     return {e.id: event_probability(e, tree.mission_time_h) for e in tree.events}
 
@@ -277,7 +277,7 @@ def _tree_bdd(tree: FaultTree) -> tuple[_Bdd, int, dict[str, int]]:
     return bdd, build(tree.top), index
 
 
-def top_probability(tree: FaultTree) -> Optional[float]:
+def top_probability(tree: FaultTree) -> float | None:
     """Exact probability of the top event (BDD), or None when an event's probability is unknown."""
     probs = event_probabilities(tree)
     bdd, root, index = _tree_bdd(tree)
@@ -298,17 +298,17 @@ class FaultTreeAnalysis:
     tree_id: str
     cut_sets: list[frozenset[str]]
     single_points_of_failure: list[str]
-    event_probabilities: dict[str, Optional[float]]
-    probability: Optional[float] = None            # exact (BDD); None if any probability is unknown
+    event_probabilities: dict[str, float | None]
+    probability: float | None = None            # exact (BDD); None if any probability is unknown
     method: str = "bdd-exact"
-    rare_event: Optional[float] = None             # approximation: Σ P(C)
-    mcub: Optional[float] = None                   # approximation: 1 - Π(1 - P(C))
+    rare_event: float | None = None             # approximation: Σ P(C)
+    mcub: float | None = None                   # approximation: 1 - Π(1 - P(C))
     birnbaum: dict[str, float] = field(default_factory=dict)
     fussell_vesely: dict[str, float] = field(default_factory=dict)
     missing_probability: list[str] = field(default_factory=list)
     unused_events: list[str] = field(default_factory=list)
 
-    def cut_set_probability(self, cs: frozenset[str]) -> Optional[float]:
+    def cut_set_probability(self, cs: frozenset[str]) -> float | None:
         out = 1.0
         for e in cs:
             p = self.event_probabilities.get(e)
@@ -376,7 +376,7 @@ def analyse(tree: FaultTree) -> FaultTreeAnalysis:
 DEFAULT_CHECK_COST_S = 60.0  # a check whose `cost_s` is not given is assumed to take a minute
 
 
-def ranked_events(tree: FaultTree, analysis: Optional[FaultTreeAnalysis] = None) -> list[BasicEvent]:
+def ranked_events(tree: FaultTree, analysis: FaultTreeAnalysis | None = None) -> list[BasicEvent]:
     """Leaf events in the order an on-call engineer should check them.
 
     With probabilities: decreasing Fussell–Vesely importance per second of check (`cost_s`,

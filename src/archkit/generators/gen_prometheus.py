@@ -26,7 +26,6 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Optional
 
 import yaml
 
@@ -66,7 +65,7 @@ def _fmt(x: float) -> str:
     return str(int(r)) if r == int(r) and abs(r) < 1e15 else repr(r)
 
 
-def _label_name(name: str) -> Optional[str]:
+def _label_name(name: str) -> str | None:
     """A valid Prometheus label name for `name` (invalid characters become '_')."""
     if name.startswith("__"):
         return None  # reserved (e.g. __name__): the spec cannot set it
@@ -84,7 +83,7 @@ class Series:
     labels: tuple[tuple[str, str], ...] = ()
 
     @classmethod
-    def of(cls, name: str, labels: dict[str, str], **extra: str) -> "Series":
+    def of(cls, name: str, labels: dict[str, str], **extra: str) -> Series:
         out: dict[str, str] = {}
         for k, v in sorted(labels.items()):
             ln = _label_name(str(k))
@@ -93,10 +92,10 @@ class Series:
         out.update(extra)
         return cls(name, tuple(sorted(out.items())))
 
-    def with_(self, **extra: str) -> "Series":
+    def with_(self, **extra: str) -> Series:
         return Series(self.name, tuple(sorted({**dict(self.labels), **extra}.items())))
 
-    def renamed(self, name: str) -> "Series":
+    def renamed(self, name: str) -> Series:
         return Series(name, self.labels)
 
     def __str__(self) -> str:
@@ -109,15 +108,15 @@ class Series:
 def _unit_seconds(metric: str) -> float:
     """Seconds per unit of a latency metric, from its name (Prometheus naming: base unit seconds)."""
     m = metric.lower()
-    if m.endswith("_us") or "microseconds" in m or m.endswith("_duration_us"):
+    if m.endswith("_us") or "microseconds" in m:
         return 1e-6
-    if m.endswith("_ms") or "milliseconds" in m or m.endswith("_rq_time"):  # Envoy's rq_time is ms
+    if m.endswith(("_ms", "_rq_time")) or "milliseconds" in m:  # Envoy's *_rq_time histograms are in ms
         return 1e-3
     return 1.0
 
 
 def _base(metric: str, suffix: str) -> str:
-    return metric[: -len(suffix)] if metric.endswith(suffix) else metric
+    return metric.removesuffix(suffix)
 
 
 def _camel(text: str) -> str:
@@ -151,13 +150,13 @@ class Alert:
     severity: str
     summary: str
     description: str
-    for_: Optional[str]
+    for_: str | None
     labels: dict[str, str]
-    fire: Optional[Case]
+    fire: Case | None
     quiet: Case
-    stage: Optional[str] = None
-    service: Optional[str] = None
-    tree: Optional[str] = None
+    stage: str | None = None
+    service: str | None = None
+    tree: str | None = None
     series: list[str] = field(default_factory=list)  # metric names the expression reads
 
     @property
@@ -188,7 +187,7 @@ def runbook_url(spec: Spec, file: str, anchor: str) -> str:
     return f"runbooks/{file}#{anchor}"
 
 
-def _tree_for(spec: Spec, service: Optional[str]) -> Optional[str]:
+def _tree_for(spec: Spec, service: str | None) -> str | None:
     for t in spec.faulttrees:
         if service is not None and t.service == service:
             return t.id
@@ -244,7 +243,7 @@ class _Planner:
 
     # ---- per stage
     def stage(self, sm) -> None:
-        st: Optional[Stage] = self.spec.stage(sm.stage)
+        st: Stage | None = self.spec.stage(sm.stage)
         if st is None:
             return
         service = st.service
@@ -310,7 +309,7 @@ class _Planner:
                          (str(cnt), self.counter(10, samples))], minutes)
         return Case([(str(sel), self.gauge(v, samples))], minutes)
 
-    def latency(self, st: Stage, ref: MetricRef, common: dict, title: str, tree: Optional[str]) -> None:
+    def latency(self, st: Stage, ref: MetricRef, common: dict, title: str, tree: str | None) -> None:
         expr, kind, unit, read = self._latency_query(ref, 0.99)
         rec = "archkit:stage_latency_seconds:p99_rate5m" if kind == "p99" else \
             "archkit:stage_latency_seconds:mean_rate5m" if kind == "mean" else "archkit:stage_latency_seconds"
@@ -336,7 +335,7 @@ class _Planner:
                 [ref.count_metric or ref.metric + "_count"] if kind == "mean" else [])))
 
     def errors(self, st: Stage, err: MetricRef, req: MetricRef, common: dict, title: str,
-               tree: Optional[str]) -> None:
+               tree: str | None) -> None:
         e, r = Series.of(err.metric, err.labels), Series.of(req.metric, req.labels)
         ok_only = _success_only(req)
         ratio = _ratio_expr(e, r, RATE_WINDOW, ok_only)
@@ -368,7 +367,7 @@ class _Planner:
         return Case([(str(e), self.counter(errors, samples)), (str(r), self.counter(reqs, samples))],
                     minutes, interval)
 
-    def queue(self, st: Stage, ref: MetricRef, common: dict, title: str, tree: Optional[str]) -> None:
+    def queue(self, st: Stage, ref: MetricRef, common: dict, title: str, tree: str | None) -> None:
         expr, kind, unit, read = self._latency_query(ref, 0.99)
         self.records.append(Recording("archkit:stage_queue_seconds:" + ("p99_rate5m" if kind == "p99" else "mean_rate5m"),
                                       expr, dict(common), "stages"))
@@ -498,7 +497,7 @@ class _Planner:
                 quiet=Case([(str(s), self.gauge((1 + d.p_value_threshold) / 2, samples))], minutes),
                 series=[d.metric]))
 
-    def _gpu_service(self) -> Optional[str]:
+    def _gpu_service(self) -> str | None:
         for st in self.spec.dataflow.stages:
             if st.model is not None and st.model.device.value == "gpu" and st.service:
                 return st.service

@@ -22,7 +22,6 @@ from __future__ import annotations
 import html
 import re
 from dataclasses import dataclass
-from typing import Optional
 
 from archkit.analysis.faulttree import FaultTreeAnalysis, FaultTreeError, analyse, ranked_events
 from archkit.diagnostics import Diagnostic, Severity
@@ -59,11 +58,11 @@ def check_anchor(event_id: str) -> str:
     return f"check-{event_id}"
 
 
-def _pct(x: Optional[float]) -> str:
+def _pct(x: float | None) -> str:
     return "—" if x is None else f"{x * 100:.4g} %"
 
 
-def _num(x: Optional[float]) -> str:
+def _num(x: float | None) -> str:
     return "—" if x is None else f"{x:.6g}"
 
 
@@ -160,7 +159,7 @@ def _expectation(e: BasicEvent) -> str:
 
 def _tree_page(spec: Spec, tree: FaultTree, alerts: list[Alert]) -> dict:
     error = None
-    analysis: Optional[FaultTreeAnalysis] = None
+    analysis: FaultTreeAnalysis | None = None
     try:
         analysis = analyse(tree)
         events = ranked_events(tree, analysis)

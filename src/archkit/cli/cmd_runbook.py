@@ -1,0 +1,105 @@
+"""`archkit runbook`: print a fault tree's checks in order, or walk them live with --run."""
+
+from __future__ import annotations
+
+import json
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from archkit.cli import app
+from archkit.cli.output import fail, paint
+
+
+class RunbookFormat(str, Enum):
+    text = "text"
+    json = "json"
+
+
+def _indent(text: str, prefix: str = "    ") -> str:
+    return "\n".join(prefix + line for line in text.rstrip("\n").splitlines()) if text.strip() else prefix + "(no output)"
+
+
+@app.command()
+def runbook(
+    spec: Annotated[Path, typer.Argument(help="The spec file.", show_default=False)],
+    tree: Annotated[str | None, typer.Option("--tree", "-t", help="Fault tree id (optional if the spec has one).")] = None,
+    run: Annotated[bool, typer.Option("--run", help="Run the checks; without it nothing runs.")] = False,
+    timeout: Annotated[float | None, typer.Option(help="Per-check timeout in seconds (overrides timeout_s).",
+                                                     min=0.001)] = None,
+    format: Annotated[RunbookFormat, typer.Option("--format", "-f", help="text or json.")] = RunbookFormat.text,
+) -> None:
+    """Walk a fault tree's checks in order: command, expected output, remedy.
+
+    Without --run, prints the plan and runs nothing. With --run, prints each command before
+    running it exactly as the spec writes it, stops at the first check whose output does not
+    match (the confirmed cause) and prints its remedy. Exit 1 when a cause is confirmed.
+    """
+    from archkit import api
+    from archkit.runbook import RunbookError
+
+    as_json = format is RunbookFormat.json
+    # in JSON mode stdout carries only the report; progress goes to stderr
+    out = sys.stderr if as_json else sys.stdout
+
+    def say(text: str = "") -> None:
+        print(text, file=out, flush=True)
+
+    def on_start(step, total) -> None:
+        say(f"[{step.n}/{total}] {step.label} ({step.event})")
+        if step.command:
+            say(f"  $ {step.command}")
+
+    def on_result(step, res) -> None:
+        if res.status == "healthy":
+            say(f"  ok: {res.reason} ({res.duration_s:g} s)")
+        elif res.status == "cause":
+            say(_indent(res.output))
+            say("  " + paint(f"MISMATCH: {res.reason}", "\033[31m"))
+        elif res.status == "unjudged":
+            say(_indent(res.output))
+            say(f"  ? {res.reason}")
+        else:
+            say(f"  skipped: {res.reason}")
+
+    try:
+        report = api.runbook(spec, tree, run=run, timeout=timeout,
+                             on_start=on_start if run else None, on_result=on_result if run else None)
+    except RunbookError as exc:
+        raise fail(str(exc), 2) from None
+    except OSError as exc:
+        raise fail(f"cannot run a check: {exc}", 2) from None
+
+    if as_json:
+        typer.echo(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
+    elif not run:
+        say(f"Runbook for {report.label} ({report.tree}): {len(report.steps)} check(s), in order. "
+            "Nothing runs without --run.")
+        if report.note:
+            say(f"note: {report.note}")
+        for s in report.steps:
+            say()
+            say(f"{s.n}. {s.label} ({s.event})")
+            say(f"   $ {s.command}" if s.command else "   (no check command)")
+            say(f"   expect: {s.expectation()}; timeout {s.timeout_s:g} s")
+            if s.mismatch_means:
+                say(f"   mismatch means: {s.mismatch_means}")
+            if s.remedy:
+                say(f"   remedy: {s.remedy}")
+        say()
+        say(f"If every check passes: {report.escalation}.")
+    else:
+        step = report.cause_step
+        if step is not None:
+            say()
+            say(paint(f"Cause confirmed: {step.label} ({step.event})", "\033[31m"))
+            if step.mismatch_means:
+                say(f"Means: {step.mismatch_means}")
+            say(f"Remedy: {step.remedy or 'none declared; ' + (report.escalation or 'escalate')}")
+        else:
+            say()
+            say(f"No cause confirmed among {len(report.steps)} check(s); {report.escalation}.")
+    raise typer.Exit(1 if report.cause else 0)

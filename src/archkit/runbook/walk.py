@@ -1,0 +1,207 @@
+"""Plan and walk a fault tree's checks: run each command as written, compare, stop at the first cause.
+
+Seed 000 §3.4: at 3 a.m. the on-call engineer walks the tree's checks in order and finds the
+root cause in five minutes. `plan` gives the order (importance per second of check, see
+`archkit.analysis.faulttree.ranked_events`); `walk` runs the commands one by one.
+
+Each command is the spec's string, run by `/bin/sh -c` exactly as written: nothing from any
+other input is interpolated into it. A check is judged healthy when its combined output
+(stdout then stderr, as a terminal shows it) contains `expect`, matches `expect_regex`, and
+its exit code equals `expect_exit_code` — each only where declared. A mismatch, or a check
+that runs past its timeout, confirms the event (see `BasicEvent`). The walk stops at the
+first confirmed cause.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+
+from archkit.analysis.faulttree import FaultTreeError, analyse, ranked_events
+from archkit.spec.model import BasicEvent, FaultTree, Spec
+
+OUTPUT_LIMIT = 4000  # characters of a check's output kept in the report
+
+
+class RunbookError(Exception):
+    """The runbook cannot be planned: unknown tree, or a spec that does not load."""
+
+
+@dataclass
+class Step:
+    """One check of the plan, in walking order."""
+
+    n: int
+    event: str
+    label: str
+    command: str | None
+    expect: str | None
+    expect_regex: str | None
+    expect_exit_code: int | None
+    timeout_s: float
+    mismatch_means: str | None
+    remedy: str | None
+    probability: float | None = None
+    importance: float | None = None
+
+    @property
+    def judgeable(self) -> bool:
+        return self.expect is not None or self.expect_regex is not None or self.expect_exit_code is not None
+
+    def expectation(self) -> str:
+        parts = []
+        if self.expect is not None:
+            parts.append(f"output contains {self.expect!r}")
+        if self.expect_regex is not None:
+            parts.append(f"output matches /{self.expect_regex}/")
+        if self.expect_exit_code is not None:
+            parts.append(f"exit code {self.expect_exit_code}")
+        return "; ".join(parts) or "nothing declared"
+
+
+@dataclass
+class CheckResult:
+    """What running one check gave, and the verdict."""
+
+    event: str
+    status: str  # "healthy", "cause", "unjudged", "skipped"
+    reason: str
+    exit_code: int | None = None
+    output: str = ""
+    duration_s: float = 0.0
+    timed_out: bool = False
+
+
+@dataclass
+class RunbookReport:
+    """The plan of one tree and, after `--run`, what each check found."""
+
+    tree: str
+    label: str
+    steps: list[Step]
+    ran: bool = False
+    results: list[CheckResult] = field(default_factory=list)
+    cause: str | None = None
+    escalation: str | None = None
+    note: str | None = None
+
+    @property
+    def cause_step(self) -> Step | None:
+        return next((s for s in self.steps if s.event == self.cause), None)
+
+    def to_dict(self) -> dict:
+        return {"tree": self.tree, "label": self.label, "ran": self.ran, "cause": self.cause,
+                "remedy": self.cause_step.remedy if self.cause_step else None,
+                "escalation": self.escalation, "note": self.note,
+                "steps": [asdict(s) for s in self.steps], "results": [asdict(r) for r in self.results]}
+
+
+def _tree(spec: Spec, tree_id: str | None) -> FaultTree:
+    trees = {t.id: t for t in spec.faulttrees}
+    if not trees:
+        raise RunbookError("the spec declares no fault trees")
+    if tree_id is None:
+        if len(trees) == 1:
+            return next(iter(trees.values()))
+        raise RunbookError("the spec has several fault trees; choose one with --tree: " + ", ".join(trees))
+    if tree_id not in trees:
+        raise RunbookError(f"no fault tree {tree_id!r}; the spec has: {', '.join(trees)}")
+    return trees[tree_id]
+
+
+def plan(spec: Spec, tree_id: str | None = None, timeout_s: float | None = None) -> RunbookReport:
+    """The tree's checks in walking order; runs nothing. `timeout_s` overrides every check's timeout."""
+    tree = _tree(spec, tree_id)
+    note = None
+    try:
+        analysis = analyse(tree)
+        events: list[BasicEvent] = ranked_events(tree, analysis)
+        probs, fv = analysis.event_probabilities, analysis.fussell_vesely
+    except FaultTreeError as exc:
+        note = f"{exc}; checks are in document order"
+        events, probs, fv = list(tree.events), {}, {}
+    steps = [Step(i, e.id, e.label or e.id, e.check, e.expect, e.expect_regex, e.expect_exit_code,
+                  float(timeout_s if timeout_s is not None else e.timeout_s), e.mismatch_means, e.remedy,
+                  probs.get(e.id), fv.get(e.id))
+             for i, e in enumerate(events, 1)]
+    owners = ", ".join(spec.metadata.owners)
+    escalation = tree.escalation or (f"escalate to {owners}" if owners else "escalate to the service owners")
+    return RunbookReport(tree.id, tree.label or tree.id, steps, escalation=escalation, note=note)
+
+
+def judge(step: Step, output: str, exit_code: int | None, timed_out: bool) -> tuple[bool, str]:
+    """(healthy, reason): every declared expectation must hold; a timeout never is healthy."""
+    if timed_out:
+        return False, f"timed out after {step.timeout_s:g} s"
+    if step.expect_exit_code is not None and exit_code != step.expect_exit_code:
+        return False, f"exit code {exit_code}, expected {step.expect_exit_code}"
+    if step.expect is not None and step.expect not in output:
+        return False, f"output does not contain {step.expect!r}"
+    if step.expect_regex is not None:
+        try:
+            if re.search(step.expect_regex, output, re.MULTILINE) is None:
+                return False, f"output does not match /{step.expect_regex}/"
+        except re.error as exc:
+            raise RunbookError(f"event '{step.event}': expect_regex is not a valid regular expression: {exc}")
+    return True, "matches " + step.expectation()
+
+
+def run_check(command: str, timeout_s: float) -> tuple[int | None, str, float, bool]:
+    """Run `command` with /bin/sh exactly as written; (exit code, stdout+stderr, seconds, timed out).
+
+    The command runs in its own process group so a timeout kills its children too (a shell
+    pipeline would otherwise keep the pipes open).
+    """
+    start = time.monotonic()
+    proc = subprocess.Popen(command, shell=True, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, start_new_session=True)
+    timed_out = False
+    try:
+        out, err = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        out, err = proc.communicate()
+    text = out.decode("utf-8", "replace") + err.decode("utf-8", "replace")
+    return (None if timed_out else proc.returncode), text, time.monotonic() - start, timed_out
+
+
+def walk(spec: Spec, tree_id: str | None = None, timeout_s: float | None = None,
+         on_start: Callable[[Step, int], None] | None = None,
+         on_result: Callable[[Step, CheckResult], None] | None = None) -> RunbookReport:
+    """Run the checks in order and stop at the first confirmed cause.
+
+    `on_start(step, total)` is called before each command runs (the CLI prints the command
+    there); `on_result(step, result)` after it.
+    """
+    report = plan(spec, tree_id, timeout_s)
+    report.ran = True
+    total = len(report.steps)
+    for step in report.steps:
+        if on_start:
+            on_start(step, total)
+        if not step.command:
+            res = CheckResult(step.event, "skipped", "no check command declared")
+        else:
+            code, output, secs, timed_out = run_check(step.command, step.timeout_s)
+            if step.judgeable or timed_out:
+                healthy, reason = judge(step, output, code, timed_out)
+                status = "healthy" if healthy else "cause"
+            else:
+                status, reason = "unjudged", "no expectation declared: read the output"
+            res = CheckResult(step.event, status, reason, code, output[:OUTPUT_LIMIT], round(secs, 3), timed_out)
+        report.results.append(res)
+        if on_result:
+            on_result(step, res)
+        if res.status == "cause":
+            report.cause = step.event
+            break
+    return report
