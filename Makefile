@@ -55,7 +55,7 @@ $(PLANTUML_JAR): $(STAMPS)/apt
 	@test -s $@
 
 test: setup
-	$(BIN)/lint-imports --config pyproject.toml
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 lint: setup
