@@ -111,3 +111,15 @@ def test_chaos_without_a_process_for_the_service_is_a_clear_error(tmp_path) -> N
     spec = toy_spec(tmp_path, free_port())
     with pytest.raises(api.LoadtestError, match="--service toy=PID"):
         api.loadtest(spec, "chaos", prometheus=False)
+
+
+def test_chaos_delay_through_archkits_proxy(toy_server, tmp_path) -> None:
+    toy = toy_server(delay_ms=5)
+    spec = toy_spec(tmp_path, toy.port, **{"loadtest.levels.2.faults.0": {
+        "at_s": 1.5, "action": "delay", "target": "toy", "delay_ms": 300, "duration_s": 1.5}})
+    res = api.loadtest(spec, "chaos", prometheus=False, plots=False).result
+    (f,) = res.measured["chaos"]
+    assert f["applied"] and f["worst_p99_ms"] >= 300, f
+    assert f["recovery_s"] is not None and f["recovery_s"] < 2.5
+    secs = res.measured["seconds"]
+    assert max(r["p99_ms"] or 0 for r in secs if r["t"] <= 1) < 300  # before the fault: fast

@@ -190,8 +190,11 @@ def main(argv=None) -> int:
             if i < len(bounds) and now >= bounds[i] - 1e-4:
                 rec.flush_phase(i, phases[i]["rate_rps"])
                 i += 1
-                if i == len(bounds) and args.role == "local":
-                    quit_("duration")
+                if i == len(bounds):
+                    if args.role == "local":
+                        quit_("duration")
+                    else:
+                        rec.t0 = None  # the planned time is over: what the master still runs is not measured
                     return
 
     env.events.request.add_listener(on_request)
