@@ -10,7 +10,7 @@ modelled as M/M/c (see `archkit.analysis.queueing` for which model applies where
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from typing import Optional
 
@@ -37,7 +37,17 @@ class StageCapacity:
     budget_ms: Optional[float]      # the binding P99 budget
     budget_source: str
     declared: Optional[BatchPrediction] = None
-    per_batch: list[BatchPrediction] = field(default_factory=list)
+
+    @cached_property
+    def per_batch(self) -> list[BatchPrediction]:
+        """Predictions for each candidate batch size at the declared delay (batch 1: no delay)."""
+        if self.table is None or self.arrival_rps is None:
+            return []
+        bt = self.stage.model.batching
+        return [predict(self.table, self.arrival_rps, b, self.max_queue_delay_us if b > 1 else 0,
+                        self.instances, self.replicas)
+                for b in candidate_batch_sizes(self.table, self.max_batch_size,
+                                               bt.preferred_batch_sizes if bt else ())]
 
     @property
     def servers(self) -> int:
@@ -103,8 +113,6 @@ def stage_capacity(spec: Spec, stage: Stage) -> Optional[StageCapacity]:
                         replicas, m.instances, gpus, table, target, max_b, delay, budget, src)
     if table is not None and cap.arrival_rps is not None:
         cap.declared = predict(table, cap.arrival_rps, target, delay, m.instances, replicas)
-        cap.per_batch = [predict(table, cap.arrival_rps, b, delay if b > 1 else 0, m.instances, replicas)
-                         for b in candidate_batch_sizes(table, max_b, bt.preferred_batch_sizes if bt else ())]
     return cap
 
 

@@ -9,9 +9,11 @@ from typing import Annotated, Optional
 
 import typer
 
-from archkit import api
 from archkit.cli import app
 from archkit.cli.output import diag_line, fail
+
+# archkit.api (the pydantic model, the analysis) is imported inside the command so that
+# `archkit --help` stays fast.
 
 
 class CapacityFormat(str, Enum):
@@ -23,7 +25,7 @@ def _f(v, unit: str = "") -> str:
     return "∞" if v is None else f"{v:g}{unit}"
 
 
-def _text(rep: "api.CapacityReport") -> str:
+def _text(rep) -> str:
     lines = [f"{rep.name}: design rate {_f(rep.arrival_rps)} req/s, end-to-end P99 budget "
              f"{_f(rep.p99_budget_ms, ' ms')}", ""]
     for p in rep.paths:
@@ -79,6 +81,8 @@ def capacity(
 
     Exit 1 when a stage's predicted P99 at its declared settings misses its budget.
     """
+    from archkit import api
+
     rep = api.capacity(spec, env=env)
     if rep.diagnostics:
         for d in rep.diagnostics:
