@@ -359,7 +359,7 @@ def verify(spec_path: str | os.PathLike, *, snapshot: Optional[str | os.PathLike
         raise ValueError("give one cluster source: --snapshot, --manifests or a live cluster")
     state = None
     if snapshot is not None:
-        state = verify_mod.load_snapshot(snapshot)
+        state = verify_mod.load_snapshot(snapshot, pod_namespaces=namespaces_of(spec))
     elif manifests is not None:
         state = verify_mod.load_manifests(manifests)
     elif live or in_cluster:

@@ -74,7 +74,9 @@ def cluster_objects(spec_path: Path = INDUSTRIAL_SPEC, manifests: Path = INDUSTR
             objs.append(obj)
     for i in range(filler_pods):
         objs.append({"apiVersion": "v1", "kind": "Pod",
-                     "metadata": {"name": f"batch-{i:05d}", "namespace": f"team-{i % 20:02d}",
+                     # one in ten filler pods shares the services' namespace, as in a real cluster
+                     "metadata": {"name": f"batch-{i:05d}",
+                                  "namespace": "default" if i % 10 == 0 else f"team-{i % 20:02d}",
                                   "labels": {"app": f"batch-{i % 50}"}},
                      "spec": {"nodeName": f"general-{i % max(filler_nodes, 1):04d}",
                               "containers": [{"name": "main", "image": "busybox:1.36",
@@ -88,8 +90,15 @@ def as_list(objs: list[dict]) -> dict:
     return {"apiVersion": "v1", "kind": "List", "items": objs, "metadata": {"resourceVersion": ""}}
 
 
+class _NoAliases(yaml.SafeDumper):
+    """kubectl never writes YAML anchors; neither do the fixtures (shared dicts are written out)."""
+
+    def ignore_aliases(self, data):
+        return True
+
+
 def snapshot_text(objs: list[dict]) -> str:
-    return yaml.safe_dump(as_list(objs), sort_keys=False, default_flow_style=False, width=120)
+    return yaml.dump(as_list(objs), Dumper=_NoAliases, sort_keys=False, default_flow_style=False, width=120)
 
 
 if __name__ == "__main__":  # regenerate the committed snapshot

@@ -99,3 +99,23 @@ def test_clusterrole_is_read_only_and_matches_docs():
 def test_clusterrole_validates_against_the_kubernetes_schema():
     kubernetes_validate = pytest.importorskip("kubernetes_validate")
     kubernetes_validate.validate(yaml.safe_load(rbac_clusterrole()), "1.30", strict=True)
+
+
+def test_yaml_snapshot_skips_pods_of_other_namespaces_unparsed(tmp_path):
+    objs = cluster_objects(filler_nodes=3, filler_pods=40)
+    p = tmp_path / "big.yaml"
+    p.write_text(snapshot_text(objs), encoding="utf-8")
+    full, fast = load_snapshot(p), load_snapshot(p, pod_namespaces=["default"])
+    want = [o for o in full.items("Pod") if o["metadata"]["namespace"] == "default"]
+    assert fast.items("Pod") == want and len(want) == 6 + 4  # the services' pods + 1 in 10 fillers
+    for kind in ("Node", "Deployment", "Service", "NetworkPolicy", "PersistentVolume"):
+        assert fast.items(kind) == full.items(kind)
+    assert fast.read("Pod").message == "36 pod(s) outside namespaces default were skipped"
+
+
+def test_yaml_snapshot_with_anchors_falls_back_to_a_whole_parse(tmp_path):
+    p = tmp_path / "a.yaml"
+    p.write_text("apiVersion: v1\nitems:\n- kind: Pod\n  metadata: {name: a, namespace: x, labels: &l {app: a}}\n"
+                 "- kind: Pod\n  metadata: {name: b, namespace: default, labels: *l}\nkind: List\n", encoding="utf-8")
+    s = load_snapshot(p, pod_namespaces=["default"])
+    assert [o["metadata"]["labels"] for o in s.items("Pod")] == [{"app": "a"}, {"app": "a"}]

@@ -181,18 +181,83 @@ def _read_text(path: Path) -> str:
         raise StateError(f"{path}: cannot read: {exc.strerror or exc}") from None
 
 
-def load_snapshot(path: str | os.PathLike) -> ClusterState:
-    """State from `kubectl get ... -A -o yaml` (a v1 List; JSON or multi-document YAML also work)."""
+_ITEM_KIND = re.compile(r"^  kind: ['\"]?(\w+)['\"]?[ \t]*$", re.M)
+_ITEM_NS = re.compile(r"^    namespace: ['\"]?([^'\"\s]+)['\"]?[ \t]*$", re.M)
+
+
+def _kubectl_list_items(text: str) -> Optional[list[str]]:
+    """The item chunks of a YAML v1 List as kubectl prints it (items at column 0), else None."""
+    if not text.startswith(("apiVersion:", "items:", "kind:", "metadata:")) or "\nitems:\n- " not in text:
+        return None
+    chunks: list[str] = []
+    start: Optional[int] = None
+    pos = 0
+    for line in text.splitlines(keepends=True):
+        if line.startswith("- "):
+            if start is not None:
+                chunks.append(text[start:pos])
+            start = pos
+        elif line[:1] not in (" ", "\n", "#", "") and start is not None:  # a top-level key ends the items
+            chunks.append(text[start:pos])
+            start = None
+        pos += len(line)
+    if start is not None:
+        chunks.append(text[start:pos])
+    return chunks
+
+
+def _load_items(state: ClusterState, chunks: list[str], text: str, p: Path, wanted: set[str]) -> int:
+    """Parse the item chunks of a kubectl List, skipping Pods outside `wanted`; returns how many were skipped."""
+    skipped = 0
+    line = text.count("\n", 0, text.index("\nitems:\n- ")) + 3
+    for chunk in chunks:
+        kinds = _ITEM_KIND.findall(chunk)
+        if kinds == ["Pod"]:
+            ns = _ITEM_NS.findall(chunk)
+            if len(ns) == 1 and ns[0] not in wanted:
+                skipped += 1
+                line += chunk.count("\n")
+                continue
+        if len(kinds) == 1 and kinds[0] not in KIND_NAMES:
+            line += chunk.count("\n")
+            continue  # Secrets, ConfigMaps, ...: not parsed at all
+        for doc, _ in _documents(chunk, f"{p}:{line}"):
+            for item in doc if isinstance(doc, list) else [doc]:
+                for obj in _flatten(item):
+                    state.add(obj)
+        line += chunk.count("\n")
+    return skipped
+
+
+def load_snapshot(path: str | os.PathLike, pod_namespaces: Optional[Iterable[str]] = None) -> ClusterState:
+    """State from `kubectl get ... -A -o yaml` (a v1 List; JSON or multi-document YAML also work).
+
+    With `pod_namespaces`, Pods of other namespaces in a kubectl-style YAML List are skipped
+    without being parsed: a snapshot of a large cluster is mostly Pods nobody asked about,
+    and YAML parsing costs ~1 ms per Pod (JSON snapshots are parsed whole: it is fast).
+    """
     p = Path(path)
     if p.is_dir():
         raise StateError(f"{p}: is a folder; --snapshot takes the file `{SNAPSHOT_COMMAND}` writes")
     text = _read_text(p)
     state = ClusterState("snapshot", f"snapshot {p}")
-    for doc, _line in _documents(text, str(p)):
-        for obj in _flatten(doc):
-            state.add(obj)
+    chunks = _kubectl_list_items(text) if pod_namespaces is not None else None
+    skipped = 0
+    if chunks is not None:
+        try:
+            skipped = _load_items(state, chunks, text, p, set(pod_namespaces or ()))
+        except StateError:  # not kubectl's layout after all (e.g. anchors across items): read it whole
+            state.objects.clear()
+            chunks, skipped = None, 0
+    if chunks is None:
+        for doc, _line in _documents(text, str(p)):
+            for obj in _flatten(doc):
+                state.add(obj)
     for kind in KIND_NAMES:
-        if kind in SNAPSHOT_BASE_KINDS or state.items(kind):
+        if kind == "Pod" and skipped:
+            state.reads[kind] = KindRead(COMPLETE, f"{skipped} pod(s) outside namespaces "
+                                                   f"{', '.join(sorted(pod_namespaces or ()))} were skipped")
+        elif kind in SNAPSHOT_BASE_KINDS or state.items(kind):
             state.reads[kind] = KindRead(COMPLETE)
         else:
             state.reads[kind] = KindRead(ABSENT, f"the snapshot holds no {kind} objects; "
