@@ -227,8 +227,8 @@ class _Planner:
         return name
 
     def steady(self, minutes: int) -> int:
-        """Evaluation time of a test: long enough for the rate window and the `for` duration."""
-        return minutes + 15
+        """Evaluation time of a test: the 5m rate window filled, then the `for` duration, plus margin."""
+        return minutes + 8
 
     @staticmethod
     def counter(inc: float, samples: int) -> str:
@@ -551,7 +551,7 @@ def rules_document(spec: Spec) -> dict:
     return {"groups": groups}
 
 
-def tests_document(spec: Spec, rules_file: str = "rules.yaml") -> dict:
+def unit_tests_document(spec: Spec, rules_file: str = "rules.yaml") -> dict:
     alerts, _ = plan(spec)
     tests = []
     for a in alerts:
@@ -580,5 +580,5 @@ def generate(ctx: RenderContext) -> dict[str, str]:
     header = ctx.header("#")
     rules = render("prometheus/rules.yaml.j2", ctx.templates_dir, header=header, body=dump(rules_document(spec)))
     tests = render("prometheus/rules.test.yaml.j2", ctx.templates_dir, header=header,
-                   body=dump(tests_document(spec)))
+                   body=dump(unit_tests_document(spec)))
     return {"prometheus/rules.yaml": rules, "prometheus/rules.test.yaml": tests}
