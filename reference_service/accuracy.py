@@ -44,11 +44,14 @@ def truth_text(doc: dict) -> str:
     return "\n".join(line["text"] for line in doc["lines"])
 
 
-def corpus_accuracy(predictions: dict[str, str], golden_dir: Path = GOLDEN_DIR) -> float:
-    """Character accuracy over all documents (total edits / total characters)."""
+def corpus_accuracy(predictions: dict[str, str], golden_dir: Path = GOLDEN_DIR,
+                    only: list[str] | None = None) -> float:
+    """Character accuracy over all documents, or ``only`` these (1 - total edits / total chars)."""
     docs = load_manifest(golden_dir)["documents"]
     edits = chars = 0
     for name, doc in docs.items():
+        if only is not None and name not in only:
+            continue
         t = normalise(truth_text(doc))
         p = normalise(predictions.get(name, ""))
         edits += min(levenshtein(p, t), len(t))

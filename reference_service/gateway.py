@@ -129,11 +129,15 @@ class Gateway:
         await self.cache.close()
 
     async def _watch_readiness(self) -> None:
+        failures = 0
         while True:
-            ok = await self.triton.ready()
+            ok = await self.triton.ready(timeout_s=2.0)
             if ok and not self.ready and self.supervisor is not None:
                 self.supervisor.mark_ready()
-            self.ready = ok
+            # A busy server can miss one probe; two misses in a row (~0.5 s) mean not ready.
+            failures = 0 if ok else failures + 1
+            if ok or failures >= 2:
+                self.ready = ok
             self.metrics.triton_ready.set(1 if ok else 0)
             await asyncio.sleep(0.5 if ok else 0.25)
 

@@ -51,7 +51,8 @@ def main(argv: list[str] | None = None) -> int:
                         max_pixels=args.max_pixels, redis_url=args.redis_url,
                         cache_entries=max(args.cache_entries, 0),
                         det_instances=args.det_instances, rec_instances=args.rec_instances).with_instances()
-    run_dir = Path(tempfile.mkdtemp(prefix="ocr-reference-"))
+    # Keep the path short: PyTriton creates unix sockets (108-byte limit) under it.
+    run_dir = Path(tempfile.mkdtemp(prefix="ocr-"))
     supervisor = TritonSupervisor(settings, run_dir, threads=args.threads)
     app = create_app(settings, supervisor)
     config = uvicorn.Config(app, host=settings.host, port=settings.http_port, log_level="warning",
@@ -63,8 +64,8 @@ def main(argv: list[str] | None = None) -> int:
         gw = app.state.gateway
         while not gw.ready:
             if time.monotonic() - started > args.ready_timeout:
-                print(f"not ready after {args.ready_timeout:.0f} s; see {run_dir}/triton.log", file=sys.stderr,
-                      flush=True)
+                print(f"not ready after {args.ready_timeout:.0f} s; Triton log:\n{supervisor.log_tail(40)}",
+                      file=sys.stderr, flush=True)
                 server.should_exit = True
                 return
             await asyncio.sleep(0.2)

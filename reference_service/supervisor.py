@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -46,6 +47,8 @@ def worker_env(run_dir: Path) -> dict[str, str]:
     libdir = sysconfig.get_config_var("LIBDIR") or ""
     env["LD_LIBRARY_PATH"] = os.pathsep.join(p for p in [libdir, env.get("LD_LIBRARY_PATH", "")] if p)
     env.setdefault("OMP_NUM_THREADS", "1")
+    # onnxruntime keeps a ".ses" file in TMPDIR; keep it (and anything else) in the run folder.
+    env["TMPDIR"] = str(run_dir / "tmp")
     return env
 
 
@@ -63,6 +66,7 @@ class TritonSupervisor:
         self._stopping = False
         self._task: asyncio.Task | None = None
         self._log = None
+        self._stub_dirs: set[str] = set()
 
     def _launch(self) -> None:
         ws = self.run_dir / f"workspace-{self.restarts}"
@@ -72,6 +76,7 @@ class TritonSupervisor:
                "--workspace", str(ws), "--det-instances", str(self.s.detector.instances),
                "--rec-instances", str(self.s.recogniser.instances), "--threads", str(self.threads)]
         self._log = open(self.run_dir / "triton.log", "ab")
+        (self.run_dir / "tmp").mkdir(exist_ok=True)
         repo_root = Path(__file__).resolve().parent.parent
         env = worker_env(self.run_dir)
         env["PYTHONPATH"] = os.pathsep.join(p for p in [str(repo_root), env.get("PYTHONPATH", "")] if p)
@@ -80,8 +85,37 @@ class TritonSupervisor:
                                      stdin=subprocess.DEVNULL, start_new_session=True)
         LOG.warning("triton worker started (pid %d)", self.proc.pid)
 
+    def log_tail(self, lines: int = 15) -> str:
+        """The end of the worker's log (it lives in the run folder, removed at exit)."""
+        try:
+            text = (self.run_dir / "triton.log").read_text(errors="replace")
+        except OSError:
+            return ""
+        return "\n".join(text.splitlines()[-lines:])
+
+    def _note_stub_dirs(self) -> None:
+        # Triton's python backend copies each model to a hard-coded /tmp/folderXXXXXX and
+        # removes it only on a clean stop; remember them to remove them after a crash.
+        if self.proc is None:
+            return
+        for pid in descendants(self.proc.pid):
+            try:
+                args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            for a in args:
+                text = a.decode(errors="replace")
+                if text.startswith("/tmp/folder") and text.endswith("/model.py"):
+                    self._stub_dirs.add(text.split("/")[2])
+
+    def _remove_stub_dirs(self) -> None:
+        for name in self._stub_dirs:
+            shutil.rmtree(f"/tmp/{name}", ignore_errors=True)
+        self._stub_dirs.clear()
+
     def mark_ready(self) -> None:
         """Called by the gateway when both models first report ready after a (re)start."""
+        self._note_stub_dirs()
         if self._launched_at and self.metrics is not None:
             self.metrics.cold_start.set(time.monotonic() - self._launched_at)
             LOG.warning("triton ready after %.1f s", time.monotonic() - self._launched_at)
@@ -97,7 +131,8 @@ class TritonSupervisor:
             await asyncio.sleep(0.5)
             if self.proc is None or self.proc.poll() is None:
                 continue
-            LOG.warning("triton worker exited with %s; restarting in %.0f s", self.proc.returncode, backoff)
+            LOG.warning("triton worker exited with %s; restarting in %.0f s; last log lines:\n%s",
+                        self.proc.returncode, backoff, self.log_tail())
             self._kill_leftovers(self.proc.pid)
             await asyncio.sleep(backoff)
             if self._stopping:
@@ -115,6 +150,7 @@ class TritonSupervisor:
             pass
         # A SIGKILLed python backend leaves its shared-memory regions (named after the
         # PyTriton process id) behind.
+        self._remove_stub_dirs()
         for name in os.listdir("/dev/shm") if os.path.isdir("/dev/shm") else []:
             if name.startswith(f"pytrtion{pgid}-"):
                 try:

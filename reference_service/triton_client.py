@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 
 import numpy as np
 
 from . import pipeline as P
+
+LOG = logging.getLogger("reference_service.triton_client")
 
 
 class TritonUnavailable(Exception):
@@ -59,11 +62,15 @@ class TritonClient:
             except InferenceServerException as exc:
                 text = (exc.message() or "").lower()
                 status = str(exc.status() or "")
-                if "queue" in text or "exceeds maximum" in text or "timeout" in text and "queue" in text:
+                # Triton's bounded queue: "Exceeds maximum queue size" when full, "Request timeout
+                # expired" when a request waited longer than the queue policy's timeout.
+                if "queue" in text or "exceeds maximum" in text or "timeout expired" in text:
                     self.metrics.triton_errors.labels(model, "queue_full").inc()
                     raise TritonOverloaded() from None
                 kind = "deadline" if "DEADLINE" in status or "deadline" in text else "unavailable"
                 self.metrics.triton_errors.labels(model, kind).inc()
+                LOG.warning("triton %s call failed (%s, attempt %d): %s", model, kind, attempt + 1,
+                            (exc.message() or "")[:200])
                 if attempt >= self.retries:
                     raise TritonUnavailable() from None
                 attempt += 1

@@ -49,10 +49,13 @@ def descendants(pid: int) -> list[int]:
 
 
 def comm(pid: int) -> str:
+    """Command name of a live (not zombie) process, else ''."""
     try:
-        return Path(f"/proc/{pid}/comm").read_text().strip()
+        stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return ""
+    name, state = stat[stat.index("(") + 1 : stat.rindex(")")], stat[stat.rindex(")") + 2]
+    return "" if state in "ZX" else name
 
 
 def rss_mb(pid: int) -> float:
@@ -107,6 +110,24 @@ class Service:
 
     def tritonserver_pids(self) -> list[int]:
         return [p for p in descendants(self.pid) if comm(p) == "tritonserver"]
+
+    def stub_dirs(self) -> set[Path]:
+        return stub_dirs(self.pid)
+
+
+def stub_dirs(pid: int) -> set[Path]:
+    """/tmp/folderXXXXXX copies that Triton's python-backend stubs under ``pid`` run from."""
+    found = set()
+    for p in descendants(pid):
+        try:
+            args = Path(f"/proc/{p}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        for a in args:
+            text = a.decode(errors="replace")
+            if text.startswith("/tmp/folder") and text.endswith("/model.py"):
+                found.add(Path("/tmp", text.split("/")[2]))
+    return found
 
 
 def _wait_ready(url: str, proc: subprocess.Popen, timeout_s: float) -> None:
@@ -163,8 +184,8 @@ def service(redis_server, tmp_path_factory):
     base = tmp_path_factory.mktemp("reference_service")
     log = base / "serve.log"
     # A private TMPDIR: after SIGTERM it must be empty again (no run folder left behind).
-    private_tmp = base / "tmp"
-    private_tmp.mkdir()
+    # Short, because PyTriton puts unix sockets (108-byte path limit) in its workspace.
+    private_tmp = Path(tempfile.mkdtemp(prefix="ocrt-", dir="/tmp"))
     env = {**os.environ, "TMPDIR": str(private_tmp)}
     cmd = [str(SERVICE_PY), "-m", "reference_service", "serve", "--http-port", str(http),
            "--triton-http-port", str(t_http), "--triton-grpc-port", str(t_grpc),
@@ -181,16 +202,21 @@ def service(redis_server, tmp_path_factory):
                       redis_server["port"] if redis_server else None, log, proc, private_tmp)
     except BaseException:
         stop_service(proc, private_tmp)
+        shutil.rmtree(private_tmp, ignore_errors=True)
         raise
     try:
         yield svc
     finally:
         svc.stop()
+        shutil.rmtree(private_tmp, ignore_errors=True)
 
 
 def stop_service(proc: subprocess.Popen, private_tmp: Path) -> dict:
     """SIGTERM the service; report how long it took and what it left behind."""
     children = {p: comm(p) for p in descendants(proc.pid)}
+    stubs = stub_dirs(proc.pid)
+    cmdlines = {p: Path(f"/proc/{p}/cmdline").read_bytes().replace(b"\0", b" ")[:120].decode(errors="replace")
+                for p in children if Path(f"/proc/{p}/cmdline").exists()}
     started = time.monotonic()
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)
@@ -201,11 +227,12 @@ def stop_service(proc: subprocess.Popen, private_tmp: Path) -> dict:
             proc.wait(timeout=5)
     stop_s = time.monotonic() - started
     time.sleep(0.3)
-    left = [f"{p} {c}" for p, c in children.items() if c and comm(p) == c]
+    left = [f"{p} {cmdlines.get(p, c)}" for p, c in children.items() if c and comm(p) == c]
     for p in children:
         if comm(p) == children[p]:
             os.kill(p, signal.SIGKILL)
     files = sorted(str(p.relative_to(private_tmp)) for p in private_tmp.iterdir())
+    files += [str(d) for d in stubs if d.exists()]
     return {"stop_s": stop_s, "leftover_processes": left, "leftover_tmp": files, "returncode": proc.returncode}
 
 

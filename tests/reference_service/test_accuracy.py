@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
@@ -13,6 +14,14 @@ pytestmark = [pytest.mark.live, pytest.mark.slow]
 
 
 def test_golden_set_character_accuracy(service, golden_pngs):
+    """Every third golden image by default (CI time on 2 cores); ARCHKIT_OCR_FULL=1 for all 60.
+
+    bench/bench_ocr.py measures the whole set and records it in docs/benchmarks.md.
+    """
+    names = sorted(golden_pngs)
+    if not os.environ.get("ARCHKIT_OCR_FULL"):
+        names = names[::3]
+
     def run(name):
         r = httpx.post(f"{service.url}/v1/ocr", content=golden_pngs[name],
                        headers={"Content-Type": "image/png", "Cache-Control": "no-cache"}, timeout=120)
@@ -20,9 +29,9 @@ def test_golden_set_character_accuracy(service, golden_pngs):
         return name, r.json()
 
     with ThreadPoolExecutor(3) as pool:
-        results = dict(pool.map(run, golden_pngs))
-    assert len(results) >= 50
-    accuracy = corpus_accuracy({name: res["text"] for name, res in results.items()})
+        results = dict(pool.map(run, names))
+    assert len(results) >= 20
+    accuracy = corpus_accuracy({name: res["text"] for name, res in results.items()}, only=names)
     assert accuracy >= 0.97, f"character accuracy {accuracy:.4f} < 0.97"
     for res in results.values():
         for line in res["lines"]:
@@ -49,11 +58,8 @@ def test_rollback_verification_passes(service):
 
     from .conftest import ROOT, SERVICE_PY
 
-    port = service.url.rsplit(":", 1)[1]
-    t_port = service.triton_http.rsplit(":", 1)[1]
     out = subprocess.run([str(SERVICE_PY), "-m", "reference_service", "verify-rollback", "--url", service.url,
                           "--triton-url", service.triton_http, "--limit", "6"],
                          cwd=ROOT, capture_output=True, text=True, timeout=180)
     assert out.returncode == 0, out.stdout + out.stderr
     assert "rollback verified" in out.stdout
-    assert port and t_port

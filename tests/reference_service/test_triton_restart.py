@@ -21,6 +21,8 @@ def test_triton_killed_gives_503_then_recovers(service, golden_pngs):
     pids = service.tritonserver_pids()
     assert pids, "no tritonserver process under the service"
     body = golden_pngs["images/doc_020.png"]
+    old_stub_dirs = service.stub_dirs()
+    assert old_stub_dirs
     for pid in pids:
         os.kill(pid, signal.SIGKILL)
     codes, deadline = [], time.monotonic() + 90
@@ -40,6 +42,8 @@ def test_triton_killed_gives_503_then_recovers(service, golden_pngs):
     assert codes[-1] == 200, codes
     assert set(codes) <= {200, 503}, codes
     assert httpx.get(f"{service.url}/readyz", timeout=5).status_code == 200
+    # The crashed server's python-backend copies are removed by the supervisor.
+    assert not [d for d in old_stub_dirs if d.exists()]
     metrics = httpx.get(f"{service.url}/metrics", timeout=5).text
     restarts = [l for l in metrics.splitlines() if l.startswith("ocr_triton_restarts_total")]
     assert restarts and float(restarts[0].split()[-1]) >= 1
