@@ -119,3 +119,11 @@ def test_yaml_snapshot_with_anchors_falls_back_to_a_whole_parse(tmp_path):
                  "- kind: Pod\n  metadata: {name: b, namespace: default, labels: *l}\nkind: List\n", encoding="utf-8")
     s = load_snapshot(p, pod_namespaces=["default"])
     assert [o["metadata"]["labels"] for o in s.items("Pod")] == [{"app": "a"}, {"app": "a"}]
+
+
+def test_docs_list_every_code():
+    from archkit.verify.findings import CODES
+
+    doc = (ROOT / "docs" / "verify.md").read_text(encoding="utf-8")
+    missing = [c for c in CODES if f"| {c} |" not in doc]
+    assert not missing, f"docs/verify.md lacks {missing}"

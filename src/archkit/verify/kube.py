@@ -58,8 +58,14 @@ def _taint(t) -> str:
     return f"{t.key}={t.value or ''}:{t.effect}"
 
 
-def _meta(obj: dict) -> dict:
-    return obj.get("metadata") or {}
+def _meta(obj: Any) -> dict:
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    return meta if isinstance(meta, dict) else {}
+
+
+def _key(value: Any) -> Optional[str]:
+    """A name or namespace as an index key (damaged objects may hold anything there)."""
+    return value if value is None or isinstance(value, str) else str(value)
 
 
 def _ns_ok(obj: dict, namespace: str) -> bool:
@@ -150,11 +156,11 @@ class Index:
         for kind in ("Pod", "Service", "NetworkPolicy", "PersistentVolumeClaim") + WORKLOAD_KINDS:
             groups: dict[Optional[str], list[dict]] = {}
             for obj in state.items(kind):
-                groups.setdefault(_meta(obj).get("namespace"), []).append(obj)
+                groups.setdefault(_key(_meta(obj).get("namespace")), []).append(obj)
             self.by_ns[kind] = groups
-        self.nodes = {(_meta(n).get("name")): n for n in state.items("Node")}
-        self.pvs = {(_meta(p).get("name")): p for p in state.items("PersistentVolume")}
-        self.classes = {(_meta(c).get("name")): c for c in state.items("StorageClass")}
+        self.nodes = {_key(_meta(n).get("name")): n for n in state.items("Node")}
+        self.pvs = {_key(_meta(p).get("name")): p for p in state.items("PersistentVolume")}
+        self.classes = {_key(_meta(c).get("name")): c for c in state.items("StorageClass")}
 
     def in_ns(self, kind: str, namespace: str) -> list[dict]:
         groups = self.by_ns.get(kind, {})
@@ -175,11 +181,20 @@ class KubeChecker:
     # ---- entry point
     def run(self) -> list[Finding]:
         for pool in self.spec.topology.node_pools:
-            self.check_pool(pool)
+            self._guarded(self.check_pool, pool, f"pool/{pool.id}", "VK101")
         for svc in self.spec.topology.services:
             if not svc.external:
-                self.check_service(svc)
+                self._guarded(self.check_service, svc, f"service/{svc.id}", "VK110")
         return self.rec.findings
+
+    def _guarded(self, check, obj, label: str, code: str) -> None:
+        """Run one object's checks; a malformed Kubernetes object makes them unknown, not a crash."""
+        try:
+            check(obj)
+        except (AttributeError, TypeError, ValueError, KeyError, IndexError) as exc:
+            self.rec.unknown(code, label, obj, None,
+                             f"cannot check '{obj.id}': a Kubernetes object it needs is malformed "
+                             f"({type(exc).__name__}: {exc})")
 
     def _why_not(self, *kinds: str) -> Optional[str]:
         """Why the kinds cannot be trusted to be complete, or None when they can."""

@@ -112,7 +112,7 @@ class ClusterState:
         return f"{obj.get('kind', '?')} {ns + '/' if ns else ''}{meta.get('name', '?')}"
 
     def add(self, obj: dict, origin: Optional[str] = None) -> None:
-        kind = obj.get("kind")
+        kind = obj.get("kind") if isinstance(obj, dict) else None
         if kind not in KIND_NAMES:
             return  # Secrets, ConfigMaps and everything else are not kept
         self.objects.setdefault(kind, []).append(obj)
