@@ -88,6 +88,7 @@ def main() -> int:
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT / "src"))
     from archkit import api
+    from archkit.checks import all_rules
 
     with tempfile.TemporaryDirectory() as tmp:
         spec = Path(tmp) / "bench.yaml"
@@ -104,6 +105,13 @@ def main() -> int:
             api.check([spec])
             inproc.append(time.perf_counter() - t)
             inproc_cpu.append(time.process_time() - c)
+        from archkit.checks import run_rules
+
+        rules_cpu = []
+        for _ in range(args.runs):
+            c = time.process_time()
+            run_rules(spec_obj)
+            rules_cpu.append(time.process_time() - c)
         exe = Path(sys.executable).with_name("archkit")
         cli, cli_cpu = [], []
         for _ in range(args.runs):
@@ -120,6 +128,7 @@ def main() -> int:
         return f"median {statistics.median(xs) * 1000:.0f} ms (min {min(xs) * 1000:.0f}, max {max(xs) * 1000:.0f})"
 
     print(f"in-process api.check (load + all rules), {args.runs} runs: wall {ms(inproc)}; CPU {ms(inproc_cpu)}")
+    print(f"rules only (all {len(all_rules())} rules on the loaded spec), {args.runs} runs: CPU {ms(rules_cpu)}")
     print(f"CLI `archkit check SPEC` (fresh process), {args.runs} runs: wall {ms(cli)}; CPU {ms(cli_cpu)}")
     return 0
 
