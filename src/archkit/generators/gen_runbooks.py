@@ -241,7 +241,9 @@ def _service_page(spec: Spec, svc: Service, alerts: list[Alert], spec_name: str)
         verify.append(item)
     lt = spec.loadtest
     loadtest = None
-    if lt is not None and (lt.target.service in (None, svc.id) or svc.public):
+    # the load test enters at its target and drives every stage on the path, so it belongs to
+    # the target service and to every service that runs a stage
+    if lt is not None and (lt.target.service in (None, svc.id) or svc.public or stages):
         loadtest = [fence(f"archkit loadtest {spec_name} --level {lv.id}", "sh") for lv in lt.levels]
     trees = [t for t in spec.faulttrees if t.service == svc.id]
     gs = spec.observability.logging
@@ -252,6 +254,7 @@ def _service_page(spec: Spec, svc: Service, alerts: list[Alert], spec_name: str)
         "rollback_declared": svc.rollback_command is not None,
         "status": fence(status, "sh") if status else None,
         "verify": verify, "loadtest": loadtest,
+        "loadtest_target": code(lt.target.host) if lt is not None else None,
         "keywords": [code(k) for k in svc.log_keywords],
         "never_log": [code(k) for k in (gs.never_log if gs else [])],
         "required_fields": [code(k) for k in (gs.required_fields if gs else [])],

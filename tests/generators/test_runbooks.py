@@ -1,0 +1,149 @@
+"""Runbooks, alert index, checklist and onboarding pages: golden files and links that resolve."""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+import yaml
+
+from archkit import api
+from archkit.checks import all_rules
+from archkit.diagnostics import Diagnostic, Severity
+from archkit.generators.gen_runbooks import CHECKLIST, checklist_rows, code, fence
+from archkit.spec.model import Spec
+from tests.conftest import EXAMPLES, REFERENCE_SPECS, ROOT
+
+SPECS = EXAMPLES + [p for p in REFERENCE_SPECS if p.name == "ocr-reference.yaml"]
+GOLDEN = ROOT / "tests" / "generators" / "golden_runbooks"
+ANCHOR = re.compile(r'<a id="([^"]+)"></a>')
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def _spec(path: Path) -> Spec:
+    res = api.load(path)
+    assert res.spec is not None, res.diagnostics
+    return res.spec
+
+
+def _generate(path: Path) -> dict[str, str]:
+    files, _ = api.generate(_spec(path), path.name, only=["runbooks", "prometheus"])
+    return files
+
+
+@pytest.mark.parametrize("path", SPECS, ids=lambda p: p.stem)
+def test_golden(path, golden):
+    golden.check_tree(GOLDEN / path.stem, _generate(path))
+
+
+def _anchors(files: dict[str, str]) -> dict[str, set[str]]:
+    return {rel: set(ANCHOR.findall(text)) for rel, text in files.items() if rel.endswith(".md")}
+
+
+def _resolve(anchors: dict[str, set[str]], target: str) -> bool:
+    path, _, frag = target.partition("#")
+    return path in anchors and (not frag or frag in anchors[path])
+
+
+@pytest.mark.parametrize("path", SPECS, ids=lambda p: p.stem)
+def test_every_runbook_url_resolves_to_an_anchor(path):
+    files = _generate(path)
+    anchors = _anchors(files)
+    rules = yaml.safe_load(files["prometheus/rules.yaml"])
+    urls = [r["annotations"]["runbook_url"] for g in rules["groups"] for r in g["rules"] if "alert" in r]
+    assert urls
+    for url in urls:
+        assert _resolve(anchors, url), url
+
+
+def test_runbook_urls_use_the_base_url_when_set():
+    spec = _spec(ROOT / "examples" / "recommendation.yaml")
+    spec.metadata.links["runbook_base_url"] = "https://wiki.example/ai/runbooks/"
+    files, _ = api.generate(spec, "recommendation.yaml", only=["runbooks", "prometheus"])
+    anchors = {rel.removeprefix("runbooks/"): a for rel, a in _anchors(files).items()}
+    rules = yaml.safe_load(files["prometheus/rules.yaml"])
+    for g in rules["groups"]:
+        for r in g["rules"]:
+            if "alert" in r:
+                url = urlsplit(r["annotations"]["runbook_url"])
+                assert (url.scheme, url.netloc) == ("https", "wiki.example")
+                rel = url.path.removeprefix("/ai/runbooks/")
+                assert _resolve(anchors, f"{rel}#{url.fragment}"), r["annotations"]["runbook_url"]
+
+
+@pytest.mark.parametrize("path", SPECS, ids=lambda p: p.stem)
+def test_every_markdown_link_between_pages_resolves(path):
+    files = _generate(path)
+    anchors = _anchors(files)
+    for rel, text in files.items():
+        if not rel.endswith(".md"):
+            continue
+        for target in LINK.findall(text):
+            if re.match(r"^[a-z]+://", target):
+                continue
+            if target.startswith("#"):
+                full = f"{rel}{target}"
+            else:
+                p, _, frag = target.partition("#")
+                full = posixpath.normpath(posixpath.join(posixpath.dirname(rel), p)) + (f"#{frag}" if frag else "")
+            assert _resolve(anchors, full), f"{rel}: {target}"
+
+
+def test_tree_runbook_orders_checks_and_anchors_every_event():
+    files = _generate(ROOT / "examples" / "industrial-inspection.yaml")
+    text = files["runbooks/triton-unavailable.md"]
+    order = re.findall(r'<a id="check-([^"]+)"></a>', text)
+    # FV importance per second of check (no cost_s declared: equal cost) → most probable first
+    assert order == ["not-ready", "gpu-oom", "gpu-gone"]
+    assert "curl -s -o /dev/null -w '%{http_code}' http://localhost:8000/v2/health/ready" in text
+    assert '<a id="escalation"></a>' in text and "Single points of failure" in text
+
+
+def test_checklist_has_every_pitfall_and_reads_check_findings():
+    titles = {line.source for line in CHECKLIST}
+    assert {f"seed 000 §5.{i}" for i in range(1, 13)} <= titles
+    assert {f"seed 004 §4.{i}" for i in range(1, 6)} <= titles
+    spec = _spec(ROOT / "examples" / "industrial-inspection.yaml")
+    registered = set(all_rules())
+    finding = Diagnostic("AK309", Severity.ERROR, "service 'x' allows 1024 open files", "s.yaml", 7, 3)
+    rows = {r["line"].key: r for r in checklist_rows(spec, [finding], registered)}
+    assert rows["file-handles"]["status"] == "✗" and rows["file-handles"]["findings"] == [finding]
+    assert rows["mtu"]["status"] == ("✓" if "AK308" in registered else "not checked")
+    assert rows["dns"]["status"] == "not checked"  # no rule in the catalogue
+    # a line whose rules are not registered is "not checked", never ✓
+    rows = {r["line"].key: r for r in checklist_rows(spec, [], set())}
+    assert {r["status"] for r in rows.values()} == {"not checked"}
+    # a rule the spec ignores does not tick its line
+    spec.checks.ignore = ["AK308"]
+    rows = {r["line"].key: r for r in checklist_rows(spec, [], registered)}
+    assert rows["mtu"]["status"] == "not checked"
+
+
+def test_checklist_page_shows_findings_from_archkit_check():
+    files = _generate(ROOT / "examples" / "recommendation.yaml")
+    diags = api.check([ROOT / "examples" / "recommendation.yaml"]).diagnostics
+    page = files["runbooks/checklist.md"]
+    for d in diags:
+        if any(d.code in line.codes for line in CHECKLIST) and d.severity is not Severity.INFO:
+            assert f"{d.code} line {d.line}" in page
+
+
+def test_onboarding_page_covers_deploy_rollback_verify_metrics_logs_loadtest():
+    files = _generate(ROOT / "examples" / "industrial-inspection.yaml")
+    page = files["runbooks/onboarding/triton.md"]
+    for heading in ("## Deploy", "## Roll back", "## Verify after a rollback", "## Metrics", "## Logs",
+                    "## Load test", "## When it breaks"):
+        assert heading in page
+    assert "python verify_model.py --model v1 --input golden/" in page            # golden set (seed 000 §5.12)
+    assert "/v2/models/yolov8-defect/ready" in page                              # model loaded
+    assert "`Failed to load model`" in page and "`CUDA out of memory`" in page   # log keywords
+    assert "archkit loadtest industrial-inspection.yaml --level baseline" in page
+    assert "`nv_inference_request_duration_us`" in page
+
+
+def test_markdown_helpers_keep_user_text_inert():
+    assert fence("echo ```; rm -rf x") == "````\necho ```; rm -rf x\n````"
+    assert code("a`b") == "``a`b``" and code("`x`") == "`` `x` ``"
