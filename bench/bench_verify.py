@@ -66,7 +66,9 @@ def main() -> None:
     snap_yaml.write_text(snapshot_text(objs), encoding="utf-8")
     snap_json.write_text(json.dumps(as_list(objs)), encoding="utf-8")
 
-    def offline(path: Path, namespaces=tuple(namespaces_of(spec))):
+    spec_namespaces = tuple(namespaces_of(spec))
+
+    def offline(path: Path, namespaces=spec_namespaces):
         report = run(spec, load_snapshot(path, pod_namespaces=namespaces))
         assert report.total(Status.DRIFT) == 0 and report.total(Status.UNKNOWN) == 0
         return report

@@ -75,7 +75,7 @@ def verify(
                             in_cluster=in_cluster, triton_url=triton_url, prometheus_url=prometheus_url,
                             rules_file=rules, timeout_s=timeout, env=env)
     except (StateError, ValueError, KeyError) as exc:
-        raise fail(str(exc).strip("'\""), 2)
+        raise fail(str(exc).strip("'\""), 2) from None
     if result.report is None:
         for d in result.diagnostics:
             typer.echo(diag_line(d), err=True)

@@ -151,7 +151,7 @@ def _documents(text: str, file: str) -> Iterable[tuple[Any, int]]:
             raise StateError(f"{file}: not valid JSON: {exc}") from None
     starts = [0] + [m.end() for m in _DOC_SPLIT.finditer(text)]
     ends = [m.start() for m in _DOC_SPLIT.finditer(text)] + [len(text)]
-    for start, end in zip(starts, ends):
+    for start, end in zip(starts, ends, strict=True):
         chunk = text[start:end]
         if not chunk.strip():
             continue
