@@ -119,6 +119,8 @@ CHECKLIST: tuple[ChecklistLine, ...] = (
                   "seed 000 §3.2", ("AK401", "AK402", "AK403", "AK404", "AK405", "AK406", "AK408", "AK409")),
     ChecklistLine("observability", "Every stage is bound to a latency series; effective QPS, cold start and "
                   "drift are watched", "seed 000 §4.3, seed 004 §3.4", ("AK601", "AK602", "AK603", "AK604")),
+    ChecklistLine("fault-trees", "Every service's fault tree is well formed and every leaf has a check, an "
+                  "expectation and a probability", "seed 000 §3.4", ("AK108", "AK109", "AK110")),
     ChecklistLine("minimum-viable", "Only the components the first scenario needs are in the first release",
                   "seed 004 §4.5", ()),
 )
