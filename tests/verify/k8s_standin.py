@@ -44,7 +44,7 @@ def _status(code: int, reason: str, message: str) -> dict:
 class StandIn:
     """The stand-in server: objects to serve, faults to inject, and a log of calls."""
 
-    def __init__(self, objects: list[dict]):
+    def __init__(self, objects: list[dict], tls: Optional[tuple[str, str]] = None):
         self.objects = objects
         self.calls: list[tuple[str, dict]] = []
         self.forbidden_all: set[str] = set()        # resources whose all-namespaces list answers 403
@@ -61,6 +61,13 @@ class StandIn:
         self.server.daemon_threads = True
         self.port = self.server.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}"
+        if tls is not None:  # (certfile, keyfile): serve HTTPS, as an in-cluster API server does
+            import ssl
+
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ctx.load_cert_chain(*tls)
+            self.server.socket = ctx.wrap_socket(self.server.socket, server_side=True)
+            self.url = f"https://127.0.0.1:{self.port}"
         self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05},
                                        daemon=True)
 
@@ -102,7 +109,8 @@ class StandIn:
     def answer(self, path: str, query: dict, auth: str) -> tuple[int, dict]:
         with self.lock:
             self.calls.append((path, query))
-        if auth != f"Bearer {TOKEN}":
+        scheme, _, token = auth.partition(" ")
+        if scheme.lower() != "bearer" or token != TOKEN:  # the scheme is case-insensitive (RFC 7235)
             return 401, _status(401, "Unauthorized", "Unauthorized")
         route = self._route(path)
         if route is None:

@@ -133,3 +133,45 @@ def test_unreachable_server(tmp_path):
 
 def test_stand_in_knows_every_kind_read():
     assert {k.resource for k in KINDS} <= set(RESOURCES)
+
+
+def test_in_cluster_service_account_over_tls(tmp_path, monkeypatch):
+    """In a pod: host/port from the environment, the token and CA from the service-account folder, HTTPS."""
+    import shutil
+    import subprocess
+
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is needed to make the stand-in's TLS certificate")
+    cert, key = tmp_path / "ca.crt", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
+                    "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key),
+                    "-out", str(cert)], check=True, capture_output=True)
+    from tests.verify.k8s_standin import TOKEN
+
+    (tmp_path / "token").write_text(TOKEN, encoding="utf-8")
+    with StandIn(OBJECTS, tls=(str(cert), str(key))) as s:
+        monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "127.0.0.1")
+        monkeypatch.setenv("KUBERNETES_SERVICE_PORT", str(s.port))
+        state = read_live(in_cluster=True, service_account_dir=str(tmp_path))
+        assert state.source == f"live cluster https://127.0.0.1:{s.port} (in-cluster service account)"
+        assert state.api_calls == len(KINDS) == len(s.calls)
+        report = run(SPEC, state)
+        assert [f for f in report.findings if f.status is not Status.PASS] == []
+        # a wrong CA is refused, not ignored: the read fails with a clear message
+        other = tmp_path / "other"
+        other.mkdir()
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
+                        "/CN=other", "-keyout", str(other / "k.pem"), "-out", str(other / "ca.crt")],
+                       check=True, capture_output=True)
+        (other / "token").write_text(TOKEN, encoding="utf-8")
+        state = read_live(in_cluster=True, service_account_dir=str(other), timeout_s=2)
+        assert state.reads["Node"].status == "failed"
+        assert "cannot reach the API server" in state.reads["Node"].message
+
+
+def test_in_cluster_without_the_environment(monkeypatch, tmp_path):
+    from archkit.verify.state import StateError
+
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    with pytest.raises(StateError, match="cannot use the cluster configuration: Service host/port is not set"):
+        read_live(in_cluster=True, service_account_dir=str(tmp_path))

@@ -290,15 +290,23 @@ def load_manifests(folder: str | os.PathLike) -> ClusterState:
 
 # --------------------------------------------------------------------------- live cluster
 
-def _client_config(kubeconfig: Optional[str], context: Optional[str], in_cluster: bool):
+SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+
+def _client_config(kubeconfig: Optional[str], context: Optional[str], in_cluster: bool,
+                   service_account_dir: Optional[str] = None):
     """A kubernetes client Configuration from a kubeconfig (and context) or the pod's service account."""
     from kubernetes import client, config
     from kubernetes.config.config_exception import ConfigException
+    from kubernetes.config.incluster_config import InClusterConfigLoader
 
     cfg = client.Configuration()
     try:
         if in_cluster:
-            config.load_incluster_config(client_configuration=cfg)
+            # the same loader as config.load_incluster_config(), with the token folder as a parameter
+            sa = Path(service_account_dir or SERVICE_ACCOUNT_DIR)
+            InClusterConfigLoader(token_filename=str(sa / "token"),
+                                  cert_filename=str(sa / "ca.crt")).load_and_set(cfg)
             where = "in-cluster service account"
         else:
             path = kubeconfig or os.environ.get("KUBECONFIG", "").split(os.pathsep)[0] or None
@@ -321,10 +329,10 @@ def _client_config(kubeconfig: Optional[str], context: Optional[str], in_cluster
 
 
 def _http_reason(status: int, kind: KindSpec, scope: str) -> tuple[str, str]:
-    what = f"list {kind.resource}{'' if not kind.group else '.' + kind.group} {scope}"
+    what = f"list {kind.resource}{'' if not kind.group else '.' + kind.group}{' ' + scope if scope else ''}"
     if status == 401:
         return FORBIDDEN, (f"401 Unauthorized: the API server did not accept the credentials "
-                           f"({what}); refresh the kubeconfig token")
+                           f"({what}); refresh the kubeconfig token or the service account's")
     if status == 403:
         return FORBIDDEN, (f"403 Forbidden: this identity may not {what}; apply the ClusterRole "
                            "from `archkit verify --print-rbac`")
@@ -336,7 +344,7 @@ def _http_reason(status: int, kind: KindSpec, scope: str) -> tuple[str, str]:
 
 def read_live(kubeconfig: Optional[str] = None, context: Optional[str] = None, in_cluster: bool = False,
               namespaces: Iterable[str] = (), timeout_s: float = 10.0, page_size: int = 500,
-              kinds: Iterable[str] = KIND_NAMES) -> ClusterState:
+              kinds: Iterable[str] = KIND_NAMES, service_account_dir: Optional[str] = None) -> ClusterState:
     """State from a live cluster: one paginated list call chain per kind, never one call per object.
 
     A 403 on an all-namespaces list falls back to per-namespace lists for the namespaces the
@@ -347,7 +355,7 @@ def read_live(kubeconfig: Optional[str] = None, context: Optional[str] = None, i
     from kubernetes import client
     from kubernetes.client.exceptions import ApiException
 
-    cfg, where = _client_config(kubeconfig, context, in_cluster)
+    cfg, where = _client_config(kubeconfig, context, in_cluster, service_account_dir)
     api_client = client.ApiClient(cfg)
     state = ClusterState("live", f"live cluster {cfg.host} ({where})")
     namespaces = sorted(set(namespaces))
