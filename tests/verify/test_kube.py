@@ -243,3 +243,44 @@ def test_a_mutation_only_touches_its_own_checks(cluster):
     _gpu_limit_2(cluster.objs)
     codes = {(f.object, f.code) for f in drifts(cluster.manifests())}
     assert codes == {("service/triton", "VK120"), ("service/triton", "VK121")}
+
+
+# ------------------------------------------------------------------------- namespaces, port ranges, hosts
+
+def _with_rules(cluster, ingress=(), egress=()):
+    from archkit.spec.model import EgressRule, IngressRule
+
+    svc = cluster.spec.service("preprocess")
+    svc.ingress += [IngressRule.model_validate(r) for r in ingress]
+    svc.egress += [EgressRule.model_validate(r) for r in egress]
+
+
+def test_namespace_sources_and_port_ranges(cluster):
+    _with_rules(cluster, ingress=[{"from": "namespace:monitoring", "ports": [9100]}])
+    pol = find(cluster.objs, "NetworkPolicy", "preprocess-ingress")
+    pol["spec"]["ingress"].append({
+        "from": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}},
+                  "podSelector": {"matchLabels": {"app": "prometheus"}}}],
+        "ports": [{"port": 9000, "endPort": 9200}]})
+    assert drifts(cluster.manifests()) == []
+    pol["spec"]["ingress"][1]["from"][0]["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"] = "ops"
+    found = {(f.code, f.message) for f in drifts(cluster.manifests())}
+    assert any(c == "VK170" and "does not allow ingress from namespace:monitoring on 9100" in m for c, m in found)
+    assert any(c == "VK171" and "preprocess-ingress admits namespace ops / pods app=prometheus" in m
+               for c, m in found)
+
+
+def test_egress_to_a_service_and_to_a_host(cluster):
+    _with_rules(cluster, egress=[{"to": "service:triton", "ports": [8001]}, {"to": "minio.factory.example"}])
+    report = cluster.manifests()
+    f = next(f for f in drifts(report) if f.code == "VK172")
+    assert "no NetworkPolicy restricts egress of 'preprocess'" in f.message
+    cluster.objs.append({"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+                         "metadata": {"name": "preprocess-egress", "namespace": "default"},
+                         "spec": {"podSelector": {"matchLabels": {"app": "preprocess"}}, "policyTypes": ["Egress"],
+                                  "egress": [{"to": [{"podSelector": {"matchLabels": {"app": "triton"}}}],
+                                              "ports": [{"port": 8001}]}]}})
+    report = cluster.manifests()
+    assert drifts(report) == []
+    host = next(f for f in report.findings if f.code == "VK172" and f.status is Status.UNKNOWN)
+    assert "a NetworkPolicy cannot name the host 'minio.factory.example'" in host.message

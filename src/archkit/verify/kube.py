@@ -17,6 +17,8 @@ from archkit.verify.findings import Finding, Recorder
 from archkit.verify.state import ClusterState
 
 WORKLOAD_KINDS = ("Deployment", "StatefulSet", "DaemonSet")
+WORLD = {"0.0.0.0/0", "::/0", "public", "*"}  # as the AK504/AK505 checks read 'from'
+
 GPU = "nvidia.com/gpu"
 # Well-known node labels every node carries; a nodeSelector on them does not pick a pool, and
 # a spec need not list them among the pool's labels.
@@ -131,6 +133,23 @@ def _resolve_port(port: Any, container: Optional[dict]) -> Any:
     if isinstance(port, str) and port.isdigit():
         return int(port)
     return port
+
+
+def _peer_text(peer: dict) -> str:
+    """A NetworkPolicy peer in words: '10.0.0.0/8', 'pods app=x', 'namespace monitoring'."""
+    if peer.get("ipBlock"):
+        return str((peer["ipBlock"] or {}).get("cidr"))
+    parts = []
+    nss = peer.get("namespaceSelector")
+    if nss is not None:
+        names = (nss.get("matchLabels") or {}) if isinstance(nss, dict) else {}
+        parts.append(f"namespace {names['kubernetes.io/metadata.name']}" if "kubernetes.io/metadata.name" in names
+                     else f"namespaces {_labels_text(names) if names else '(all)'}")
+    pods = peer.get("podSelector")
+    if pods is not None:
+        labels = (pods.get("matchLabels") or {}) if isinstance(pods, dict) else {}
+        parts.append(f"pods {_labels_text(labels)}" if labels else "all pods")
+    return " / ".join(parts) or "?"
 
 
 def _cidr(text: str) -> Optional[Any]:
@@ -798,9 +817,14 @@ class KubeChecker:
 
     def _peer_covers(self, peer: dict, declared: str, my_ns: str) -> Optional[bool]:
         """Does one NetworkPolicy peer admit the declared source/destination? None: cannot tell."""
-        if declared == "public":
+        if declared.strip() in WORLD:
             block = peer.get("ipBlock") or {}
             return block.get("cidr") in ("0.0.0.0/0", "::/0")
+        if declared.startswith("namespace:"):
+            # a whole namespace, e.g. 'namespace:monitoring' for Prometheus or the ingress controller
+            nss = peer.get("namespaceSelector")
+            return nss is not None and "ipBlock" not in peer and selector_matches(
+                nss, {"kubernetes.io/metadata.name": declared.split(":", 1)[1]})
         if declared.startswith("service:"):
             other = self.spec.service(declared.split(":", 1)[1])
             if other is None:
@@ -828,9 +852,16 @@ class KubeChecker:
         rports = rule.get("ports")
         if not rports:
             return True
-        have = {_resolve_port(p.get("port"), c) for p in rports if p.get("port") is not None}
         if any(p.get("port") is None for p in rports):
             return True
+        have: set = set()
+        for p in rports:
+            first = _resolve_port(p.get("port"), c)
+            last = p.get("endPort")
+            if isinstance(first, int) and isinstance(last, int) and last >= first:
+                have.update(range(first, last + 1))
+            else:
+                have.add(first)
         return all(p in have for p in ports)
 
     def _netpol(self, svc: Service, wl: dict, c: dict, ns: str, where: str) -> None:
@@ -863,6 +894,12 @@ class KubeChecker:
             for rule in rules:
                 declared = rule.from_ if direction == "Ingress" else rule.to
                 port_c = c if direction == "Ingress" else None
+                if (_cidr(declared) is None and declared.strip() not in WORLD
+                        and not declared.startswith(("service:", "namespace:"))):
+                    r.unknown(code, label, rule, field_name,
+                              f"a NetworkPolicy cannot name the host '{declared}'; check the egress gateway "
+                              "or an FQDN policy of your CNI", where)
+                    continue
                 covered: Optional[bool] = False
                 for _pol, pr in pol_rules:
                     if not self._ports_cover(pr, rule.ports, port_c):
@@ -875,13 +912,12 @@ class KubeChecker:
                     if any(v is True for v in verdicts):
                         covered = True
                         break
-                    if any(v is None for v in verdicts) or (_cidr(declared) is None
-                                                            and not declared.startswith(("service:", "public"))):
+                    if any(v is None for v in verdicts):
                         covered = None
                 if covered is None:
                     r.unknown(code, label, rule, field_name,
                               f"cannot tell whether the NetworkPolicies of '{svc.id}' allow {declared}: "
-                              "a NetworkPolicy cannot name hosts, or the peer's workload was not found", where)
+                              "the peer service's workload was not found", where)
                 elif not covered:
                     bad.append(rule)
                     r.drift(code, label, rule, field_name,
@@ -902,14 +938,12 @@ class KubeChecker:
         for pol, pr in pol_rules:
             peers = pr.get("from")
             if not peers:
-                if "public" not in declared:
+                if not any(d.strip() in WORLD for d in declared):
                     extras.append(f"{_meta(pol).get('name')} admits every source")
                 continue
             for peer in peers:
                 if not any(self._peer_covers(peer, d, ns) for d in declared):
-                    shown = (peer.get("ipBlock") or {}).get("cidr") or _labels_text(
-                        (peer.get("podSelector") or {}).get("matchLabels") or {})
-                    extras.append(f"{_meta(pol).get('name')} admits {shown}")
+                    extras.append(f"{_meta(pol).get('name')} admits {_peer_text(peer)}")
         if extras:
             r.drift("VK171", label, svc, "ingress",
                     f"'{svc.id}' admits more than the spec declares ({', '.join(declared)}): "
