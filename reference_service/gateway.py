@@ -109,9 +109,10 @@ class Gateway:
         self.ready = False
         self.inflight = 0
         self._tasks: list[asyncio.Task] = []
+        self._created: float | None = time.monotonic()
 
     async def start(self) -> None:
-        self.triton = TritonClient(f"{self.s.host}:{self.s.triton_grpc_port}", self.s.detector.name,
+        self.triton = TritonClient(f"{self.s.triton_host}:{self.s.triton_grpc_port}", self.s.detector.name,
                                    self.s.recogniser.name, self.s.triton_timeout_s, self.s.triton_retries,
                                    self.s.recogniser.max_batch_size, self.metrics)
         if self.supervisor is not None:
@@ -132,8 +133,12 @@ class Gateway:
         failures = 0
         while True:
             ok = await self.triton.ready(timeout_s=2.0)
-            if ok and not self.ready and self.supervisor is not None:
-                self.supervisor.mark_ready()
+            if ok and not self.ready:
+                if self.supervisor is not None:
+                    self.supervisor.mark_ready()
+                elif self._created is not None:  # external Triton: time from gateway start
+                    self.metrics.cold_start.set(time.monotonic() - self._created)
+                    self._created = None
             # A busy server can miss one probe; two misses in a row (~0.5 s) mean not ready.
             failures = 0 if ok else failures + 1
             if ok or failures >= 2:

@@ -20,6 +20,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="python -m reference_service serve",
                                  description="Start Triton (detector + recogniser) and the HTTP gateway.")
     ap.add_argument("--host", default=d.host, help="bind address for every server (default 127.0.0.1)")
+    ap.add_argument("--external-triton", action="store_true",
+                    help="do not start Triton; use the one at --triton-host (Kubernetes: its own pod)")
+    ap.add_argument("--triton-host", default=None, help="Triton's address (default: --host)")
     ap.add_argument("--http-port", type=int, default=d.http_port, help="gateway port (/v1/ocr, /metrics)")
     ap.add_argument("--triton-http-port", type=int, default=d.triton_http_port)
     ap.add_argument("--triton-grpc-port", type=int, default=d.triton_grpc_port)
@@ -45,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     from .gateway import create_app
     from .supervisor import TritonSupervisor
 
-    settings = Settings(host=args.host, http_port=args.http_port, triton_http_port=args.triton_http_port,
+    settings = Settings(host=args.host, triton_host=args.triton_host or args.host, http_port=args.http_port, triton_http_port=args.triton_http_port,
                         triton_grpc_port=args.triton_grpc_port, triton_metrics_port=args.triton_metrics_port,
                         max_inflight=args.max_inflight, max_body_bytes=args.max_body_bytes,
                         max_pixels=args.max_pixels, redis_url=args.redis_url,
@@ -53,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
                         det_instances=args.det_instances, rec_instances=args.rec_instances).with_instances()
     # Keep the path short: PyTriton creates unix sockets (108-byte limit) under it.
     run_dir = Path(tempfile.mkdtemp(prefix="ocr-"))
-    supervisor = TritonSupervisor(settings, run_dir, threads=args.threads)
+    supervisor = None if args.external_triton else TritonSupervisor(settings, run_dir, threads=args.threads)
     app = create_app(settings, supervisor)
     config = uvicorn.Config(app, host=settings.host, port=settings.http_port, log_level="warning",
                             access_log=False, timeout_graceful_shutdown=2, lifespan="on")
@@ -64,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
         gw = app.state.gateway
         while not gw.ready:
             if time.monotonic() - started > args.ready_timeout:
-                print(f"not ready after {args.ready_timeout:.0f} s; Triton log:\n{supervisor.log_tail(40)}",
+                print(f"not ready after {args.ready_timeout:.0f} s; Triton log:\n{supervisor.log_tail(40) if supervisor else ''}",
                       file=sys.stderr, flush=True)
                 server.should_exit = True
                 return

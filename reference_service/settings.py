@@ -36,6 +36,7 @@ class Settings:
     """Everything the gateway and the Triton worker need; all servers bind ``host``."""
 
     host: str = "127.0.0.1"
+    triton_host: str = "127.0.0.1"  # where the gateway finds Triton (a Service name in Kubernetes)
     http_port: int = 8080
     triton_http_port: int = 8000
     triton_grpc_port: int = 8001

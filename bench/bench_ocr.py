@@ -1,0 +1,261 @@
+"""OCR reference service benchmark: served pipeline vs in-process RapidOCR vs Tesseract.
+
+Run with the service's virtual environment (it has RapidOCR and the Triton client):
+
+    reference_service/.venv/bin/python bench/bench_ocr.py [--write docs/benchmarks.md]
+
+One run, same golden images (reference_service/golden, 60 documents), same cores:
+- latency: images one at a time, served (HTTP, Cache-Control: no-cache) and in-process
+  interleaved image by image; overhead = median of the paired differences, and P50 - P50;
+- throughput: all images with as many in-process engines as cores (1 intra-op thread each)
+  vs the service with 2x cores clients in flight; best of ``--rounds`` for each;
+- Tesseract 5 (``OMP_THREAD_LIMIT=1``, one process per core) as the peer engine.
+Character accuracy (1 - CER, whitespace-normalised) on all images for each engine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from reference_service.accuracy import corpus_accuracy, load_manifest  # noqa: E402
+
+GOLDEN = ROOT / "reference_service" / "golden"
+SECTION = "## OCR reference service"
+
+
+def free_ports(n: int) -> list[int]:
+    socks = []
+    for _ in range(n):
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        socks.append(s)
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports
+
+
+def cpu_model() -> str:
+    out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+    m = re.search(r"Model name:\s*(.+)", out)
+    return m.group(1).strip() if m else platform.processor()
+
+
+def load_avg() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
+class Served:
+    """The service started with ``python -m reference_service serve`` on free ports."""
+
+    def __init__(self) -> None:
+        http, th, tg, tm = free_ports(4)
+        self.url = f"http://127.0.0.1:{http}"
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "reference_service", "serve", "--http-port", str(http),
+             "--triton-http-port", str(th), "--triton-grpc-port", str(tg), "--triton-metrics-port", str(tm)],
+            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        started = time.monotonic()
+        line = self.proc.stdout.readline()
+        while line and not line.startswith("ready:"):
+            line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError("service did not start")
+        self.ready_s = time.monotonic() - started
+        threading.Thread(target=self.proc.stdout.read, daemon=True).start()
+
+    def ocr(self, body: bytes) -> dict:
+        req = urllib.request.Request(f"{self.url}/v1/ocr", data=body, method="POST",
+                                     headers={"Content-Type": "image/png", "Cache-Control": "no-cache"})
+        with urllib.request.urlopen(req, timeout=120) as r:
+            return json.loads(r.read())
+
+    def stop(self) -> None:
+        self.proc.send_signal(signal.SIGTERM)
+        self.proc.wait(timeout=20)
+
+
+def rapidocr_engine():
+    """RapidOCR configured like the service: det limit max/960, no angle classifier, 1 thread."""
+    from rapidocr_onnxruntime import RapidOCR
+
+    return RapidOCR(**{"Global.use_cls": False, "Det.limit_type": "max", "Det.limit_side_len": 960,
+                       "Det.intra_op_num_threads": 1, "Det.inter_op_num_threads": 1,
+                       "Rec.intra_op_num_threads": 1, "Rec.inter_op_num_threads": 1})
+
+
+def rapid_text(engine, path: Path) -> str:
+    res, _ = engine(str(path))
+    return "\n".join(r[1] for r in (res or []))
+
+
+def tesseract_text(path: Path) -> str:
+    env = {**os.environ, "OMP_THREAD_LIMIT": "1"}
+    out = subprocess.run(["tesseract", str(path), "stdout", "--psm", "3", "-l", "eng"], capture_output=True,
+                         text=True, env=env, timeout=120)
+    return out.stdout
+
+
+def pct(values: list[float], q: float) -> float:
+    v = sorted(values)
+    return v[min(len(v) - 1, int(round(q * (len(v) - 1))))]
+
+
+def throughput(fn, items, workers: int) -> tuple[float, dict]:
+    """Images per second running ``fn`` over ``items`` with ``workers`` threads."""
+    t = time.perf_counter()
+    with ThreadPoolExecutor(workers) as pool:
+        out = dict(zip(items, pool.map(fn, items)))
+    return len(items) / (time.perf_counter() - t), out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--latency-images", type=int, default=30, help="images in the one-at-a-time pass")
+    ap.add_argument("--rounds", type=int, default=2, help="throughput rounds per engine (best is kept)")
+    ap.add_argument("--cores", type=int, default=os.cpu_count() or 2)
+    ap.add_argument("--json", type=Path, help="write the raw results here")
+    ap.add_argument("--write", type=Path, help="update this markdown file's OCR section")
+    args = ap.parse_args(argv)
+
+    names = sorted(load_manifest()["documents"])
+    paths = {n: GOLDEN / n for n in names}
+    bodies = {n: paths[n].read_bytes() for n in names}
+    r: dict = {"machine": f"{args.cores} cores, {cpu_model()}", "images": len(names),
+               "load_before": load_avg()}
+
+    served = Served()
+    r["served_ready_s"] = round(served.ready_s, 1)
+    engines = [rapidocr_engine() for _ in range(args.cores)]
+    try:
+        # Warm-up: first calls pay for lazy initialisation on both sides.
+        for n in names[:2]:
+            served.ocr(bodies[n])
+            rapid_text(engines[0], paths[n])
+
+        lat_s, lat_p, diffs = [], [], []
+        for n in names[: args.latency_images]:
+            t = time.perf_counter()
+            served.ocr(bodies[n])
+            a = time.perf_counter() - t
+            t = time.perf_counter()
+            rapid_text(engines[0], paths[n])
+            b = time.perf_counter() - t
+            lat_s.append(a)
+            lat_p.append(b)
+            diffs.append(a - b)
+        r["latency_ms"] = {
+            "served_p50": pct(lat_s, 0.5) * 1e3, "served_p95": pct(lat_s, 0.95) * 1e3,
+            "inproc_p50": pct(lat_p, 0.5) * 1e3, "inproc_p95": pct(lat_p, 0.95) * 1e3,
+            "overhead_p50_paired": statistics.median(diffs) * 1e3,
+            "overhead_p50_diff": (pct(lat_s, 0.5) - pct(lat_p, 0.5)) * 1e3,
+        }
+
+        pool_lock = threading.Lock()
+        free = list(engines)
+
+        def inproc(n):
+            with pool_lock:
+                e = free.pop()
+            try:
+                return rapid_text(e, paths[n])
+            finally:
+                with pool_lock:
+                    free.append(e)
+
+        best_s = best_p = 0.0
+        texts_s = texts_p = {}
+        for _ in range(args.rounds):
+            q, texts_p = throughput(inproc, names, args.cores)
+            best_p = max(best_p, q)
+            q, out = throughput(lambda n: served.ocr(bodies[n])["text"], names, 2 * args.cores)
+            texts_s = out
+            best_s = max(best_s, q)
+        r["throughput_ips"] = {"served": best_s, "inproc": best_p, "ratio": best_s / best_p}
+        r["accuracy"] = {"served": corpus_accuracy(texts_s), "inproc": corpus_accuracy(texts_p)}
+    finally:
+        served.stop()
+
+    if shutil.which("tesseract"):
+        q, texts_t = throughput(tesseract_text, names, args.cores)
+        r["throughput_ips"]["tesseract"] = q
+        r["accuracy"]["tesseract"] = corpus_accuracy(texts_t)
+    r["load_after"] = load_avg()
+    print(json.dumps(r, indent=1))
+    if args.json:
+        args.json.write_text(json.dumps(r, indent=1) + "\n")
+    if args.write:
+        write_section(args.write, render(r, args))
+    return 0
+
+
+def render(r: dict, args) -> str:
+    lat, tp, acc = r["latency_ms"], r["throughput_ips"], r["accuracy"]
+    rows = [
+        "| engine | images/s | vs in-process | char accuracy |",
+        "|---|---|---|---|",
+        f"| served (gateway + Triton, {2 * args.cores} clients) | {tp['served']:.2f} | {tp['ratio']:.2f}x | "
+        f"{acc['served']:.4f} |",
+        f"| in-process RapidOCR ({args.cores} engines x 1 thread) | {tp['inproc']:.2f} | 1.00x | {acc['inproc']:.4f} |",
+    ]
+    if "tesseract" in tp:
+        rows.append(f"| Tesseract 5 (OMP_THREAD_LIMIT=1, {args.cores} processes) | {tp['tesseract']:.2f} | "
+                    f"{tp['tesseract'] / tp['inproc']:.2f}x | {acc['tesseract']:.4f} |")
+    return "\n".join([
+        SECTION,
+        "",
+        "Command: `reference_service/.venv/bin/python bench/bench_ocr.py --write docs/benchmarks.md`",
+        f"(`make -f mk/reference_service.mk bench-ocr`). Machine: {r['machine']}; load average "
+        f"{r['load_before']} before, {r['load_after']} after (the machine is shared, so absolute",
+        "numbers move with the neighbours; the ratios are measured in the same run).",
+        f"Golden set: {r['images']} generated documents (`reference_service/golden`). Service cold start "
+        f"(serve to ready): {r['served_ready_s']} s.",
+        "",
+        *rows,
+        "",
+        f"Latency, one image at a time ({args.latency_images} images, served and in-process interleaved):",
+        f"served P50 {lat['served_p50']:.0f} ms / P95 {lat['served_p95']:.0f} ms; in-process P50 "
+        f"{lat['inproc_p50']:.0f} ms / P95 {lat['inproc_p95']:.0f} ms. Serving overhead at P50: "
+        f"{lat['overhead_p50_paired']:.1f} ms (median of paired differences), "
+        f"{lat['overhead_p50_diff']:.1f} ms (difference of medians).",
+        "",
+        "Targets (issue 6): served throughput >= 0.9x in-process "
+        f"({'met' if tp['ratio'] >= 0.9 else 'NOT met'}), overhead <= 10 ms at P50 "
+        f"({'met' if lat['overhead_p50_paired'] <= 10 else 'NOT met'}), char accuracy >= 0.97 "
+        f"({'met' if acc['served'] >= 0.97 else 'NOT met'}).",
+        "",
+    ])
+
+
+def write_section(path: Path, section: str) -> None:
+    """Replace (or append) this benchmark's section, leaving the others untouched."""
+    text = path.read_text() if path.exists() else "# Benchmarks\n"
+    start = text.find(SECTION + "\n")
+    if start < 0:
+        text = text.rstrip("\n") + "\n\n" + section
+    else:
+        nxt = text.find("\n## ", start + len(SECTION))
+        text = text[:start] + section + (text[nxt + 1 :] if nxt >= 0 else "")
+    path.write_text(text)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,46 @@
+# OCR reference service (reference_service/): its own virtual environment, serve, checks.
+# Included from the main Makefile; also usable alone: make -f mk/reference_service.mk serve
+REF_PYTHON ?= python3.11
+REF_VENV := reference_service/.venv
+REF_PY := $(REF_VENV)/bin/python
+REF_HTTP_PORT ?= 8080
+REF_TRITON_HTTP_PORT ?= 8000
+REF_TRITON_GRPC_PORT ?= 8001
+REF_TRITON_METRICS_PORT ?= 8002
+# Debian packages: fonts for the golden set, tesseract for the peer benchmark, redis for
+# the cache test.
+REF_APT_PACKAGES := fonts-dejavu-core fonts-liberation fonts-noto-core tesseract-ocr tesseract-ocr-eng redis-server
+
+.PHONY: reference-venv reference-apt serve reference-golden reference-test bench-ocr reference-verify-rollback
+
+# Idempotent: rebuilt only when requirements.txt is newer than the venv's stamp.
+reference-venv: $(REF_VENV)/.installed
+
+$(REF_VENV)/.installed: reference_service/requirements.txt
+	test -x $(REF_PY) || $(REF_PYTHON) -m venv $(REF_VENV)
+	$(REF_PY) -m pip install --quiet --upgrade pip
+	# One resolution with numpy<2 (PyTriton 0.7 needs it; opencv-python 4.11 accepts it).
+	$(REF_PY) -m pip install --quiet -r reference_service/requirements.txt
+	touch $@
+
+reference-apt:
+	apt-get install -y --no-install-recommends $(REF_APT_PACKAGES)
+
+# The whole service in the foreground on 127.0.0.1; Ctrl-C or SIGTERM stops it.
+serve: reference-venv
+	$(REF_PY) -m reference_service serve --http-port $(REF_HTTP_PORT) \
+	  --triton-http-port $(REF_TRITON_HTTP_PORT) --triton-grpc-port $(REF_TRITON_GRPC_PORT) \
+	  --triton-metrics-port $(REF_TRITON_METRICS_PORT)
+
+reference-golden: reference-venv
+	$(REF_PY) -m reference_service golden
+
+reference-test: reference-venv
+	.venv/bin/pytest tests/reference_service -m "live or not live"
+
+bench-ocr: reference-venv
+	$(REF_PY) bench/bench_ocr.py --write docs/benchmarks.md
+
+reference-verify-rollback:
+	$(REF_PY) -m reference_service verify-rollback --url http://127.0.0.1:$(REF_HTTP_PORT) \
+	  --triton-url http://127.0.0.1:$(REF_TRITON_HTTP_PORT)

@@ -1,0 +1,76 @@
+"""Measure the detector's and recogniser's service time per batch (in-process, 1 thread each).
+
+Feeds ``specs/ocr-reference.yaml`` (dataflow.stages[*].model.service_time) and
+MEASUREMENTS.md. Run with the service venv from the repository root:
+    reference_service/.venv/bin/python reference_service/scripts/measure_service_time.py
+A batch is counted in pages for both models: the recogniser's batch of n pages is all the
+line crops of n pages (the gateway sends a page's lines together).
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from reference_service import pipeline as P  # noqa: E402
+from reference_service.models import Detector, Recogniser  # noqa: E402
+
+GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "images"
+
+
+def timed(fn, repeats: int) -> float:
+    fn()  # warm-up
+    samples = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - t)
+    return statistics.median(samples) * 1e3
+
+
+def main() -> None:
+    det, rec = Detector(1), Recogniser(1)
+    pages = {}
+    for p in sorted(GOLDEN.glob("*.png")):
+        img = np.asarray(Image.open(p).convert("RGB"))[:, :, ::-1]
+        page, rh, rw = P.det_resize(img)
+        pages[p.name] = (img, page, rh, rw)
+    shapes = collections.Counter(v[1].shape for v in pages.values())
+    shape = shapes.most_common(1)[0][0]
+    same = [v for v in pages.values() if v[1].shape == shape][:4]
+    out = {"det_shape": list(shape), "det_ms": {}, "rec_ms": {}, "lines_per_page": 0.0}
+    for n in (1, 2, 4):
+        batch = np.stack([same[i % len(same)][1] for i in range(n)])
+        out["det_ms"][n] = round(timed(lambda: det(batch), 5), 1)
+    # Line crops of the first pages, grouped like the gateway does (one request per width bucket).
+    crops_per_page = []
+    for img, page, rh, rw in list(pages.values())[:8]:
+        boxes, _ = det(page[None])[0]
+        scale = np.array([rw, rh], dtype=np.float32)
+        crops_per_page.append([P.rec_resize(P.crop_box(img, b * scale)) for b in P.sorted_boxes(boxes)])
+    out["lines_per_page"] = round(statistics.mean(len(c) for c in crops_per_page), 2)
+
+    def run_pages(n: int) -> None:
+        crops = [c for page in crops_per_page[:n] for c in page]
+        groups = collections.defaultdict(list)
+        for c in crops:
+            groups[P.rec_bucket(c.shape[1])].append(c)
+        for width, cs in groups.items():
+            rec(*P.pad_crops(cs, width))
+
+    for n in (1, 2, 4):
+        out["rec_ms"][n] = round(timed(lambda: run_pages(n), 3), 1)
+    print(json.dumps(out, indent=1))
+
+
+if __name__ == "__main__":
+    main()
