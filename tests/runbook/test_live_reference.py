@@ -1,0 +1,88 @@
+"""Live: `archkit runbook --run` walks specs/ocr-reference.yaml's fault trees against the running reference service.
+
+The service is the real one (PyTriton + gateway), started by the reference service's own
+session fixture on free loopback ports. The spec's commands address the service's default
+ports (gateway 8080, Triton 8000/8001/8002); this test walks a copy of the spec whose
+commands point at the fixture's ports instead — the walker still runs every command exactly
+as that copy writes it.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from archkit import api
+from archkit.runbook import judge, plan, run_check, walk
+from tests.conftest import ROOT
+from tests.reference_service.conftest import redis_server, service  # noqa: F401  (session fixtures)
+
+SPEC = ROOT / "specs" / "ocr-reference.yaml"
+pytestmark = [pytest.mark.live,
+              pytest.mark.skipif(not SPEC.exists(), reason="specs/ocr-reference.yaml is not written yet")]
+DEFAULT_PORTS = {"gateway": 8080, "triton_http": 8000, "triton_grpc": 8001, "triton_metrics": 8002}
+HOSTPORT = re.compile(r"\b(localhost|127\.0\.0\.1):(\d+)")
+
+
+def _ports(svc) -> dict[int, int]:
+    port = lambda url: int(url.rsplit(":", 1)[1])  # noqa: E731
+    return {DEFAULT_PORTS["gateway"]: port(svc.url), DEFAULT_PORTS["triton_http"]: port(svc.triton_http),
+            DEFAULT_PORTS["triton_metrics"]: port(svc.triton_metrics)}
+
+
+def _retarget(spec, mapping: dict[int, int]):
+    copy = spec.model_copy(deep=True)
+    for tree in copy.faulttrees:
+        for e in tree.events:
+            if e.check:
+                e.check = HOSTPORT.sub(lambda m: f"127.0.0.1:{mapping.get(int(m.group(2)), int(m.group(2)))}",
+                                       e.check)
+    return copy
+
+
+def _service_checks(spec, mapping):
+    """(tree, step) for every check that talks to one of the service's ports."""
+    for tree in spec.faulttrees:
+        for step in plan(spec, tree.id).steps:
+            if step.command and any(int(p) in mapping.values() for _, p in HOSTPORT.findall(step.command)):
+                yield tree.id, step
+
+
+@pytest.fixture(scope="module")
+def reference(service):  # noqa: F811
+    res = api.load(SPEC)
+    assert res.spec is not None, [d.text() for d in res.diagnostics]
+    mapping = _ports(service)
+    return _retarget(res.spec, mapping), mapping
+
+
+def test_every_service_check_is_healthy_while_the_service_runs(reference):
+    spec, mapping = reference
+    checks = list(_service_checks(spec, mapping))
+    assert checks, "the reference fault trees have no check against the service's ports"
+    for tree, step in checks:
+        code, output, _, timed_out = run_check(step.command, step.timeout_s)
+        healthy, reason = judge(step, output, code, timed_out)
+        assert healthy, f"{tree}/{step.event}: {reason}; output: {output[:500]!r}"
+
+
+def test_walk_reports_what_it_found(reference):
+    spec, _ = reference
+    for tree in spec.faulttrees:
+        report = walk(spec, tree.id)
+        assert report.ran and report.results
+        # a confirmed cause (if any) is a check that really mismatched, never one of the service's
+        if report.cause is not None:
+            bad = report.results[-1]
+            assert bad.status == "cause" and bad.event == report.cause
+
+
+def test_a_dead_port_is_confirmed_as_the_cause(reference):
+    spec, mapping = reference
+    tree, step = next(_service_checks(spec, mapping))
+    dead = _retarget(spec, {p: 9 for p in mapping.values()})  # port 9 (discard) is closed on loopback
+    report = walk(dead, tree)
+    assert report.cause is not None
+    assert report.cause_step is not None and report.results[-1].status == "cause"
