@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import socket
 import subprocess
@@ -53,15 +54,55 @@ def _get_json(url: str) -> dict:
         return json.loads(r.read())
 
 
+@contextlib.contextmanager
+def running_prometheus(tmp: Path, rule_files: list[str], jobs: dict[str, str], timeout_s: float = 20):
+    """A real Prometheus on a free loopback port, scraping `jobs` (name -> host:port) every second.
+
+    Yields its URL once every target was scraped and every rule evaluated once; always stopped.
+    """
+    if not Path(PROMETHEUS).exists():
+        pytest.skip("prometheus is not installed (Debian package 'prometheus'; `make setup`)")
+    port = _free_port()
+    (tmp / "prometheus.yml").write_text(yaml.safe_dump({
+        "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+        "rule_files": rule_files,
+        "scrape_configs": [{"job_name": job, "scrape_timeout": "500ms", "static_configs": [{"targets": [target]}]}
+                           for job, target in jobs.items()]}), encoding="utf-8")
+    log = open(tmp / "prometheus.log", "wb")
+    proc = subprocess.Popen([PROMETHEUS, f"--config.file={tmp / 'prometheus.yml'}",
+                             f"--storage.tsdb.path={tmp / 'data'}", f"--web.listen-address=127.0.0.1:{port}"],
+                            stdout=subprocess.DEVNULL, stderr=log)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + timeout_s
+        while True:  # ready once every target was scraped and every rule evaluated once
+            assert proc.poll() is None, (tmp / "prometheus.log").read_text()[-2000:]
+            try:
+                targets = _get_json(f"{url}/api/v1/targets")["data"]["activeTargets"]
+                rules = _get_json(f"{url}/api/v1/rules")["data"]["groups"]
+                if (len(targets) == len(jobs) and all(t["health"] != "unknown" for t in targets)
+                        and all(r.get("health") != "unknown" for g in rules for r in g["rules"])):
+                    break
+            except OSError:
+                pass
+            assert time.monotonic() < deadline, f"Prometheus did not scrape and evaluate within {timeout_s} s"
+            time.sleep(0.2)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
 @pytest.fixture(scope="module")
 def prometheus(tmp_path_factory):
     """Prometheus scraping one live target (job 'triton') and one dead port (job 'preprocess')."""
-    if not Path(PROMETHEUS).exists():
-        pytest.skip("prometheus is not installed (Debian package 'prometheus'; `make setup`)")
     tmp = tmp_path_factory.mktemp("prometheus")
     target = ThreadingHTTPServer(("127.0.0.1", 0), _Metrics)
     threading.Thread(target=target.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-    dead, port = _free_port(), _free_port()
     generated = None
     groups, _ = api.expected_rule_groups(SPEC)
     if groups is not None:
@@ -69,39 +110,11 @@ def prometheus(tmp_path_factory):
         generated = tmp / "generated.yaml"
         generated.write_text(next(v for k, v in files.items() if k.endswith("rules.yaml")), encoding="utf-8")
     rule_files = [str(FIXTURE_RULES)] + ([str(generated)] if generated else [])
-    (tmp / "prometheus.yml").write_text(yaml.safe_dump({
-        "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
-        "rule_files": rule_files,
-        "scrape_configs": [
-            {"job_name": "triton", "static_configs": [{"targets": [f"127.0.0.1:{target.server_address[1]}"]}]},
-            {"job_name": "preprocess", "scrape_timeout": "500ms",
-             "static_configs": [{"targets": [f"127.0.0.1:{dead}"]}]},
-        ]}), encoding="utf-8")
-    proc = subprocess.Popen([PROMETHEUS, f"--config.file={tmp / 'prometheus.yml'}",
-                             f"--storage.tsdb.path={tmp / 'data'}", f"--web.listen-address=127.0.0.1:{port}"],
-                            stdout=subprocess.DEVNULL, stderr=open(tmp / "prometheus.log", "wb"))
-    url = f"http://127.0.0.1:{port}"
+    jobs = {"triton": f"127.0.0.1:{target.server_address[1]}", "preprocess": f"127.0.0.1:{_free_port()}"}
     try:
-        deadline = time.monotonic() + 20
-        while True:  # ready once both targets were scraped and every rule evaluated once
-            assert proc.poll() is None, (tmp / "prometheus.log").read_text()[-2000:]
-            try:
-                targets = _get_json(f"{url}/api/v1/targets")["data"]["activeTargets"]
-                rules = _get_json(f"{url}/api/v1/rules")["data"]["groups"]
-                if (len(targets) == 2 and all(t["health"] != "unknown" for t in targets)
-                        and all(r.get("health") != "unknown" for g in rules for r in g["rules"])):
-                    break
-            except OSError:
-                pass
-            assert time.monotonic() < deadline, "Prometheus did not scrape and evaluate within 20 s"
-            time.sleep(0.2)
-        yield {"url": url, "generated": groups}
+        with running_prometheus(tmp, rule_files, jobs) as url:
+            yield {"url": url, "generated": groups}
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
         target.shutdown()
         target.server_close()
 

@@ -73,12 +73,34 @@ def test_unreachable_triton_is_unknown(tmp_path):
     assert f"cannot reach Triton at http://127.0.0.1:{port}" in report.findings[0].message
 
 
-def test_reference_spec_and_manifests_verify_clean(service):
-    """The "done when" of issue 8, once specs/ocr-reference.yaml and reference_service/deploy/ exist."""
-    spec, deploy = ROOT / "specs" / "ocr-reference.yaml", ROOT / "reference_service" / "deploy"
-    if not spec.exists() or not deploy.is_dir():
+def test_reference_spec_and_manifests_verify_clean(service, tmp_path):
+    """Issue 8's "done when": the reference spec against its manifests, its running Triton and a real
+    Prometheus that scrapes it and loads the rules generated from the spec — no drift."""
+    from urllib.parse import urlparse
+
+    from archkit.spec import load_file
+    from tests.verify.test_prometheus_live import running_prometheus
+
+    spec_file, deploy = ROOT / "specs" / "ocr-reference.yaml", ROOT / "reference_service" / "deploy"
+    if not spec_file.exists() or not deploy.is_dir():
         pytest.skip("specs/ocr-reference.yaml or reference_service/deploy/ is not written yet")
-    result = api.verify(spec, manifests=deploy, triton_url=service.triton_http)
+    spec = load_file(spec_file).spec
+    assert spec is not None
+    # the spec's ports, as the test's service runs them on free loopback ports
+    live_port = {8080: urlparse(service.url).port, 8000: urlparse(service.triton_http).port,
+                 8002: urlparse(service.triton_metrics).port}
+    jobs = {(st.job or st.service): f"127.0.0.1:{live_port.get(st.port, st.port)}" for st in spec.observability.scrape}
+    rules_files = []
+    groups, _ = api.expected_rule_groups(spec)
+    if groups is not None:
+        files, _ = api.generate(spec, only=["prometheus"])
+        rules = tmp_path / "rules.yaml"
+        rules.write_text(next(v for k, v in files.items() if k.endswith("rules.yaml")), encoding="utf-8")
+        rules_files.append(str(rules))
+    with running_prometheus(tmp_path, rules_files, jobs) as prom:
+        result = api.verify(spec_file, manifests=deploy, triton_url=service.triton_http, prometheus_url=prom)
     assert result.report is not None, result.diagnostics
     drift = [f for f in result.report.findings if f.status is Status.DRIFT]
     assert drift == [], "\n".join(f"{f.file}:{f.line}: {f.code} {f.message}" for f in drift)
+    areas = {f.area for f in result.report.findings if f.status is Status.PASS}
+    assert areas == {"kube", "triton", "prometheus"}
