@@ -165,9 +165,13 @@ def _documents(text: str, file: str) -> Iterable[tuple[Any, int]]:
         except yaml.YAMLError as exc:
             raise StateError(f"{file}:{line}: YAML error: {exc}") from None
         if doc is not None:
-            # the document's first non-blank line, which is what an editor should jump to
-            lead = len(chunk) - len(chunk.lstrip("\n"))
-            yield doc, line + chunk.count("\n", 0, lead)
+            # the document's first line of YAML (not a comment), which is what an editor should jump to
+            skip = 0
+            for text_line in chunk.splitlines():
+                if text_line.strip() and not text_line.lstrip().startswith("#"):
+                    break
+                skip += 1
+            yield doc, line + skip
 
 
 def _read_text(path: Path) -> str:
