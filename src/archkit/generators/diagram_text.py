@@ -6,9 +6,10 @@ import re
 import textwrap
 from typing import Any, Optional
 
-# C0/C1 control characters (except tab and newline), lone surrogates and non-characters can
-# make renderers fail (Graphviz's XML-ish HTML labels, PlantUML's parser): they become U+FFFD.
-_BAD = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
+# C0/C1 control characters (except tab and newline), lone surrogates, non-characters and
+# invisible format characters can make renderers fail (Graphviz's XML-ish HTML labels; a
+# U+FEFF crashes PlantUML 1.2026.8's text layout): they become U+FFFD.
+_BAD = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff\u200c-\u200f\u2028-\u202e\u2060-\u206f\ufeff]")
 
 
 def clean(value: Any) -> str:
@@ -28,10 +29,15 @@ def wrap(value: Any, width: int = 38, limit: int = 240) -> list[str]:
 
 
 def html(value: Any) -> str:
-    """Text for a Graphviz HTML-like label (XML escaping; entities for quotes)."""
+    """Text for a Graphviz HTML-like label (XML escaping; entities for quotes and brackets).
+
+    Never empty: Graphviz 2.43 rejects empty markup such as `<B></B>` as a syntax error.
+    """
     s = clean(value)
+    if not s.strip():
+        return "&#160;"
     return (s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-            .replace('"', "&quot;").replace("'", "&#39;"))
+            .replace('"', "&quot;").replace("'", "&#39;").replace("]", "&#93;").replace("[", "&#91;"))
 
 
 def html_lines(value: Any, width: int = 38, limit: int = 240) -> str:
