@@ -204,3 +204,13 @@ def test_missing_payload_names_the_spec_line(tmp_path) -> None:
     (tmp_path / "golden").mkdir()
     (tmp_path / "golden" / "a.png").write_bytes(b"x")
     session.check_payloads(spec, tmp_path)
+
+
+def test_model_stages_get_triton_queue_and_compute(toy) -> None:
+    spec = toy.model_copy(deep=True)
+    from archkit.spec.model import ModelInfo, Stage
+
+    spec.dataflow.stages.append(Stage(id="detect", kind="model", model=ModelInfo(name="det")))
+    dec = scrape.decompose(spec, {"u": scrape.parse(EXPO_BEFORE)}, {"u": scrape.parse(EXPO_AFTER)}, {"mean_ms": 40.0})
+    assert dec["stages"]["detect"] == {"count": 100, "mean_ms": 14.0, "queue_ms": 3.0, "compute_ms": 10.0,
+                                       "metric": "nv_inference_*_duration_us"}

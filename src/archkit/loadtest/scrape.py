@@ -177,6 +177,13 @@ def decompose(spec: Spec, before: dict, after: dict, client: dict) -> dict:
             continue
         for part, total in us.items():
             m[part] = round(total / m["requests"] / 1000.0, 3)
+    for st in spec.dataflow.stages:  # model stages served by Triton: mean time, queue and compute apart
+        if st.id in stages or st.model is None or st.model.name not in models:
+            continue
+        m = models[st.model.name]
+        compute = sum(m.get(k, 0.0) for k in ("compute_input_ms", "compute_infer_ms", "compute_output_ms"))
+        stages[st.id] = {"count": m["requests"], "mean_ms": m.get("request_ms"), "queue_ms": m.get("queue_ms"),
+                         "compute_ms": round(compute, 3), "metric": "nv_inference_*_duration_us"}
     out: dict = {"client": {k: client.get(k) for k in ("mean_ms", "p50_ms", "p99_ms")},
                  "stages": dict(sorted(stages.items())), "models": dict(sorted(models.items()))}
     server_ms, source = _server_time(spec, stages, models)

@@ -44,6 +44,7 @@ class Recorder:
     def __init__(self, out, raw=None) -> None:
         self.out = out
         self.raw = raw  # optional file: every latency, unrounded, one per line (for verification)
+        self.multi_phase = True
         self.t0 = None
         self.total = 0
         self.scen: dict[str, dict] = {}
@@ -54,6 +55,10 @@ class Recorder:
     @staticmethod
     def _bucket() -> dict:
         return {"n": 0, "err": 0, "st": {}, "h": hist.new(), "he": hist.new()}
+
+    def targets(self, sc: dict) -> tuple:
+        # a single-phase run's phase histogram would equal the total: skip it (3 records -> 2 per request)
+        return (sc, self.sec, self.phase) if self.multi_phase else (sc, self.sec)
 
     def emit(self, **event) -> None:
         self.out.write(json.dumps(event, separators=(",", ":")) + "\n")
@@ -71,7 +76,7 @@ class Recorder:
         sc = self.scen.get(name)
         if sc is None:
             sc = self.scen[name] = {**self._bucket(), "msgs": {}}
-        for b in (sc, self.sec, self.phase):
+        for b in self.targets(sc):
             b["n"] += 1
             b["st"][status] = b["st"].get(status, 0) + 1
             hist.record_ms(b["h"], response_time)
@@ -91,6 +96,14 @@ class Recorder:
 
     def flush_phase(self, i: int, rate) -> None:
         b, self.phase = self.phase, self._bucket()
+        if not self.multi_phase:  # the one phase is everything recorded so far
+            for sc in self.scen.values():
+                b["n"] += sc["n"]
+                b["err"] += sc["err"]
+                for k, v in sc["st"].items():
+                    b["st"][k] = b["st"].get(k, 0) + v
+                b["h"].add(sc["h"])
+                b["he"].add(sc["he"])
         self.emit(ev="phase", i=i, rate=rate, n=b["n"], err=b["err"], st=b["st"],
                   h=hist.encode(b["h"]), he=hist.encode(b["he"]))
 
@@ -133,6 +146,7 @@ def main(argv=None) -> int:
     raw_path = os.environ.get("ARCHKIT_RAW_LATENCIES")
     raw = open(f"{raw_path}.{os.getpid()}", "w", encoding="utf-8") if raw_path else None
     rec = Recorder(out, raw)
+    rec.multi_phase = len(plan["phases"]) > 1
 
     mod = load_locustfile(plan["locustfile"])
     classes = user_classes(mod)
@@ -141,7 +155,7 @@ def main(argv=None) -> int:
         return 2
     env = Environment(user_classes=classes, events=locust.events, host=plan["host"], stop_timeout=1.0)
     phases = plan["phases"]
-    steps = [(p["start_s"], p["rate_rps"]) for p in phases]
+    steps = [(p["start_s"], p["rate_rps"] or 0) for p in phases] if len(phases) > 1 else []
     mod.PACER.configure(phases[0]["rate_rps"] or 0, plan["users"], steps)
     deadline = time.monotonic() + plan["duration_s"] + 15.0
     stopped = {"why": "duration"}

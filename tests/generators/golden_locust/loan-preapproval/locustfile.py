@@ -146,7 +146,7 @@ class Pacer:
         """Block this user (cooperatively, under gevent) until this process's next send slot."""
         while True:
             rate = self.current_rate()
-            if rate <= 0:
+            if not rate or rate <= 0:
                 return
             runner = user.environment.runner
             local = getattr(runner, "user_count", 0) or self.users
