@@ -127,3 +127,13 @@ def test_docs_list_every_code():
     doc = (ROOT / "docs" / "verify.md").read_text(encoding="utf-8")
     missing = [c for c in CODES if f"| {c} |" not in doc]
     assert not missing, f"docs/verify.md lacks {missing}"
+
+
+def test_unrendered_helm_template_is_named(tmp_path):
+    (tmp_path / "deployment.yaml").write_text(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Release.Name }}\n"
+        "spec:\n  replicas: {{ .Values.replicas }}\n", encoding="utf-8")
+    with pytest.raises(StateError) as err:
+        load_manifests(tmp_path)
+    assert "deployment.yaml:4:" in str(err.value)
+    assert "unrendered Helm template" in str(err.value)

@@ -428,7 +428,8 @@ class KubeChecker:
                     f"node, not only on pool '{pool.id}' ({_labels_text(pool.labels)})", where)
         elif self.state.usable("Node") and self.idx.nodes:
             inside = self.pool_nodes(pool)
-            outside = [n for n in self.idx.nodes.values() if n not in inside]
+            inside_ids = {id(n) for n in inside}
+            outside = [n for n in self.idx.nodes.values() if id(n) not in inside_ids]
             hits_in = [n for n in inside if lands(_meta(n).get("labels") or {})]
             hits_out = sorted(_meta(n).get("name", "?") for n in outside if lands(_meta(n).get("labels") or {}))
             if inside and not hits_in:

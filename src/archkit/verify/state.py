@@ -161,7 +161,9 @@ def _documents(text: str, file: str) -> Iterable[tuple[Any, int]]:
         except yaml.MarkedYAMLError as exc:
             mark = exc.problem_mark or exc.context_mark
             at = f"{file}:{line + mark.line}:{mark.column + 1}" if mark else f"{file}:{line}"
-            raise StateError(f"{at}: YAML syntax error: {exc.problem or exc}") from None
+            hint = ("; this looks like an unrendered Helm template: give the output of `helm template` "
+                    "(or `kustomize build`)" if "{{" in chunk else "")
+            raise StateError(f"{at}: YAML syntax error: {exc.problem or exc}{hint}") from None
         except yaml.YAMLError as exc:
             raise StateError(f"{file}:{line}: YAML error: {exc}") from None
         if doc is not None:
