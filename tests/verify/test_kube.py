@@ -284,3 +284,49 @@ def test_egress_to_a_service_and_to_a_host(cluster):
     assert drifts(report) == []
     host = next(f for f in report.findings if f.code == "VK172" and f.status is Status.UNKNOWN)
     assert "a NetworkPolicy cannot name the host 'minio.factory.example'" in host.message
+
+
+# ------------------------------------------------------------------------- finding workloads
+
+def test_workload_found_by_labels_and_kind(cluster):
+    from archkit.spec.model import KubeRef
+
+    dep = find(cluster.objs, "Deployment", "triton")
+    dep["metadata"]["name"] = "triton-inference-server"
+    svc = cluster.spec.service("triton")
+    assert next(f for f in drifts(cluster.manifests()) if f.code == "VK110")
+    svc.kubernetes = KubeRef(labels={"app": "triton"})
+    report = cluster.manifests()
+    assert drifts(report) == []
+    assert next(f for f in report.findings if f.code == "VK110" and f.object == "service/triton").message == \
+        "Deployment default/triton-inference-server"
+
+
+def test_statefulset_where_the_spec_says_deployment(cluster):
+    from archkit.spec.model import KubeRef
+
+    find(cluster.objs, "Deployment", "triton")["kind"] = "StatefulSet"
+    f = next(f for f in drifts(cluster.manifests()) if f.code == "VK110")
+    assert f.message == "service 'triton' is deployed as StatefulSet 'triton', the spec says Deployment"
+    cluster.spec.service("triton").kubernetes = KubeRef(kind="StatefulSet")
+    assert drifts(cluster.manifests()) == []
+
+
+def test_daemonset_ready_counts(cluster):
+    from archkit.spec.model import KubeRef
+
+    ds = find(cluster.objs, "Deployment", "edge-gateway")
+    ds["kind"] = "DaemonSet"
+    del ds["spec"]["replicas"]
+    ds["status"] = {"desiredNumberScheduled": 2, "numberReady": 1}
+    cluster.spec.service("edge-gateway").kubernetes = KubeRef(kind="DaemonSet")
+    f = next(f for f in drifts(cluster.snapshot()) if f.code == "VK112")
+    assert f.message == "only 1 of 2 replica(s) of 'edge-gateway' are ready"
+
+
+def test_external_services_are_not_checked(cluster):
+    cluster.spec.service("triton").external = True
+    _no_workload(cluster.objs)
+    report = cluster.manifests()
+    assert drifts(report) == []
+    assert not [f for f in report.findings if f.object == "service/triton"]
