@@ -72,6 +72,8 @@ def runbook(
         raise fail(str(exc), 2) from None
     except OSError as exc:
         raise fail(f"cannot run a check: {exc}", 2) from None
+    except KeyboardInterrupt:
+        raise fail("interrupted; the running check was stopped", 130) from None
 
     if as_json:
         typer.echo(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))

@@ -165,13 +165,21 @@ def run_check(command: str, timeout_s: float) -> tuple[int | None, str, float, b
         out, err = proc.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
         timed_out = True
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        _kill_group(proc.pid)
         out, err = proc.communicate()
+    except BaseException:  # Ctrl-C: the check runs in its own session, so stop it before leaving
+        _kill_group(proc.pid)
+        proc.wait()
+        raise
     text = out.decode("utf-8", "replace") + err.decode("utf-8", "replace")
     return (None if timed_out else proc.returncode), text, time.monotonic() - start, timed_out
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
 
 
 def walk(spec: Spec, tree_id: str | None = None, timeout_s: float | None = None,
