@@ -471,8 +471,10 @@ class _Planner:
             tot = 16e9
             self.add(Alert(
                 name=self.name("GpuMemoryHigh"), group="golden",
-                expr=f"(sum({used}) / sum({total})) > {_fmt(g.max_ratio)}", severity="page",
-                summary=f"{name}: GPU memory above {_fmt(g.max_ratio * 100)} % of capacity",
+                # per GPU (series matched on their labels, e.g. Triton's gpu_uuid): one full GPU
+                # is an OOM even when the fleet's average is low
+                expr=f"max({used} / {total}) > {_fmt(g.max_ratio)}", severity="page",
+                summary=f"{name}: a GPU's memory is above {_fmt(g.max_ratio * 100)} % of its capacity",
                 description=("Close to OOM: one more model version or a larger batch fails to load "
                              "(seed 000 §2.3, §3.4)."),
                 for_=self.for_, labels={}, tree=_tree_for(self.spec, self._gpu_service()),
