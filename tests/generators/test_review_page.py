@@ -89,8 +89,8 @@ def test_chromium_shows_four_diagrams_without_errors_or_requests(page, tmp_path,
         try:
             while True:
                 events.append(json.loads(ws.recv()))
-        except Exception:
-            pass
+        except websocket.WebSocketTimeoutException:
+            pass  # no more events queued
         ws.close()
     finally:
         proc.terminate()

@@ -7,7 +7,7 @@ import sys
 import time
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -24,7 +24,7 @@ class ReportFormat(str, Enum):
     json = "json"
 
 
-def _split(values: Optional[list[str]]) -> list[str]:
+def _split(values: list[str] | None) -> list[str]:
     out: list[str] = []
     for v in values or []:
         out += [x.strip() for x in v.split(",") if x.strip()]
@@ -57,16 +57,16 @@ class _Progress:
 def render(
     spec: Annotated[Path, typer.Argument(help="The spec file.", show_default=False)],
     out: Annotated[Path, typer.Option("--out", "-o", help="Output folder.")] = Path("out"),
-    only: Annotated[Optional[list[str]], typer.Option(
+    only: Annotated[list[str] | None, typer.Option(
         help="Only these generators (comma-separated or repeated), e.g. dataflow,review.")] = None,
     format: Annotated[str, typer.Option("--format", help="Image formats: svg, png or svg,png.")] = "svg",
-    measured: Annotated[Optional[Path], typer.Option(
+    measured: Annotated[Path | None, typer.Option(
         help="A load-test report (JSON) whose measured values are shown beside the budgets.")] = None,
-    templates: Annotated[Optional[Path], typer.Option(
+    templates: Annotated[Path | None, typer.Option(
         help="A folder of templates (NAME/file.j2) overriding the built-in ones.")] = None,
     check: Annotated[bool, typer.Option("--check", help="Write nothing; exit 1 if OUT is stale.")] = False,
     force: Annotated[bool, typer.Option("--force", help="Overwrite files archkit did not write.")] = False,
-    env: Annotated[Optional[str], typer.Option(help="Apply this environment's budget overrides.")] = None,
+    env: Annotated[str | None, typer.Option(help="Apply this environment's budget overrides.")] = None,
     report: Annotated[ReportFormat, typer.Option("--report", help="Summary as text or json.")] = ReportFormat.text,
 ) -> None:
     """Render the diagrams, the review page and every other artifact of SPEC into OUT.
@@ -111,7 +111,7 @@ def render(
     except KeyError as exc:
         progress.done()
         raise fail(f"environment {exc.args[0]!r} is not defined in {spec}" if env else f"unknown: {exc}")
-    except Exception as exc:  # a template error or an unwritable folder: say what, no traceback
+    except Exception as exc:  # noqa: BLE001 - a template error or an unwritable folder: say what, no traceback
         progress.done()
         raise fail(f"{type(exc).__name__}: {exc}", 1)
     progress.done()

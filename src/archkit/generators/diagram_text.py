@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import textwrap
-from typing import Any, Optional
+from typing import Any
 
 # C0/C1 control characters (except tab and newline), lone surrogates, non-characters and
 # invisible format characters can make renderers fail (Graphviz's XML-ish HTML labels; a
@@ -50,18 +50,18 @@ def dq(value: Any) -> str:
     return f'"{s}"'
 
 
-def num(value: Optional[float], unit: str = "", digits: int = 3) -> str:
+def num(value: float | None, unit: str = "", digits: int = 3) -> str:
     """A number without float noise: 12.0 -> '12', 0.000123 -> '0.000123'."""
     if value is None:
         return "–"
     if float(value).is_integer() and abs(value) < 1e15:
         s = str(int(value))
     else:
-        s = f"{value:.{digits}g}" if abs(value) >= 1 else f"{value:.{digits}g}"
+        s = f"{value:.{digits}g}"
     return f"{s} {unit}".strip() if unit else s
 
 
-def pct(value: Optional[float]) -> str:
+def pct(value: float | None) -> str:
     """A fraction as a percentage: 0.004 -> '0.4 %'."""
     if value is None:
         return "–"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 from archkit.generators.diagram_text import html, html_lines, num
 from archkit.generators.jinja import render
@@ -14,7 +14,7 @@ SPOF_RED = "#d62728"
 MAX_CUT_SETS_SHOWN = 12
 
 
-def prob(p: Optional[float]) -> str:
+def prob(p: float | None) -> str:
     if p is None:
         return "p = ?"
     return f"p = {p:.3g}"
@@ -26,9 +26,11 @@ def _analysis(tree: FaultTree) -> Any:
         from archkit.analysis.faulttree import analyse
     except ImportError:  # pragma: no cover - the analysis ships with archkit; kept for plugins' trees
         return None
+    from archkit.analysis.faulttree import FaultTreeError
+
     try:
         return analyse(tree)
-    except Exception:  # a broken tree (cycle, unknown input) is reported by AK108; draw it anyway
+    except (FaultTreeError, RecursionError):  # a broken tree is reported by AK108; draw it anyway
         return None
 
 

@@ -21,7 +21,7 @@ _XML_DECL = re.compile(r"^\s*<\?xml[^>]*\?>\s*")
 _ID = re.compile(r'\bid="([^"]+)"')
 _URL_REF = re.compile(r"url\(#([^)]+)\)")
 _HREF_REF = re.compile(r'((?:xlink:)?href)="#([^"]+)"')
-_SCRIPT = re.compile(r"<\s*/?\s*script", re.I)
+_SCRIPT = re.compile(r"<\s*/?\s*script", re.IGNORECASE)
 
 
 def inline_svg(svg: bytes | str, prefix: str, title: str) -> Markup:

@@ -89,7 +89,7 @@ def _build(ctx: RenderContext) -> str:
     class SourceOnly(Diagram):
         """A `diagrams.Diagram` that never renders or writes a file: we only want its DOT."""
 
-        def __exit__(self, *exc: Any) -> None:
+        def __exit__(self, *exc: object) -> None:
             setdiagram(None)
 
     spec = ctx.spec

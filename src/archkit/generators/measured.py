@@ -11,7 +11,7 @@ are converted to milliseconds.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 METRICS = ("p50_ms", "p95_ms", "p99_ms", "throughput_rps", "error_rate")
 LATENCY = ("p50_ms", "p95_ms", "p99_ms")
@@ -28,7 +28,7 @@ class Measured:
         return self.stages.get(stage_id, {})
 
 
-def _number(v: Any) -> Optional[float]:
+def _number(v: Any) -> float | None:
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         return None
     return float(v)
@@ -40,7 +40,7 @@ def _figures(d: Any) -> dict[str, float]:
         return out
     latency = d.get("latency_ms") if isinstance(d.get("latency_ms"), dict) else {}
     for key in METRICS:
-        base = key[:-3] if key.endswith("_ms") else key
+        base = key.removesuffix("_ms")
         candidates = [d.get(key), latency.get(base), latency.get(key)]
         if key.endswith("_ms"):
             s = _number(d.get(f"{base}_s"))
@@ -55,7 +55,7 @@ def _figures(d: Any) -> dict[str, float]:
     return out
 
 
-def read_measured(data: Any) -> Optional[Measured]:
+def read_measured(data: Any) -> Measured | None:
     """Measured figures from a parsed report, or None when it holds none we understand."""
     if not isinstance(data, dict):
         return None

@@ -20,10 +20,10 @@ import re
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable, Optional
 
 DIAGRAM_SUFFIXES = (".dot", ".puml")
 FORMATS = ("svg", "png")
@@ -72,7 +72,7 @@ def find_dot() -> str:
 
 
 @lru_cache(maxsize=1)
-def icon_root() -> Optional[Path]:
+def icon_root() -> Path | None:
     """The folder that holds `diagrams`' `resources/` icons (its wheel ships them top-level)."""
     try:
         import diagrams
@@ -84,9 +84,9 @@ def icon_root() -> Optional[Path]:
 
 # --------------------------------------------------------------------------- SVG clean-up
 
-_COMMENT = re.compile(r"<!--.*?-->\s*", re.S)
+_COMMENT = re.compile(r"<!--.*?-->\s*", re.DOTALL)
 _PI = re.compile(r"<\?(?!xml )[^>]*\?>")
-_DOCTYPE = re.compile(r"<!DOCTYPE[^>\[]*(\[[^\]]*\])?\s*>\s*", re.S)
+_DOCTYPE = re.compile(r"<!DOCTYPE[^>\[]*(\[[^\]]*\])?\s*>\s*", re.DOTALL)
 _IMAGE_HREF = re.compile(r'((?:xlink:)?href)="([^"#][^"]*?\.png)"')
 
 
@@ -94,7 +94,7 @@ def _data_uri(path: Path) -> str:
     return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode("ascii")
 
 
-def clean_svg(svg: str | bytes, base: Optional[Path] = None) -> str:
+def clean_svg(svg: str | bytes, base: Path | None = None) -> str:
     """Drop comments, processing instructions and DOCTYPE; inline referenced PNGs as data URIs.
 
     Image references are resolved under `base` only (never an arbitrary path), and one that
@@ -125,7 +125,7 @@ def run_dot(source: str, fmt: str) -> bytes:
     """One `dot -T<fmt>` call; icons referenced as `resources/...` resolve against `diagrams`."""
     root = icon_root()
     proc = subprocess.run([find_dot(), f"-T{fmt}"], input=source.encode("utf-8"), capture_output=True,
-                          cwd=str(root) if root else None, timeout=300)
+                          cwd=str(root) if root else None, timeout=300, check=False)
     err = proc.stderr.decode("utf-8", "replace")
     if proc.returncode != 0 or "Error" in err:
         raise RendererError(f"dot failed ({proc.returncode}): {err.strip()[:2000]}")
@@ -151,7 +151,7 @@ def run_plantuml(sources: dict[str, str], fmt: str) -> dict[str, bytes]:
             files.append(str(p))
         cmd = [java, "-Djava.awt.headless=true", "-Dfile.encoding=UTF-8", "-jar", str(jar),
                f"-t{fmt}", "-nometadata", "-charset", "UTF-8", "-o", str(out_dir), *files]
-        proc = subprocess.run(cmd, capture_output=True, timeout=600, cwd=tmp)
+        proc = subprocess.run(cmd, capture_output=True, timeout=600, cwd=tmp, check=False)
         err = proc.stderr.decode("utf-8", "replace") + proc.stdout.decode("utf-8", "replace")
         if proc.returncode != 0:
             bad = []
@@ -181,8 +181,8 @@ def _key(kind: str, fmt: str, source: str) -> tuple[str, str, str]:
 
 
 def render_sources(files: dict[str, str | bytes], formats: tuple[str, ...] = ("svg",),
-                   cache: Optional[dict] = None,
-                   progress: Optional[Callable[[str, int, int], None]] = None) -> dict[str, bytes]:
+                   cache: dict | None = None,
+                   progress: Callable[[str, int, int], None] | None = None) -> dict[str, bytes]:
     """Render every `.dot`/`.puml` in `files`: returns {`name.svg`/`name.png`: bytes}.
 
     One JVM per PlantUML output format, `dot` calls in parallel with it. `cache` (a dict kept
