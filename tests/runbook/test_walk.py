@@ -157,3 +157,28 @@ def test_cli_errors_are_one_line_exit_two(cli, tmp_path):
     bad.write_text("apiVersion: archkit/v1\nmetadata: {name: x}\nfaulttrees: [{id: 1}]\n", encoding="utf-8")
     res = cli.invoke(app, ["runbook", str(bad)])
     assert res.exit_code == 2 and res.output.startswith("archkit: ") and "Traceback" not in res.output
+
+
+def test_ctrl_c_stops_the_running_check(tmp_path):
+    """A KeyboardInterrupt during a check kills the check's process group (it runs in its own session)."""
+    import os
+    import signal
+
+    from archkit.runbook import run_check
+
+    pidfile = tmp_path / "pid"
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGALRM, interrupt)
+    signal.setitimer(signal.ITIMER_REAL, 0.5)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run_check(f"echo $$ > {pidfile}; sleep 30", 60)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+    pid = int(pidfile.read_text())
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
