@@ -84,8 +84,9 @@ def test_reference_spec_and_manifests_verify_clean(service, tmp_path):
     spec_file, deploy = ROOT / "specs" / "ocr-reference.yaml", ROOT / "reference_service" / "deploy"
     if not spec_file.exists() or not deploy.is_dir():
         pytest.skip("specs/ocr-reference.yaml or reference_service/deploy/ is not written yet")
-    spec = load_file(spec_file).spec
-    assert spec is not None
+    loaded = load_file(spec_file)
+    spec = loaded.spec
+    assert spec is not None, "\n".join(d.text() for d in loaded.diagnostics)
     # the spec's ports, as the test's service runs them on free loopback ports
     live_port = {8080: urlparse(service.url).port, 8000: urlparse(service.triton_http).port,
                  8002: urlparse(service.triton_metrics).port}

@@ -177,6 +177,15 @@ def _check_config(rec: Recorder, label: str, model: ModelInfo, config: dict) -> 
         else:
             rec.drift("VT223", label, model, "instances",
                       f"model '{name}' runs {count} instance(s), the spec declares {model.instances}")
+        kinds = sorted({str(g.get("kind", "KIND_AUTO")) for g in groups})
+        want = "KIND_GPU" if model.device.value == "gpu" else "KIND_CPU"
+        wrong = [k for k in kinds if k not in (want, "KIND_AUTO")]
+        if wrong:
+            rec.drift("VT227", label, model, "device",
+                      f"model '{name}' runs its instances as {', '.join(kinds)}, the spec declares device "
+                      f"{model.device.value} ({want}; seed 000 §5.8: CPU models on KIND_CPU keep off the GPU)")
+        else:
+            rec.ok("VT227", label, model, "device", f"instances {', '.join(kinds)}")
     vp = model.version_policy
     if vp is not None and vp.latest_num_versions is not None:
         have = ((config.get("version_policy") or {}).get("latest") or {}).get("num_versions")
