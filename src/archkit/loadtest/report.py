@@ -282,9 +282,13 @@ def sections(res) -> list[tuple[str, list[str], list[list[str]], list[str]]]:
             rows.append(["server side (mean)", _v(dec["server"]["mean_ms"]), dec["server"]["source"]])
             rows.append(["network + serialisation", _v(dec.get("network_serialisation_ms")), "client − server"])
         for sid, s in dec.get("stages", {}).items():
-            rows.append([f"stage {sid}", _v(s.get("mean_ms")),
-                         f"P50 {_v(s.get('p50_ms'))} / P99 {_v(s.get('p99_ms'))} ms from {s.get('metric')} "
-                         f"({s.get('count')} obs.)"])
+            if "queue_ms" in s:
+                detail = (f"queue {_v(s.get('queue_ms'))} + compute {_v(s.get('compute_ms'))} ms per request "
+                          f"from {s.get('metric')} ({s.get('count')} requests)")
+            else:
+                detail = (f"P50 {_v(s.get('p50_ms'))} / P99 {_v(s.get('p99_ms'))} ms from {s.get('metric')} "
+                          f"({s.get('count')} obs.)")
+            rows.append([f"stage {sid}", _v(s.get("mean_ms")), detail])
         for model, mm in dec.get("models", {}).items():
             for part in ("queue_ms", "compute_input_ms", "compute_infer_ms", "compute_output_ms", "request_ms"):
                 if part in mm:
