@@ -149,7 +149,9 @@ def run_plantuml(sources: dict[str, str], fmt: str) -> dict[str, bytes]:
             p = src_dir / f"d{i:05d}.puml"
             p.write_text(sources[name], encoding="utf-8")
             files.append(str(p))
-        cmd = [java, "-Djava.awt.headless=true", "-Dfile.encoding=UTF-8", "-jar", str(jar),
+        # PLANTUML_LIMIT_SIZE: PNGs are cropped at 4096 px by default, too small for large specs
+        cmd = [java, "-Djava.awt.headless=true", "-Dfile.encoding=UTF-8", "-DPLANTUML_LIMIT_SIZE=32768",
+               "-jar", str(jar),
                f"-t{fmt}", "-nometadata", "-charset", "UTF-8", "-o", str(out_dir), *files]
         proc = subprocess.run(cmd, capture_output=True, timeout=600, cwd=tmp, check=False)
         err = proc.stderr.decode("utf-8", "replace") + proc.stdout.decode("utf-8", "replace")
