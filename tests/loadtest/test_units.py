@@ -214,3 +214,34 @@ def test_model_stages_get_triton_queue_and_compute(toy) -> None:
     dec = scrape.decompose(spec, {"u": scrape.parse(EXPO_BEFORE)}, {"u": scrape.parse(EXPO_AFTER)}, {"mean_ms": 40.0})
     assert dec["stages"]["detect"] == {"count": 100, "mean_ms": 14.0, "queue_ms": 3.0, "compute_ms": 10.0,
                                        "metric": "nv_inference_*_duration_us"}
+
+
+def test_payloads_resolve_from_the_spec_folder_then_the_working_directory(tmp_path, monkeypatch) -> None:
+    spec_dir = tmp_path / "specs"
+    spec_dir.mkdir()
+    spec_file = spec_dir / "s.yaml"
+    spec_file.write_text(TOY_SPEC.read_text().replace(
+        "payload: {template: '{\"x\": 1}', content_type: application/json}", "payload: {file: data/a.bin}"))
+    spec = load_file(spec_file).spec
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "a.bin").write_bytes(b"x")
+    monkeypatch.chdir(tmp_path)
+    assert session.payload_root(spec, spec_dir) == tmp_path  # written relative to the repository root
+    (spec_dir / "data").mkdir()
+    (spec_dir / "data" / "a.bin").write_bytes(b"y")
+    assert session.payload_root(spec, spec_dir) == spec_dir  # the spec's own folder wins
+
+
+def test_a_service_found_by_its_command_line(tmp_path) -> None:
+    import subprocess
+    import sys
+
+    marker = f"archkit-chaos-marker-{tmp_path.name}"
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", marker])
+    try:
+        assert ProcessRef.parse(f"svc=~{marker}").current() == proc.pid
+        with pytest.raises(ValueError, match="no process"):
+            ProcessRef.parse("svc=~no-such-process-text-4711").current()
+    finally:
+        proc.kill()
+        proc.wait()

@@ -1,9 +1,10 @@
 """Chaos faults on local processes: stop, kill, restart, pause and delay, then their effect measured.
 
 How a spec service maps to something local (docs/loadtest.md, "Chaos"):
-- `--service NAME=PID` or `--service NAME=@PIDFILE` names the process that runs topology
-  service NAME. A pid file is read again after each fault, so a supervisor that restarts the
-  process under a new pid is followed.
+- `--service NAME=PID`, `--service NAME=@PIDFILE` or `--service NAME=~TEXT` (the one process
+  tree of this user whose command line contains TEXT) names the process that runs topology
+  service NAME. A pid file or text is resolved again after each fault, so a supervisor that
+  restarts the process under a new pid is followed.
 - stop = SIGTERM, kill = SIGKILL (a supervisor is expected to restart it; the fault measures how
   long that takes as seen by clients), restart = SIGTERM and wait for a new pid in the pid file,
   pause = SIGSTOP of the process and its descendants for `duration_s`, then SIGCONT.
@@ -59,25 +60,54 @@ class ProcessRef:
     name: str
     pid: Optional[int] = None
     pidfile: Optional[Path] = None
+    pattern: Optional[str] = None
 
     @classmethod
     def parse(cls, text: str) -> "ProcessRef":
         name, sep, ref = text.partition("=")
         if not sep or not name or not ref:
-            raise ChaosError(f"--service expects NAME=PID or NAME=@PIDFILE, got {text!r}")
+            raise ChaosError(f"--service expects NAME=PID, NAME=@PIDFILE or NAME=~CMDLINE-TEXT, got {text!r}")
         if ref.startswith("@"):
             return cls(name, pidfile=Path(ref[1:]))
+        if ref.startswith("~"):
+            return cls(name, pattern=ref[1:])
         if not ref.isdigit():
-            raise ChaosError(f"--service {name}: {ref!r} is neither a pid nor @pidfile")
+            raise ChaosError(f"--service {name}: {ref!r} is neither a pid, @pidfile nor ~cmdline-text")
         return cls(name, pid=int(ref))
 
     def current(self) -> int:
+        if self.pattern is not None:
+            return self._match()
         if self.pidfile is not None:
             try:
                 return int(self.pidfile.read_text().strip())
             except (OSError, ValueError) as exc:
                 raise ChaosError(f"service {self.name}: cannot read pid file {self.pidfile}: {exc}") from None
         return int(self.pid)
+
+    def _match(self) -> int:
+        """The topmost process of this user whose command line contains the pattern."""
+        me = os.getpid()
+        found: dict[int, int] = {}
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit() or int(entry) == me:
+                continue
+            try:
+                cmd = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace")
+                if os.stat(f"/proc/{entry}").st_uid != os.getuid():
+                    continue
+                ppid = int(Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            if self.pattern in cmd:
+                found[int(entry)] = ppid
+        top = sorted(pid for pid, ppid in found.items() if ppid not in found)
+        if not top:
+            raise ChaosError(f"service {self.name}: no process of this user matches {self.pattern!r}")
+        if len(top) > 1:
+            raise ChaosError(f"service {self.name}: {len(top)} processes match {self.pattern!r} "
+                             f"(pids {', '.join(map(str, top[:5]))}); make the text more specific")
+        return top[0]
 
 
 class DelayProxy:
@@ -220,7 +250,7 @@ class Injector:
                 os.kill(pid, sig)
                 rec.applied, rec.started_s = True, self._now()
                 rec.ended_s = rec.started_s
-                if ref.pidfile is not None:
+                if ref.pidfile is not None or ref.pattern is not None:
                     # follow a supervisor's restart: wait (bounded) for a new live pid
                     end = time.monotonic() + (f.duration_s or 30.0)
                     while time.monotonic() < end and not self._stop.is_set():

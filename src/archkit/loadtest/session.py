@@ -77,6 +77,26 @@ def _loc(spec: Spec, path: tuple) -> str:
     return f"{smap.file}:{loc.line}: {format_path(path)}"
 
 
+def payload_root(spec: Spec, spec_dir: Path) -> Path:
+    """Where payload paths are relative to: the spec's folder, else the current directory.
+
+    The spec's folder wins, so a spec and its payloads move together; specs written relative
+    to a repository root (run from there) keep working.
+    """
+    try:
+        check_payloads(spec, spec_dir)
+        return spec_dir
+    except plan_mod.PlanError:
+        cwd = Path.cwd()
+        if cwd != spec_dir:
+            try:
+                check_payloads(spec, cwd)
+                return cwd
+            except plan_mod.PlanError:
+                pass
+        raise
+
+
 def check_payloads(spec: Spec, root: Path) -> None:
     """Refuse before starting when a scenario's payload file or folder is missing."""
     for sc in spec.loadtest.scenarios:
@@ -178,12 +198,12 @@ def execute(spec: Spec, spec_file: str, locustfile_text: str, opts: Options, wor
     target_host = plan.host  # before a chaos delay proxy takes its place
     if opts.master_host:
         require_loopback(opts.master_host, "locust master")
-    check_payloads(spec, spec_dir)
+    root = payload_root(spec, spec_dir)
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     lf = workdir / "locustfile.py"
     lf.write_text(locustfile_text, encoding="utf-8")
-    plan.locustfile, plan.payload_root = str(lf), str(spec_dir)
+    plan.locustfile, plan.payload_root = str(lf), str(root)
 
     level = plan_mod.find_level(spec, opts.level)
     injector = None

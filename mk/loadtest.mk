@@ -1,0 +1,44 @@
+# archkit loadtest: a short baseline against the OCR reference service, report in out/loadtest/.
+# The service is started here on 127.0.0.1 and always stopped (trap), whatever the test found.
+# A missed budget (exit 1) is reported, not fatal for the demo; a usage error (exit 2) is.
+LOADTEST_OUT ?= out/loadtest
+LOADTEST_DURATION ?= 20
+LOADTEST_LEVEL ?= baseline
+LOADTEST_LOG := .cache/loadtest/reference-service.log
+ifneq ($(wildcard $(DEMO_SPEC)),)
+LOADTEST_SPEC ?= $(DEMO_SPEC)
+LT_HTTP_PORT ?= 8080
+LT_TRITON_HTTP_PORT ?= 8000
+LT_TRITON_GRPC_PORT ?= 8001
+LT_METRICS_PORT ?= 8002
+else
+# Until specs/ocr-reference.yaml exists: archkit's own spec of the service on other ports.
+LOADTEST_SPEC ?= tests/loadtest/specs/ocr-local.yaml
+LT_HTTP_PORT ?= 18080
+LT_TRITON_HTTP_PORT ?= 18000
+LT_TRITON_GRPC_PORT ?= 18001
+LT_METRICS_PORT ?= 18002
+endif
+
+.PHONY: demo-loadtest loadtest-test bench-loadtest
+demo-loadtest: setup reference-venv
+	@mkdir -p $(dir $(LOADTEST_LOG))
+	@set -u; \
+	reference_service/.venv/bin/python -m reference_service serve --http-port $(LT_HTTP_PORT) \
+	  --triton-http-port $(LT_TRITON_HTTP_PORT) --triton-grpc-port $(LT_TRITON_GRPC_PORT) \
+	  --triton-metrics-port $(LT_METRICS_PORT) > $(LOADTEST_LOG) 2>&1 & pid=$$!; \
+	trap 'kill $$pid 2>/dev/null; wait $$pid 2>/dev/null' EXIT; \
+	for i in $$(seq 1 240); do grep -q '^ready:' $(LOADTEST_LOG) && break; \
+	  kill -0 $$pid 2>/dev/null || break; sleep 0.5; done; \
+	if ! grep -q '^ready:' $(LOADTEST_LOG); then echo "reference service did not start:"; tail -30 $(LOADTEST_LOG); exit 1; fi; \
+	rc=0; $(BIN)/archkit loadtest $(LOADTEST_SPEC) --level $(LOADTEST_LEVEL) --duration $(LOADTEST_DURATION) \
+	  --host http://127.0.0.1:$(LT_HTTP_PORT) --report $(LOADTEST_OUT) || rc=$$?; \
+	echo "load-test report: $(LOADTEST_OUT)/report.html (exit $$rc)"; [ $$rc -le 1 ]
+
+loadtest-test: setup
+	$(BIN)/python -m pytest tests/loadtest tests/generators/test_locust.py -q
+
+bench-loadtest: setup
+	$(BIN)/python bench/bench_loadtest.py --runs 5 --seconds 5 --users 20
+
+DEMO_TARGETS += demo-loadtest
