@@ -1,7 +1,7 @@
 """Live: `archkit runbook --run` walks specs/ocr-reference.yaml's fault trees against the running reference service.
 
-The service is the real one (PyTriton + gateway), started by the reference service's own
-session fixture on free loopback ports. The spec's commands address the service's default
+The service is the real one (PyTriton + gateway), started by `live_service` (conftest.py)
+on free loopback ports. The spec's commands address the service's default
 ports (gateway 8080, Triton 8000/8001/8002); this test walks a copy of the spec whose
 commands point at the fixture's ports instead — the walker still runs every command exactly
 as that copy writes it.
@@ -17,7 +17,6 @@ import pytest
 from archkit import api
 from archkit.runbook import judge, plan, run_check, walk
 from tests.conftest import ROOT
-from tests.reference_service.conftest import redis_server, service  # noqa: F401  (session fixtures)
 
 SPEC = ROOT / "specs" / "ocr-reference.yaml"
 pytestmark = pytest.mark.live
@@ -76,7 +75,8 @@ faulttrees:
 """
 
 
-def test_walk_a_tree_against_the_live_service(service, tmp_path):  # noqa: F811
+def test_walk_a_tree_against_the_live_service(live_service, tmp_path):
+    service = live_service
     path = tmp_path / "live.yaml"
     path.write_text(OWN_TREE.format(gateway=service.url, triton=service.triton_http,
                                     metrics=service.triton_metrics), encoding="utf-8")
@@ -92,10 +92,10 @@ def test_walk_a_tree_against_the_live_service(service, tmp_path):  # noqa: F811
 
 
 @pytest.fixture(scope="module")
-def reference(service):  # noqa: F811
+def reference(live_service):
     res = api.load(SPEC)
     assert res.spec is not None, [d.text() for d in res.diagnostics]
-    mapping = _ports(service)
+    mapping = _ports(live_service)
     return _retarget(res.spec, mapping), mapping
 
 
