@@ -80,3 +80,16 @@ def test_clean_svg_inlines_only_files_under_base(tmp_path):
            '<svg><image xlink:href="icon.png"/><image xlink:href="/etc/passwd.png"/></svg>')
     out = clean_svg(svg, tmp_path)
     assert "data:image/png;base64," in out and "/etc/passwd" not in out and "secret" not in out
+
+
+def test_output_is_byte_stable_across_diagram_sets():
+    """The same diagram renders to the same bytes whatever else the JVM rendered before it."""
+    src = diagram_sources(load(EXAMPLES[0]), EXAMPLES[0].name)["controlflow.puml"]
+    other = diagram_sources(load(EXAMPLES[-1]), EXAMPLES[-1].name)["controlflow.puml"]
+    files = {"a.puml": src, "b.puml": other, "c.puml": src + "' a comment changes nothing drawn\n"}
+    out = render_sources(files, ("svg", "png"))
+    assert out["a.svg"] == out["c.svg"] and out["a.png"] == out["c.png"]
+    dot_src = diagram_sources(load(EXAMPLES[0]), EXAMPLES[0].name)["dataflow.dot"]
+    once = render_sources({"x.dot": dot_src}, ("svg", "png"))
+    again = render_sources({"y.dot": dot_src + "// again\n"}, ("svg", "png"))
+    assert once["x.svg"] == again["y.svg"] and once["x.png"] == again["y.png"]

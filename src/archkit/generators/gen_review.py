@@ -101,6 +101,9 @@ def review_view(ctx: RenderContext) -> dict[str, Any]:
         "diagrams": diagrams, "trees": trees,
         "e2e": e2e_row, "stages": stage_rows, "threshold": pct(threshold),
         "measured": measured is not None, "findings": findings, "counts": counts,
+        "measured_about": {k: clean(v) for k, v in (measured.about if measured else {}).items()},
+        "measured_other_spec": bool(measured and measured.about.get("spec")
+                                    and measured.about["spec"] != spec.metadata.name),
         "over_count": sum(1 for r in stage_rows if r["over"]) + (1 if e2e_row["over"] else 0),
     }
 

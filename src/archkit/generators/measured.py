@@ -2,7 +2,8 @@
 
 The report is written by `archkit loadtest` (src/archkit/loadtest/); this reader accepts its
 shape and close variants so the review page keeps working while that format evolves:
-`{"stages": {id: {"p50_ms", "p95_ms", "p99_ms", "error_rate"}} | [{"id"|"stage": id, ...}],
+`archkit loadtest` writes `measured.json` (schema in src/archkit/loadtest/report.py):
+`{"spec", "level", "level_kind", "env", "stages": {id: {"p50_ms", "p95_ms", "p99_ms", "error_rate"}} | [{"id"|"stage": id, ...}],
   "end_to_end" | "overall" | "summary": {"p50_ms", "p95_ms", "p99_ms", "throughput_rps", "error_rate"}}`
 and, for a report of several levels, the last level's figures. Values in seconds (`p99_s`)
 are converted to milliseconds.
@@ -23,6 +24,7 @@ class Measured:
 
     stages: dict[str, dict[str, float]] = field(default_factory=dict)
     end_to_end: dict[str, float] = field(default_factory=dict)
+    about: dict[str, str] = field(default_factory=dict)  # spec, level, level_kind, env, passed
 
     def stage(self, stage_id: str) -> dict[str, float]:
         return self.stages.get(stage_id, {})
@@ -65,6 +67,9 @@ def read_measured(data: Any) -> Measured | None:
     elif isinstance(levels, dict) and levels and "stages" not in data:
         data = list(levels.values())[-1]
     m = Measured()
+    for key in ("spec", "level", "level_kind", "env", "passed"):
+        if isinstance(data.get(key), (str, bool)):
+            m.about[key] = str(data[key]).lower() if isinstance(data[key], bool) else data[key]
     stages = data.get("stages")
     if isinstance(stages, dict):
         for sid, figs in stages.items():

@@ -1,0 +1,42 @@
+"""Load-test reports are read tolerantly and over-budget stages are marked on the data-flow diagram."""
+
+from __future__ import annotations
+
+from archkit.generators import all_generators
+from archkit.generators.measured import read_measured
+from tests.conftest import EXAMPLES
+from tests.generators.diagram_helpers import context, load
+
+SPEC = next(p for p in EXAMPLES if p.stem == "recommendation")
+
+
+def test_reads_the_loadtest_measured_json_shape():
+    m = read_measured({"apiVersion": "archkit/v1", "kind": "measured", "spec": "recommendation",
+                       "level": "baseline", "level_kind": "baseline", "env": None, "passed": False,
+                       "end_to_end": {"p50_ms": 50, "p99_ms": 900.5, "throughput_rps": 990, "requests": 10},
+                       "stages": {"rank": {"p50_ms": 20, "p95_ms": 70, "p99_ms": 140, "count": 5}}})
+    assert m is not None
+    assert m.stage("rank") == {"p50_ms": 20.0, "p95_ms": 70.0, "p99_ms": 140.0}
+    assert m.end_to_end == {"p50_ms": 50.0, "p99_ms": 900.5, "throughput_rps": 990.0}
+    assert m.about == {"spec": "recommendation", "level": "baseline", "level_kind": "baseline", "passed": "false"}
+
+
+def test_reads_variants_lists_seconds_and_levels():
+    m = read_measured({"levels": [{"id": "a"}, {"stages": [{"stage": "rank", "p99_s": 0.2}],
+                                                "overall": {"latency_ms": {"p50": 12}, "rps": 3}}]})
+    assert m is not None and m.stage("rank") == {"p99_ms": 200.0}
+    assert m.end_to_end == {"p50_ms": 12.0, "throughput_rps": 3.0}
+    assert read_measured({"nothing": True}) is None and read_measured([1, 2]) is None
+    assert read_measured({"stages": {"x": {"p99_ms": "fast"}}}) is None  # non-numbers are ignored
+
+
+def test_over_budget_stage_is_filled_red_with_its_measurement():
+    spec = load(SPEC)
+    plain = all_generators()["dataflow"].fn(context(spec))["dataflow.dot"]
+    ctx = context(spec, measured={"stages": {"rank": {"p50_ms": 30, "p99_ms": 140}, "gateway": {"p99_ms": 4}}})
+    marked = all_generators()["dataflow"].fn(ctx)["dataflow.dot"]
+    assert "#fecaca" not in plain.split("legend")[0]
+    rank_line = next(line for line in marked.splitlines() if "Ranking model" in line)
+    assert 'fillcolor="#fecaca"' in rank_line and "⚠ measured" in rank_line and "P99 140 ms" in rank_line
+    gw_line = next(line for line in marked.splitlines() if "Traffic gateway" in line)
+    assert "#fecaca" not in gw_line and "measured" in gw_line  # 4 ms is within its 10 ms budget
