@@ -21,9 +21,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from archkit import api  # noqa: E402
-from archkit.analysis.faulttree import analyse, minimal_cut_sets  # noqa: E402
-from archkit.spec.model import BasicEvent, FaultTree, Gate  # noqa: E402
+from archkit import api
+from archkit.analysis.faulttree import analyse, minimal_cut_sets
+from archkit.spec.model import BasicEvent, FaultTree, Gate
 
 
 def cpu() -> float:
@@ -86,7 +86,8 @@ def main() -> None:
     for ex in sorted((ROOT / "examples").glob("*.yaml")):
         spec = api.load(ex).spec
         rows.append((f"generate runbooks + prometheus: {ex.stem}",
-                     *timed(lambda: api.generate(spec, ex.name, only=["runbooks", "prometheus"]), args.runs)))
+                     *timed(lambda s=spec, n=ex.name: api.generate(s, n, only=["runbooks", "prometheus"]),
+                            args.runs)))
         with tempfile.TemporaryDirectory() as tmp:
             files, _ = api.generate(spec, ex.name, only=["prometheus"])
             for rel, text in files.items():

@@ -43,7 +43,7 @@ def _write(folder: Path, files: dict[str, str]) -> Path:
 
 
 def _promtool(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([PROMTOOL, *args], capture_output=True, text=True, cwd=cwd, timeout=300)
+    return subprocess.run([PROMTOOL, *args], capture_output=True, text=True, cwd=cwd, timeout=300, check=False)
 
 
 # ---------------------------------------------------------------- promtool accepts and passes

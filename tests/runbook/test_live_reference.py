@@ -10,7 +10,6 @@ as that copy writes it.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
@@ -26,7 +25,7 @@ HOSTPORT = re.compile(r"\b(localhost|127\.0\.0\.1):(\d+)")
 
 
 def _ports(svc) -> dict[int, int]:
-    port = lambda url: int(url.rsplit(":", 1)[1])  # noqa: E731
+    port = lambda url: int(url.rsplit(":", 1)[1])
     return {DEFAULT_PORTS["gateway"]: port(svc.url), DEFAULT_PORTS["triton_http"]: port(svc.triton_http),
             DEFAULT_PORTS["triton_metrics"]: port(svc.triton_metrics)}
 
@@ -125,7 +124,7 @@ def test_walk_reports_what_it_found(reference):
 @needs_spec
 def test_a_dead_port_is_confirmed_as_the_cause(reference):
     spec, mapping = reference
-    tree, step = next(_service_checks(spec, mapping))
+    tree, _ = next(_service_checks(spec, mapping))
     dead = _retarget(spec, {p: 9 for p in mapping.values()})  # port 9 (discard) is closed on loopback
     report = walk(dead, tree)
     assert report.cause is not None
