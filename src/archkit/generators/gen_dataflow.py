@@ -17,9 +17,12 @@ PLANE_STYLE = {"data": ("data plane", "#eef4fb"), "control": ("control plane", "
 KIND_FILL = {"model": "#dbeafe", "ingress": "#e5e7eb", "gateway": "#e5e7eb", "store": "#fef3c7",
              "cache": "#fef3c7", "queue": "#fde68a", "external": "#f3f4f6", "rules": "#ede9fe",
              "human": "#fce7f3"}
-# Beyond this many stages the diagram is drawn top to bottom with edge labels as tooltips only:
-# long LR chains of 200 boxes become unreadably wide and edge labels start to collide.
+# Beyond this many stages the diagram is folded into rows with edge labels as tooltips only:
+# a pipeline of 200 stages laid out by flow depth is 200 ranks long (25,000 px in one column,
+# beyond cairo's 32,767 px PNG limit at 1,000), and edge labels start to collide. Each row
+# holds the stages of ROW_DEPTHS consecutive flow depths, left to right.
 LARGE = 40
+ROW_DEPTHS = 8
 FAIL_RED = "#d62728"
 OVER_FILL = "#fecaca"
 
@@ -78,6 +81,33 @@ def _width(lat: float | None, max_lat: float) -> float:
     if lat is None or max_lat <= 0:
         return 1.0
     return round(1 + 5 * math.log1p(lat) / math.log1p(max_lat), 2)
+
+
+def flow_depths(stage_ids: list[str], edges: list[tuple[str, str]]) -> dict[str, int]:
+    """Longest-path depth of each stage from the sources (edges closing a cycle are ignored)."""
+    succ: dict[str, list[str]] = {s: [] for s in stage_ids}
+    indeg = dict.fromkeys(stage_ids, 0)
+    for a, b in edges:
+        if a in succ and b in succ and a != b:
+            succ[a].append(b)
+            indeg[b] += 1
+    depth = dict.fromkeys(stage_ids, 0)
+    ready = [s for s in stage_ids if indeg[s] == 0]
+    seen: set[str] = set()
+    while True:
+        while ready:
+            s = ready.pop(0)
+            seen.add(s)
+            for t in succ[s]:
+                depth[t] = max(depth[t], depth[s] + 1)
+                indeg[t] -= 1
+                if indeg[t] == 0:
+                    ready.append(t)
+        rest = [s for s in stage_ids if s not in seen]
+        if not rest:
+            return depth
+        indeg[rest[0]] = 0  # break a cycle (AK104 reports it) at its first stage in document order
+        ready.append(rest[0])
 
 
 def dataflow_view(ctx: RenderContext) -> dict[str, Any]:
@@ -144,6 +174,14 @@ def dataflow_view(ctx: RenderContext) -> dict[str, Any]:
                       "style": "dashed" if e.mode == "async" else "solid",
                       "label": "" if large else "<BR/>".join(html(x) for x in wrap(text, 30, 160)),
                       "tooltip": " ".join(wrap(text, 300, 300))})
+    rows: list[list[str]] = []
+    if large:
+        firsts = [st.id for st in stages if ids[st.id] == f"s{stages.index(st)}"]
+        depth = flow_depths(firsts, [(e.from_, e.to) for e in spec.dataflow.edges])
+        by_row: dict[int, list[str]] = {}
+        for sid in firsts:
+            by_row.setdefault(depth[sid] // ROW_DEPTHS, []).append(ids[sid])
+        rows = [by_row[r] for r in sorted(by_row)]
     b = spec.budgets
     title = spec.metadata.title or spec.metadata.name
     e2e = " · ".join(x for x in (
@@ -156,7 +194,7 @@ def dataflow_view(ctx: RenderContext) -> dict[str, Any]:
         "header": ctx.header("//"),
         "title": html_lines(f"{title} — data flow", 80, 200),
         "budget": html(f"end-to-end budget: {e2e}" if e2e else "no end-to-end budget"),
-        "rankdir": "TB" if large else "LR",
+        "rankdir": "TB" if large else "LR", "rows": rows,
         "large": large,
         "nodes": nodes, "clusters": clusters, "missing": missing, "edges": edges,
         "threshold": html(pct(threshold)), "any_over": any_over, "measured": measured is not None,
