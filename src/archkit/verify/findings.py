@@ -76,8 +76,8 @@ CODES: dict[str, tuple[str, str]] = {
     "VT224": ("max queue size", "A bounded queue refuses work beyond it instead of timing out."),
     "VT225": ("version policy", "Which versions stay loaded (seed 000 §2.2: latest 2)."),
     "VT226": ("dynamic batching on", "The spec declares batching; Triton must have dynamic_batching enabled."),
-    "VT227": ("instance kind", "Instances run where the spec says (KIND_GPU or KIND_CPU); seed 000 §5.8: CPU "
-              "models on KIND_CPU do not take a GPU context."),
+    "VT227": ("instance kind", "A model declared device: cpu must not run on KIND_GPU instances (seed 000 §5.8: "
+              "CPU models on KIND_CPU take no CUDA context); a GPU model on CPU is noted, not drift."),
     "VP300": ("Prometheus reachable", "The Prometheus endpoint given with --prometheus-url must answer."),
     "VP301": ("rule groups loaded", "The alert and recording rules generated from the spec are loaded."),
     "VP302": ("rules evaluate", "A rule with an evaluation error never fires."),

@@ -1,0 +1,49 @@
+"""Triton config comparison on config dicts as Triton's /config endpoint returns them (no server needed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from archkit.spec import load_file
+from archkit.verify import Status
+from archkit.verify.findings import Recorder
+from archkit.verify.triton import _check_config, triton_models
+
+SPEC = load_file(Path(__file__).parent / "fixtures" / "ocr-triton.yaml").spec
+DETECT = triton_models(SPEC)[0][1]
+CONFIG = {"name": "ocr_detector", "max_batch_size": 4, "version_policy": {"latest": {"num_versions": 1}},
+          "dynamic_batching": {"preferred_batch_size": [2, 4], "max_queue_delay_microseconds": 2000,
+                               "default_queue_policy": {"max_queue_size": 16}},
+          "instance_group": [{"name": "ocr_detector_0", "kind": "KIND_CPU", "count": 1}]}
+
+
+def _check(config: dict) -> dict:
+    rec = Recorder(SPEC, "triton")
+    _check_config(rec, "model/ocr_detector", DETECT, config)
+    return {f.code: f for f in rec.findings}
+
+
+def test_matching_config_passes():
+    found = _check(CONFIG)
+    assert {c: f.status for c, f in found.items()} == {c: Status.PASS for c in
+                                                       ("VT220", "VT221", "VT222", "VT223", "VT224", "VT225", "VT227")}
+
+
+def test_no_dynamic_batching():
+    found = _check({k: v for k, v in CONFIG.items() if k != "dynamic_batching"})
+    assert found["VT226"].status is Status.DRIFT
+    assert "has no dynamic_batching; the spec declares batching up to 4 with a 2000 µs queue delay" in \
+        found["VT226"].message
+
+
+def test_cpu_model_on_gpu_instances():
+    found = _check({**CONFIG, "instance_group": [{"kind": "KIND_GPU", "count": 1, "gpus": [0]}]})
+    assert found["VT227"].status is Status.DRIFT
+    assert "runs instances on the GPU (KIND_GPU), the spec declares device cpu" in found["VT227"].message
+
+
+def test_version_policy_and_queue_size():
+    found = _check({**CONFIG, "version_policy": {"latest": {"num_versions": 3}},
+                    "dynamic_batching": {**CONFIG["dynamic_batching"], "default_queue_policy": {}}})
+    assert found["VT225"].status is Status.DRIFT and "keeps latest 3 version(s)" in found["VT225"].message
+    assert found["VT224"].status is Status.DRIFT and "has an unbounded queue, the spec declares max_queue_size 16" in found["VT224"].message
