@@ -11,10 +11,8 @@ from typing import Annotated
 
 import typer
 
-from archkit import api
 from archkit.cli import app
 from archkit.cli.output import diag_line, fail
-from archkit.diagnostics import Severity
 
 FORMATS = ("svg", "png")
 
@@ -73,6 +71,9 @@ def render(
 
     Exit 1 when files are stale (--check), refused, or the spec has errors.
     """
+    # imported here, not at module top, so that `archkit --help` stays fast
+    from archkit import api
+    from archkit.diagnostics import Severity
     from archkit.generators import all_generators
     from archkit.generators.renderers import RendererError
 
