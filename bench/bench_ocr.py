@@ -82,10 +82,14 @@ class Served:
         self.ready_s = time.monotonic() - started
         threading.Thread(target=self.proc.stdout.read, daemon=True).start()
 
-    def ocr(self, body: bytes) -> dict:
+    def ocr(self, body: bytes, stages: dict | None = None) -> dict:
         req = urllib.request.Request(f"{self.url}/v1/ocr", data=body, method="POST",
                                      headers={"Content-Type": "image/png", "Cache-Control": "no-cache"})
         with urllib.request.urlopen(req, timeout=120) as r:
+            if stages is not None:  # X-Stage-Timings-Ms: validate=1.2,cache=0.01,...
+                for item in filter(None, r.headers.get("X-Stage-Timings-Ms", "").split(",")):
+                    k, v = item.split("=")
+                    stages.setdefault(k, []).append(float(v))
             return json.loads(r.read())
 
     def stop(self) -> None:
@@ -97,9 +101,10 @@ def rapidocr_engine():
     """RapidOCR configured like the service: det limit max/960, no angle classifier, 1 thread."""
     from rapidocr_onnxruntime import RapidOCR
 
-    return RapidOCR(**{"Global.use_cls": False, "Det.limit_type": "max", "Det.limit_side_len": 960,
-                       "Det.intra_op_num_threads": 1, "Det.inter_op_num_threads": 1,
-                       "Rec.intra_op_num_threads": 1, "Rec.inter_op_num_threads": 1})
+    # RapidOCR 1.4.4 kwargs: det_* go to Det; intra/inter_op_num_threads are copied from
+    # Global to every module.
+    return RapidOCR(use_cls=False, det_limit_type="max", det_limit_side_len=960,
+                    intra_op_num_threads=1, inter_op_num_threads=1)
 
 
 def rapid_text(engine, path: Path) -> str:
@@ -151,10 +156,10 @@ def main(argv: list[str] | None = None) -> int:
             served.ocr(bodies[n])
             rapid_text(engines[0], paths[n])
 
-        lat_s, lat_p, diffs = [], [], []
+        lat_s, lat_p, diffs, stages = [], [], [], {}
         for n in names[: args.latency_images]:
             t = time.perf_counter()
-            served.ocr(bodies[n])
+            served.ocr(bodies[n], stages)
             a = time.perf_counter() - t
             t = time.perf_counter()
             rapid_text(engines[0], paths[n])
@@ -168,6 +173,7 @@ def main(argv: list[str] | None = None) -> int:
             "overhead_p50_paired": statistics.median(diffs) * 1e3,
             "overhead_p50_diff": (pct(lat_s, 0.5) - pct(lat_p, 0.5)) * 1e3,
         }
+        r["stage_ms"] = {k: {"p50": pct(v, 0.5), "p95": pct(v, 0.95), "max": max(v)} for k, v in stages.items()}
 
         pool_lock = threading.Lock()
         free = list(engines)
@@ -195,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
         served.stop()
 
     if shutil.which("tesseract"):
-        q, texts_t = throughput(tesseract_text, names, args.cores)
+        q, texts_t = throughput(lambda n: tesseract_text(paths[n]), names, args.cores)
         r["throughput_ips"]["tesseract"] = q
         r["accuracy"]["tesseract"] = corpus_accuracy(texts_t)
     r["load_after"] = load_avg()
@@ -236,6 +242,9 @@ def render(r: dict, args) -> str:
         f"{lat['inproc_p50']:.0f} ms / P95 {lat['inproc_p95']:.0f} ms. Serving overhead at P50: "
         f"{lat['overhead_p50_paired']:.1f} ms (median of paired differences), "
         f"{lat['overhead_p50_diff']:.1f} ms (difference of medians).",
+        "",
+        "Gateway stages at one image at a time, P50 / P95 ms: "
+        + ", ".join(f"{k} {v['p50']:.1f} / {v['p95']:.1f}" for k, v in r["stage_ms"].items()) + ".",
         "",
         "Targets (issue 6): served throughput >= 0.9x in-process "
         f"({'met' if tp['ratio'] >= 0.9 else 'NOT met'}), overhead <= 10 ms at P50 "

@@ -97,6 +97,21 @@ def _crop_all(img: np.ndarray, boxes: np.ndarray, rh: float, rw: float, pad: int
     return originals, crops
 
 
+class _StageClock:
+    """Records a stage's duration in the histogram and in this request's timings (ms)."""
+
+    def __init__(self, histogram, timings: dict[str, float]) -> None:
+        self.histogram, self.timings, self.stage = histogram, timings, ""
+
+    def labels(self, stage: str) -> "_StageClock":
+        self.stage = stage
+        return self
+
+    def observe(self, seconds: float) -> None:
+        self.histogram.labels(self.stage).observe(seconds)
+        self.timings[self.stage] = round(seconds * 1e3, 2)
+
+
 class Gateway:
     """State of one gateway: settings, metrics, cache, Triton client, concurrency."""
 
@@ -143,12 +158,13 @@ class Gateway:
             failures = 0 if ok else failures + 1
             if ok or failures >= 2:
                 self.ready = ok
-            self.metrics.triton_ready.set(1 if ok else 0)
+            self.metrics.triton_ready.set(1 if self.ready else 0)
             await asyncio.sleep(0.5 if ok else 0.25)
 
-    async def ocr(self, body: bytes, use_cache: bool = True) -> tuple[dict, str]:
-        """Run the pipeline; returns (result, cache outcome: hit, miss or bypass)."""
-        m = self.metrics.stage_seconds
+    async def ocr(self, body: bytes, use_cache: bool = True) -> tuple[dict, str, dict]:
+        """Run the pipeline; returns (result, cache outcome: hit, miss or bypass, stage ms)."""
+        timings: dict[str, float] = {}
+        m = _StageClock(self.metrics.stage_seconds, timings)
         t = time.perf_counter()
         img = await asyncio.to_thread(decode_image, body, self.s)
         key = hashlib.sha256(body).hexdigest()
@@ -159,7 +175,7 @@ class Gateway:
         m.labels("cache").observe(time.perf_counter() - t)
         if cached is not None:
             self.metrics.cache.labels("hit").inc()
-            return json.loads(cached), "hit"
+            return json.loads(cached), "hit", timings
         self.metrics.cache.labels("miss" if use_cache else "bypass").inc()
         if not self.ready:
             raise TritonUnavailable()
@@ -196,7 +212,7 @@ class Gateway:
         if self.s.cache_entries > 0 or self.s.redis_url:
             await self.cache.set(f"{PIPELINE_VERSION}:{key}", json.dumps(result).encode())
         m.labels("postprocess").observe(time.perf_counter() - t)
-        return result, "miss"
+        return result, ("miss" if use_cache else "bypass"), timings
 
 
 def create_app(settings: Settings, supervisor=None) -> FastAPI:
@@ -295,7 +311,7 @@ def create_app(settings: Settings, supervisor=None) -> FastAPI:
             body = await _read_body(request)
             # Cache-Control: no-cache forces inference (rollback verification uses it).
             use_cache = "no-cache" not in request.headers.get("cache-control", "").lower()
-            result, outcome = await gw.ocr(body, use_cache)
+            result, outcome, timings = await gw.ocr(body, use_cache)
         except InputError as exc:
             met.rejected.labels(exc.code).inc()
             return error(exc.status, exc.code, exc.message)
@@ -311,6 +327,8 @@ def create_app(settings: Settings, supervisor=None) -> FastAPI:
             met.inflight.set(gw.inflight)
         if result["lines"] and result["confidence"] >= s.confidence_floor:
             met.effective.inc()
-        return JSONResponse(result, headers={"X-Cache": outcome})
+        # Per-request stage timings ride in a header, outside the cached (deterministic) body.
+        header = ",".join(f"{k}={v}" for k, v in timings.items())
+        return JSONResponse(result, headers={"X-Cache": outcome, "X-Stage-Timings-Ms": header})
 
     return app
