@@ -1,0 +1,67 @@
+"""The golden set and the pure helpers of the reference service (no server needed)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from reference_service.accuracy import char_accuracy, corpus_accuracy, levenshtein, load_manifest, truth_text
+from reference_service.cache import LruCache
+
+from .conftest import GOLDEN
+
+
+def test_golden_set_has_at_least_50_documents_with_truth_and_expected_outputs():
+    docs = load_manifest()["documents"]
+    assert len(docs) >= 50
+    fonts = {d["font"] for d in docs.values()}
+    assert len(fonts) >= 6
+    expected = json.loads((GOLDEN / "expected_outputs.json").read_text())["outputs"]
+    for name, doc in docs.items():
+        path = GOLDEN / name
+        assert path.exists() and path.stat().st_size < 200_000, name
+        assert doc["lines"] and all(line["text"].strip() for line in doc["lines"])
+        assert name in expected
+        with Image.open(path) as img:
+            assert 600 <= img.width <= 1000
+
+
+@pytest.mark.parametrize("index", [0, 17, 59])
+def test_generator_is_deterministic(index):
+    from reference_service.golden.generate import render
+
+    seed = load_manifest()["seed"]
+    img, meta = render(index, seed)
+    name = f"images/doc_{index:03d}.png"
+    assert meta == load_manifest()["documents"][name]
+    with Image.open(GOLDEN / name) as committed:
+        assert np.array_equal(np.asarray(img), np.asarray(committed))
+
+
+def test_recorded_outputs_meet_the_accuracy_target():
+    expected = json.loads((GOLDEN / "expected_outputs.json").read_text())["outputs"]
+    assert corpus_accuracy({n: o["text"] for n, o in expected.items()}) >= 0.97
+
+
+def test_accuracy_helpers():
+    assert levenshtein("kitten", "sitting") == 3
+    assert char_accuracy("a  b\nc", "a b c") == 1.0
+    assert char_accuracy("", "abc") == 0.0
+    doc = {"lines": [{"text": "x"}, {"text": "y"}]}
+    assert truth_text(doc) == "x\ny"
+
+
+def test_lru_cache_evicts_least_recently_used():
+    async def scenario():
+        c = LruCache(2)
+        await c.set("a", b"1")
+        await c.set("b", b"2")
+        assert await c.get("a") == b"1"  # a is now the most recent
+        await c.set("c", b"3")
+        return await c.get("a"), await c.get("b"), await c.get("c")
+
+    assert asyncio.run(scenario()) == (b"1", None, b"3")
