@@ -576,8 +576,9 @@ def _why(cap, d) -> list[str]:
     t1, tb = cap.table.ms(1), cap.table.ms(b)
     if b > 1:
         fill_ms = 1000 * (b - 1) / lam_r if lam_r > 0 else float("inf")
+        gain = f"{t1 * b / tb:.1f}×" if tb > 0 else "unbounded"
         out.append(f"a batch of {b} costs {tb:g} ms ({tb / b:.1f} ms per item) against {t1:g} ms for one item: "
-                   f"{t1 * b / tb:.1f}× the throughput per instance")
+                   f"{gain} the throughput per instance")
         out.append(f"each replica sees {lam_r:g} req/s, so the {b - 1} requests after the first take "
                    f"{fill_ms:.0f} ms on average to arrive; max_queue_delay_us caps the wait at {cap.max_queue_delay_us / 1000:g} ms, so batches "
                    f"leave at ~{d.mean_batch:.1f} items (99th percentile {d.p99_batch})")

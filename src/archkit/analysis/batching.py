@@ -122,7 +122,7 @@ def fill_time_bound_ms(arrival_rps: float, batch_size: int, max_queue_delay_us: 
 
 
 def ceiling_rps(table: ServiceTable, batch_size: int, servers: int) -> float:
-    """Throughput ceiling with full batches: c · b / S(b)."""
+    """Throughput ceiling with full batches: c · b / S(b) (unbounded when S(b) is 0)."""
     s = table.ms(batch_size) / 1000
     return INF if s <= 0 else servers * batch_size / s
 
@@ -160,7 +160,7 @@ def predict(table: ServiceTable, arrival_rps: float, batch_size: int = 1,
     wait99_s = q.mdc_wait_quantile(lam_b, s, c, 0.99) if lam > 0 else 0.0
     wait50_s = q.mdc_wait_quantile(lam_b, s, c, 0.5) if lam > 0 else 0.0
     window = d_s + (wait_s if math.isfinite(wait_s) else 0.0)
-    p99_b = min(b, 1 + q.poisson_quantile(lam_r * window, 0.99)) if b > 1 else 1
+    p99_b = min(b, 1 + q.poisson_quantile(lam_r * window, 0.99, cap=b - 1)) if b > 1 else 1
     p99_b = max(p99_b, min(b, math.ceil(mean_b)))
     fill99_ms = fill_time_bound_ms(lam_r, b, max_queue_delay_us)
     fill_mean_ms = 1000 * fill_first_s / 2
@@ -232,13 +232,21 @@ def recommend(table: ServiceTable, arrival_rps: float, budget_ms: float, max_bat
             continue
         for d in (delays_us if b > 1 else (0,)):
             limit = best.replicas if best else max_replicas
-            r0 = _stable_replicas(table, arrival_rps, b, instances, limit)
+            r0 = _stable_replicas(table, arrival_rps, b, instances, max_replicas + 1)
+            if r0 > limit:
+                continue  # even full batches overload `limit` replicas
+            prev = math.inf
             for r in range(r0, limit + 1):
                 p = predict(table, arrival_rps, b, d, instances, r)
                 if p.p99_ms <= budget_ms:
                     if best is None or (r, p.p99_ms) < (best.replicas, best.p99_ms):
                         best = p
                     break
+                # once nobody queues for an instance, more replicas only stretch the batch
+                # fill time; stop when the P99 no longer improves
+                if p.wait_p99_ms == 0 and p.p99_ms >= prev:
+                    break
+                prev = p.p99_ms
     if best is None:
         return Recommendation(budget_ms, False, None,
                               f"no configuration with up to {max_replicas} replicas meets "

@@ -16,7 +16,7 @@ from typing import Optional
 
 from archkit.analysis import queueing as q
 from archkit.analysis.batching import (BatchPrediction, Recommendation, ServiceTable,
-                                       candidate_batch_sizes, predict, recommend)
+                                       candidate_batch_sizes, ceiling_rps, predict, recommend)
 from archkit.spec.model import Device, Spec, Stage
 
 
@@ -58,9 +58,8 @@ class StageCapacity:
         """Best throughput over batch sizes with full batches (ρ = 1)."""
         if not self.table:
             return None
-        return max(self.servers * b / (self.table.ms(b) / 1000)
-                   for b in candidate_batch_sizes(self.table, self.max_batch_size)
-                   if self.table.ms(b) > 0)
+        return max(ceiling_rps(self.table, b, self.servers)
+                   for b in candidate_batch_sizes(self.table, self.max_batch_size))
 
     @cached_property
     def recommendation(self) -> Optional[Recommendation]:

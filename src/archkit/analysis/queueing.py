@@ -143,13 +143,21 @@ def poisson_cdf(k: int, mean: float) -> float:
     return min(1.0, total)
 
 
-def poisson_quantile(mean: float, q: float) -> int:
-    """Smallest k with P(N ≤ k) ≥ q."""
-    k = 0
-    while poisson_cdf(k, mean) < q:
+def poisson_quantile(mean: float, q: float, cap: int = 100_000) -> int:
+    """Smallest k with P(N ≤ k) ≥ q, or `cap` if that is smaller (running CDF: linear in k)."""
+    if mean <= 0:
+        return 0
+    term = math.exp(-mean)
+    if term == 0.0:
+        k = 0
+        while k < cap and poisson_cdf(k, mean) < q:
+            k += 1
+        return k
+    cdf, k = term, 0
+    while cdf < q and k < cap:
         k += 1
-        if k > 100_000:
-            break
+        term *= mean / k
+        cdf += term
     return k
 
 

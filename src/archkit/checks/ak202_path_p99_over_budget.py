@@ -35,4 +35,5 @@ the stage that eats most of the budget.
                          f"path {' -> '.join(p.stages)}: stage P99s add up to {fmt_ms(p.p99_sum)} "
                          f"> end-to-end P99 budget {fmt_ms(budget)} (independent-stages estimate "
                          f"{fmt_ms(p.p99_rss)}); '{p.dominant}' takes {fmt_ms(p.dominant_p99)} "
-                         f"({share:.0f}%)", severity=sev)
+                         f"({share:.0f}%)", severity=sev, stages=p.stages, p99_sum_ms=p.p99_sum,
+                         p99_independent_ms=round(p.p99_rss, 1), dominant=p.dominant)

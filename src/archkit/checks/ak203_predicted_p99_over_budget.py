@@ -44,4 +44,6 @@ per batch size and the cheapest configuration that meets the budget.
                          f"stage '{cap.stage.id}' predicted P99 {fmt_ms(p.p99_ms)} at batch {p.batch_size} "
                          f"(max_queue_delay_us {p.max_queue_delay_us}, {p.replicas}×{p.instances} instances, "
                          f"{p.arrival_rps:g} req/s) > {fmt_ms(cap.budget_ms)} ({cap.budget_source})",
-                         hint=hint)
+                         hint=hint, stage=cap.stage.id, predicted_p99_ms=round(p.p99_ms, 1),
+                         predicted_p50_ms=round(p.p50_ms, 1), budget_ms=cap.budget_ms,
+                         batch_size=p.batch_size, rho=round(p.rho, 3))

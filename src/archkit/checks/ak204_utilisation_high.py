@@ -38,4 +38,4 @@ queue grows without bound.
         sev = Severity.ERROR if rho >= 1 else Severity.WARNING
         state = "overloaded: the queue grows without bound" if rho >= 1 else "queueing delay dominates"
         return ctx.at(obj, field, f"stage '{sid}' utilisation ρ = {rho:.2f} with {what} ({state})",
-                      severity=sev)
+                      severity=sev, stage=sid, rho=round(rho, 3))

@@ -23,7 +23,7 @@ is over 10 % of the stage's P99 budget; lower the delay (seed 000 §2.1: 1 ms) o
     def check(self, ctx):
         for cap in capacities(ctx):
             p = cap.declared
-            if p is None or cap.batch_size <= 1 or cap.budget_ms is None:
+            if p is None or cap.batch_size <= 1 or not cap.budget_ms:
                 continue
             d_ms = cap.max_queue_delay_us / 1000
             expected = (cap.arrival_rps or 0) / cap.replicas * d_ms / 1000
