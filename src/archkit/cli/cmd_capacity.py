@@ -28,11 +28,13 @@ def _f(v, unit: str = "") -> str:
 def _text(rep) -> str:
     lines = [f"{rep.name}: design rate {_f(rep.arrival_rps)} req/s, end-to-end P99 budget "
              f"{_f(rep.p99_budget_ms, ' ms')}", ""]
-    for p in rep.paths:
+    # single-stage paths (e.g. a policy store feeding others asynchronously) add nothing
+    shown = [p for p in rep.paths if len(p["stages"]) > 1] or rep.paths
+    for p in shown:
         lines.append(f"path {' -> '.join(p['stages'])}: P50 sum {_f(p['p50_sum_ms'])} ms, P99 sum "
                      f"{_f(p['p99_sum_ms'])} ms (independent-stages estimate {_f(p['p99_independent_ms'])} ms); "
                      f"'{p['dominant']}' takes {_f(p['dominant_p99_ms'])} ms")
-    if rep.paths:
+    if shown:
         lines.append("")
     if not rep.stages:
         lines.append("no model stages")
@@ -59,9 +61,10 @@ def _text(rep) -> str:
             lines.append(f"  why: {w}")
         for rec in s["recommendations"]:
             if rec["met"]:
+                gpus = f" = {_f(rec['gpus'])} GPU(s)" if rec["gpus"] else ""
                 lines.append(f"  recommendation for {_f(rec['budget_ms'])} ms ({rec['budget_source']}): batch "
                              f"{rec['batch_size']}, max_queue_delay_us {rec['max_queue_delay_us']}, "
-                             f"{rec['replicas']} replica(s) × {s['instances']} instance(s) = {_f(rec['gpus'])} GPU(s): "
+                             f"{rec['replicas']} replica(s) × {s['instances']} instance(s){gpus}: "
                              f"P50 {_f(rec['p50_ms'])} ms, P99 {_f(rec['p99_ms'])} ms")
             else:
                 lines.append(f"  recommendation for {_f(rec['budget_ms'])} ms ({rec['budget_source']}): none: {rec['reason']}")
