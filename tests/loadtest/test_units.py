@@ -239,6 +239,11 @@ def test_a_service_found_by_its_command_line(tmp_path) -> None:
     marker = f"archkit-chaos-marker-{tmp_path.name}"
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", marker])
     try:
+        import time
+
+        end = time.monotonic() + 5  # until the child has exec'd (its cmdline is the parent's before)
+        while marker.encode() not in open(f"/proc/{proc.pid}/cmdline", "rb").read() and time.monotonic() < end:
+            time.sleep(0.02)
         assert ProcessRef.parse(f"svc=~{marker}").current() == proc.pid
         with pytest.raises(ValueError, match="no process"):
             ProcessRef.parse("svc=~no-such-process-text-4711").current()

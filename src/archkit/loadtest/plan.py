@@ -11,7 +11,7 @@ from typing import Optional
 
 from archkit.spec.model import Level, Spec
 
-GRACE_S = 20.0  # hard kill this long after the planned end: every run stops by itself
+GRACE_S = 35.0  # hard kill this long after the planned end (the worker drains ≤ 15 s): every run stops
 DEFAULT_DURATION_S = {"baseline": 30.0, "stress": 60.0, "chaos": 60.0}
 
 

@@ -37,6 +37,8 @@ from locust.env import Environment
 
 from archkit.loadtest import hist
 
+DRAIN_S = 15.0  # how long requests in flight at the end may take to finish
+
 
 class Recorder:
     """Per-request hook: exact latencies per scenario, per second and per phase."""
@@ -153,11 +155,13 @@ def main(argv=None) -> int:
     if not classes:
         rec.emit(ev="error", message=f"no runnable user class in {plan['locustfile']}")
         return 2
-    env = Environment(user_classes=classes, events=locust.events, host=plan["host"], stop_timeout=1.0)
+    # At the end no new request starts and the ones in flight may finish (up to DRAIN_S): cutting
+    # them off would drop exactly the slowest requests and bias the percentiles low.
+    env = Environment(user_classes=classes, events=locust.events, host=plan["host"], stop_timeout=DRAIN_S)
     phases = plan["phases"]
     steps = [(p["start_s"], p["rate_rps"] or 0) for p in phases] if len(phases) > 1 else []
     mod.PACER.configure(phases[0]["rate_rps"] or 0, plan["users"], steps)
-    deadline = time.monotonic() + plan["duration_s"] + 15.0
+    deadline = time.monotonic() + plan["duration_s"] + DRAIN_S + 10.0
     stopped = {"why": "duration"}
 
     if args.role == "master":
@@ -170,14 +174,21 @@ def main(argv=None) -> int:
     def quit_(why: str) -> None:
         if stopped["why"] == "duration":
             stopped["why"] = why
+        mod.PACER.closed = True
         runner.quit()
 
     gevent.signal_handler(signal.SIGTERM, lambda: quit_("stopped by the runner"))
     gevent.signal_handler(signal.SIGINT, lambda: quit_("interrupted"))
-    gevent.spawn_later(plan["duration_s"] + 15.0, quit_, "deadline")
+    gevent.spawn_later(plan["duration_s"] + DRAIN_S + 10.0, quit_, "deadline")
 
-    def current_rate():
-        return round(mod.PACER.current_rate(), 3) if mod.PACER.rate_rps or mod.PACER.steps else None
+    def rate_of_second(index: int):
+        """The offered rate in the middle of second `index` (the one a tick reports on)."""
+        mid = index + 0.5
+        rate = None
+        for p in phases:
+            if p["start_s"] <= mid:
+                rate = p["rate_rps"]
+        return rate
 
     def on_request(**kw):
         rec.on_request(**kw)
@@ -199,16 +210,15 @@ def main(argv=None) -> int:
             gevent.sleep(max(0.0, wake - now))
             now = time.monotonic()
             if now >= next_sec - 1e-4:
-                rec.flush_second(runner.user_count, current_rate())
+                rec.flush_second(runner.user_count, rate_of_second(rec.sec_index))
                 next_sec += 1.0
             if i < len(bounds) and now >= bounds[i] - 1e-4:
                 rec.flush_phase(i, phases[i]["rate_rps"])
                 i += 1
                 if i == len(bounds):
+                    mod.PACER.closed = True  # the planned time is over: nothing new is sent
                     if args.role == "local":
                         quit_("duration")
-                    else:
-                        rec.t0 = None  # the planned time is over: what the master still runs is not measured
                     return
 
     env.events.request.add_listener(on_request)
@@ -240,8 +250,8 @@ def main(argv=None) -> int:
     runner.greenlet.join()
     if started:
         started[0].kill(block=False)
-        if rec.sec["n"]:
-            rec.flush_second(0, current_rate())
+        # a partial last second (users stopping) would read as a drop in the plots: not reported
+        # per second, but its requests are in the scenario totals
     if raw is not None:
         raw.close()
     if args.role != "master":

@@ -140,6 +140,7 @@ class Pacer:
         self.steps: list[tuple[float, float]] = []  # (from second, rate) for stress levels
         self.t0 = None
         self.next_slot = 0.0
+        self.closed = False  # set at the end of a measured run: no new requests, in-flight ones finish
 
     def configure(self, rate_rps, users, steps=()) -> None:
         self.rate_rps, self.users, self.steps = float(rate_rps or 0), max(1, int(users)), list(steps)
@@ -158,6 +159,8 @@ class Pacer:
     def acquire(self, user) -> None:
         """Block this user (cooperatively, under gevent) until this process's next send slot."""
         while True:
+            if self.closed:
+                raise StopUser()
             rate = self.current_rate()
             if not rate or rate <= 0:
                 return
