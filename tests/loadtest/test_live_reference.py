@@ -20,10 +20,11 @@ pytestmark = [pytest.mark.live, pytest.mark.slow,
               pytest.mark.skipif(not REF_PY.exists(), reason="reference_service/.venv not built (make reference-venv)")]
 
 
-@pytest.fixture
-def reference(tmp_path):
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    """The reference service on free ports, once for this module; always stopped."""
     ports = {k: free_port() for k in ("http", "triton_http", "triton_grpc", "metrics")}
-    log = tmp_path / "serve.log"
+    log = tmp_path_factory.mktemp("reference") / "serve.log"
     with open(log, "w") as fh:
         proc = subprocess.Popen([str(REF_PY), "-m", "reference_service", "serve", "--http-port", str(ports["http"]),
                                  "--triton-http-port", str(ports["triton_http"]), "--triton-grpc-port",
@@ -66,3 +67,34 @@ def test_baseline_against_the_reference_service(reference, tmp_path) -> None:
     assert dec["network_serialisation_ms"] > -0.05 * e2e["mean_ms"]
     assert (tmp_path / "rep" / "report.html").exists()
     assert Path(tmp_path / "rep" / "measured.json").exists()
+
+
+@pytest.mark.parametrize("protocol", ["triton-http", "triton-grpc"])
+def test_triton_targets_through_tritonclient(reference, tmp_path, protocol) -> None:
+    """The detector model straight through Triton: a raw 1x96x128x3 uint8 image as the payload."""
+    from PIL import Image
+
+    img = Image.open(ROOT / "reference_service" / "golden" / "images" / "doc_000.png").convert("RGB")
+    (tmp_path / "page.rgb").write_bytes(img.resize((128, 96)).tobytes())
+    port = reference["triton_http"] if protocol == "triton-http" else reference["triton_grpc"]
+    spec = tmp_path / "triton.yaml"
+    spec.write_text(yaml.safe_dump({
+        "apiVersion": "archkit/v1", "metadata": {"name": "det"},
+        "budgets": {"error_rate": 0.0},
+        "dataflow": {"stages": [{"id": "detect", "kind": "model", "model": {"name": "ocr_detector"}}]},
+        "observability": {"scrape": [{"service": "triton", "port": reference["metrics"]}]},
+        "loadtest": {"target": {"protocol": protocol, "host": f"http://127.0.0.1:{port}"},
+                     "scenarios": [{"id": "detect", "model": "ocr_detector", "payload": {"file": "page.rgb"},
+                                    "inputs": [{"name": "image", "datatype": "UINT8", "shape": [1, 96, 128, 3]}],
+                                    "outputs": ["boxes", "count"]}],
+                     "levels": [{"id": "baseline", "kind": "baseline", "users": 2, "rate_rps": 4,
+                                 "duration_s": 3}]}}, sort_keys=False))
+    res = api.loadtest(spec, "baseline", prometheus=False, plots=False).result
+    e2e = res.measured["end_to_end"]
+    assert e2e["requests"] >= 6 and e2e["errors"] == 0, (e2e, res.data.total.msgs, res.data.log[-2000:])
+    dec = res.measured["decomposition"]
+    det = dec["models"]["ocr_detector"]
+    assert det["requests"] >= e2e["requests"] and det["compute_infer_ms"] > 0
+    assert dec["server"]["source"] == "Triton nv_inference_request_duration_us"
+    assert dec["stages"]["detect"]["queue_ms"] == det["queue_ms"]
+    assert res.passed
