@@ -57,7 +57,7 @@ def render(
     out: Annotated[Path, typer.Option("--out", "-o", help="Output folder.")] = Path("out"),
     only: Annotated[list[str] | None, typer.Option(
         help="Only these generators (comma-separated or repeated), e.g. dataflow,review.")] = None,
-    format: Annotated[str, typer.Option("--format", help="Image formats: svg, png or svg,png.")] = "svg",
+    format: Annotated[str, typer.Option("--format", help="Image formats: svg, png or svg,png.")] = "svg,png",
     measured: Annotated[Path | None, typer.Option(
         help="A load-test report (JSON) whose measured values are shown beside the budgets.")] = None,
     templates: Annotated[Path | None, typer.Option(

@@ -122,8 +122,8 @@ def dataflow_view(ctx: RenderContext) -> dict[str, Any]:
     large = len(stages) > LARGE
     nodes = []
     any_over = any_fail = False
-    for st in stages:
-        if ids[st.id] != f"s{stages.index(st)}":
+    for i, st in enumerate(stages):
+        if ids[st.id] != f"s{i}":
             continue  # a duplicate id (AK102): draw the first only
         figures = measured.stage(st.id) if measured else {}
         over = over_budget(st, figures)
@@ -176,7 +176,7 @@ def dataflow_view(ctx: RenderContext) -> dict[str, Any]:
                       "tooltip": " ".join(wrap(text, 300, 300))})
     rows: list[list[str]] = []
     if large:
-        firsts = [st.id for st in stages if ids[st.id] == f"s{stages.index(st)}"]
+        firsts = [st.id for i, st in enumerate(stages) if ids[st.id] == f"s{i}"]
         depth = flow_depths(firsts, [(e.from_, e.to) for e in spec.dataflow.edges])
         by_row: dict[int, list[str]] = {}
         for sid in firsts:

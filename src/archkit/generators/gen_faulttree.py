@@ -65,8 +65,8 @@ def tree_view(ctx: RenderContext, tree: FaultTree) -> dict[str, Any]:
     for i, e in enumerate(tree.events):
         ids.setdefault(e.id, f"e{i}")
     gates = []
-    for g in tree.gates:
-        if ids[g.id] != f"g{tree.gates.index(g)}":
+    for i, g in enumerate(tree.gates):
+        if ids[g.id] != f"g{i}":
             continue
         kind = g.type.value
         text = {"or": "OR", "and": "AND"}.get(kind, f"≥ {g.k or '?'} of {len(g.inputs)}")
@@ -80,8 +80,8 @@ def tree_view(ctx: RenderContext, tree: FaultTree) -> dict[str, Any]:
                  f'</FONT></TD></TR></TABLE>>')
         gates.append({"id": ids[g.id], "label": label, "top": top})
     events = []
-    for e in tree.events:
-        if ids[e.id] != f"e{tree.events.index(e)}":
+    for i, e in enumerate(tree.events):
+        if ids[e.id] != f"e{i}":
             continue
         spof = e.id in spofs
         rows = [f'<TR><TD ALIGN="LEFT" BALIGN="LEFT"><B>{html_lines(e.label or e.id, 30, 160)}</B></TD></TR>']
@@ -105,8 +105,8 @@ def tree_view(ctx: RenderContext, tree: FaultTree) -> dict[str, Any]:
         events.append({"id": ids[e.id], "label": label, "spof": spof})
     missing = []
     edges = []
-    for g in tree.gates:
-        if ids[g.id] != f"g{tree.gates.index(g)}":
+    for i, g in enumerate(tree.gates):
+        if ids[g.id] != f"g{i}":
             continue
         for inp in g.inputs:
             if inp not in ids:
