@@ -162,7 +162,7 @@ def _declared(spec: Spec) -> set[str]:
     gs = spec.observability.golden_signals
     for sig in (gs.effective_qps, gs.cold_start, gs.drift, gs.gpu_memory):
         if sig is not None:
-            names.add(sig.metric)
+            names |= {sig.metric, sig.metric + "_bucket"}
     if gs.gpu_memory and gs.gpu_memory.total_metric:
         names.add(gs.gpu_memory.total_metric)
     return names

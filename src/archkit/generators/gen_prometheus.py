@@ -453,18 +453,21 @@ class _Planner:
                 series=[q.metric]))
         if gs.cold_start is not None:
             c = gs.cold_start
-            s = Series.of(c.metric, c.labels)
-            unit_ms = 1000.0 if c.metric.endswith("_seconds") else 1.0
-            thr = c.max_ms / unit_ms
+            # read like a latency series: gauge, histogram or summary, unit from the name's suffix
+            ref = MetricRef(metric=c.metric, type=c.type, labels=c.labels)
+            expr, kind, unit, read = self._latency_query(ref, 0.99)
+            thr_s = c.max_ms / 1000
+            fire_v, quiet_v = (2.2 * thr_s, 0.4 * thr_s) if kind == "p99" else (2 * thr_s + 1e-3, thr_s / 2)
             self.add(Alert(
-                name=self.name("ColdStartSlow"), group="golden", expr=f"max({s}) > {_fmt(thr)}",
+                name=self.name("ColdStartSlow"), group="golden", expr=f"{expr} > {_fmt(thr_s)}",
                 severity="ticket",
                 summary=f"{name}: model cold start above {_fmt(c.max_ms)} ms",
                 description=("A reload or CUDA context rebuild longer than the budget queues requests "
                              "(seed 000 §2.2: 83 ms context rebuild)."),
                 for_=None, labels={}, tree=None,
-                fire=Case([(str(s), self.gauge(thr * 2 + 1, samples))], minutes),
-                quiet=Case([(str(s), self.gauge(thr / 2, samples))], minutes), series=[c.metric]))
+                fire=self._latency_case(ref, kind, unit, fire_v, minutes),
+                quiet=self._latency_case(ref, kind, unit, quiet_v, minutes),
+                series=[read] + ([ref.count_metric or ref.metric + "_count"] if kind == "mean" else [])))
         if gs.gpu_memory is not None and gs.gpu_memory.total_metric:
             g = gs.gpu_memory
             used, total = Series.of(g.metric, g.labels), Series.of(g.total_metric, g.labels)
