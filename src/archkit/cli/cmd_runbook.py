@@ -84,7 +84,8 @@ def runbook(
             say(f"note: {report.note}")
         for s in report.steps:
             say()
-            say(f"{s.n}. {s.label} ({s.event})")
+            figures = "" if s.importance is None else f"  [p={s.probability:.3g}, share of top event {s.importance:.1%}]"
+            say(f"{s.n}. {s.label} ({s.event}){figures}")
             say(f"   $ {s.command}" if s.command else "   (no check command)")
             say(f"   expect: {s.expectation()}; timeout {s.timeout_s:g} s")
             if s.mismatch_means:
