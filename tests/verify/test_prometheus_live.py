@@ -174,3 +174,20 @@ def test_unreachable_prometheus_is_unknown():
     report = run(SPEC, prometheus_url=f"http://127.0.0.1:{_free_port()}", expected_groups=[], timeout_s=1)
     assert [(f.code, f.status) for f in report.findings] == [("VP300", Status.UNKNOWN)]
     assert "cannot reach Prometheus" in report.findings[0].message
+
+
+def test_cli_with_a_rules_file(prometheus):
+    import json
+
+    from typer.testing import CliRunner
+
+    from archkit.cli import _load_commands, app
+
+    _load_commands()
+    res = CliRunner().invoke(app, ["verify", str(INDUSTRIAL_SPEC), "--prometheus-url", prometheus["url"],
+                                   "--rules", str(FIXTURE_RULES), "--format", "json"])
+    assert res.exit_code == 1, res.output
+    data = json.loads(res.output)
+    drift = sorted((f["object"], f["code"]) for f in data["findings"] if f["status"] == "drift")
+    assert drift == [("rules/inspection-broken", "VP302"), ("scrape/preprocess:9100", "VP311")]
+    assert data["sources"] == [{"area": "prometheus", "source": prometheus["url"]}]
