@@ -27,10 +27,10 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from archkit import api  # noqa: E402
-from archkit.generators import RenderContext, all_generators  # noqa: E402
-from archkit.generators.renderers import find_dot, find_java, find_plantuml_jar, icon_root  # noqa: E402
-from archkit.spec.model import Spec  # noqa: E402
+from archkit import api
+from archkit.generators import all_generators
+from archkit.generators.renderers import find_dot, find_java, find_plantuml_jar, icon_root
+from archkit.spec.model import Spec
 
 DIAGRAMS = ("dataflow", "controlflow", "topology", "faulttree", "review")
 KINDS = ["ingress", "preprocess", "model", "postprocess", "store", "cache", "queue", "rules"]
@@ -87,14 +87,20 @@ def synthetic_spec(n: int) -> dict:
             "faulttrees": trees}
 
 
-def archkit_run(spec: Spec, name: str) -> tuple[float, dict[str, str]]:
-    t0 = time.perf_counter()
+def _cpu() -> float:
+    """CPU seconds of this process and its finished children (renderers run as children)."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+def archkit_run(spec: Spec, name: str) -> tuple[float, float, dict[str, str]]:
+    t0, c0 = time.perf_counter(), _cpu()
     files, _ = api.generate(spec, name, only=list(DIAGRAMS), formats=("svg",))
-    dt = time.perf_counter() - t0
-    return dt, {k: v for k, v in files.items() if k.endswith((".dot", ".puml"))}
+    dt, dc = time.perf_counter() - t0, _cpu() - c0
+    return dt, dc, {k: v for k, v in files.items() if k.endswith((".dot", ".puml"))}
 
 
-def bare_run(sources: dict[str, str]) -> float:
+def bare_run(sources: dict[str, str]) -> tuple[float, float]:
     """The renderers alone on the same sources: one PlantUML JVM, one dot per DOT file, in parallel."""
     java, jar, dot = find_java(), find_plantuml_jar(), find_dot()
     with tempfile.TemporaryDirectory() as tmp:
@@ -105,7 +111,7 @@ def bare_run(sources: dict[str, str]) -> float:
             paths.append(p)
         puml = [str(p) for p in paths if p.suffix == ".puml"]
         dots = [p for p in paths if p.suffix == ".dot"]
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), _cpu()
         with ThreadPoolExecutor(max_workers=max(2, min(8, os.cpu_count() or 2))) as pool:
             futs = [pool.submit(subprocess.run, [java, "-Djava.awt.headless=true", "-jar", str(jar), "-tsvg",
                                                  "-nometadata", "-o", str(Path(tmp, "out")), *puml],
@@ -114,7 +120,7 @@ def bare_run(sources: dict[str, str]) -> float:
                                  capture_output=True, check=True, cwd=str(icon_root() or tmp)) for p in dots]
             for f in futs:
                 f.result()
-        return time.perf_counter() - t0
+        return time.perf_counter() - t0, _cpu() - c0
 
 
 def main() -> None:
@@ -136,18 +142,24 @@ def main() -> None:
         specs.append((f"synthetic {n} stages", Spec.model_validate(synthetic_spec(n))))
     print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, {platform.python_version()}, "
           f"jar {find_plantuml_jar().name}")
-    print("| spec | archkit render (s) | renderers alone (s) | overhead |")
-    print("|---|---:|---:|---:|")
+    print("| spec | archkit wall (s) | renderers wall (s) | wall overhead | archkit CPU (s) | renderers CPU (s) "
+          "| CPU overhead |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
     medians = {}
     for name, spec in specs:
-        ours, bare = [], []
+        ours, bare, ours_cpu, bare_cpu = [], [], [], []
         for _ in range(args.repeat):
-            dt, sources = archkit_run(spec, name)
+            dt, dc, sources = archkit_run(spec, name)
             ours.append(dt)
-            bare.append(bare_run(sources))
+            ours_cpu.append(dc)
+            bt, bc = bare_run(sources)
+            bare.append(bt)
+            bare_cpu.append(bc)
         a, b = statistics.median(ours), statistics.median(bare)
+        ac, bc = statistics.median(ours_cpu), statistics.median(bare_cpu)
         medians[name] = a
-        print(f"| {name} | {a:.2f} | {b:.2f} | {100 * (a - b) / b:+.0f}% |", flush=True)
+        print(f"| {name} | {a:.2f} | {b:.2f} | {100 * (a - b) / b:+.0f}% | {ac:.2f} | {bc:.2f} "
+              f"| {100 * (ac - bc) / bc:+.0f}% |", flush=True)
     sizes = [int(x) for x in args.sizes.split(",") if x]
     if len(sizes) == 2:
         small, big = (medians[f"synthetic {n} stages"] for n in sizes)
