@@ -34,14 +34,17 @@ def test_batch_one_without_delay_is_plain_md1():
     assert p.ceiling_rps == pytest.approx(1000 / 47)
 
 
-def test_seed_batch8_misses_50ms_and_batch1_with_five_gpus_meets_it():
+def test_seed_batch8_misses_50ms_and_batch1_with_six_gpus_meets_it():
     b8 = predict(SEED, 30, batch_size=8, max_queue_delay_us=100_000, instances=1, replicas=2)
     assert b8.fill_p99_ms == pytest.approx(100)          # the timer, not a full batch
     assert 2 < b8.mean_batch < 3                          # 15 req/s per replica × 100 ms
     assert b8.p99_ms > 50 and b8.p50_ms > 50
     rec = recommend(SEED, 30, 50, max_batch_size=8, preferred=[8], instances=1)
-    assert rec.met and rec.prediction.batch_size == 1 and rec.prediction.replicas == 5
+    assert rec.met and rec.prediction.batch_size == 1 and rec.prediction.replicas == 6
     assert rec.prediction.p99_ms <= 50
+    # analytically 5 replicas reach 50.0 ms, but the simulation of 5 misses: M/D/c's tail is approximate
+    fast = recommend(SEED, 30, 50, max_batch_size=8, preferred=[8], instances=1, verify=False)
+    assert fast.prediction.replicas == 5
     none = recommend(SEED, 30, 40, max_batch_size=8, preferred=[8])
     assert not none.met and "47 ms" in none.reason
 

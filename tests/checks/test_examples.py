@@ -60,12 +60,12 @@ def test_industrial_batch8_is_flagged_and_the_recommended_configuration_passes()
     res = load_text((ROOT / "examples" / "industrial-inspection.yaml").read_text(encoding="utf-8"), "x.yaml")
     ak203 = [d for d in check_spec(res.spec) if d.code == "AK203"][0]
     assert "at batch 8" in ak203.message and "> 40 ms" in ak203.message
-    # archkit capacity's answer for the end-to-end 50 ms: batch 1, no delay, 5 replicas
+    # archkit capacity's answer for the end-to-end 50 ms: batch 1, no delay, 6 replicas
     fixed = copy.deepcopy(data)
     det = _find(fixed["dataflow"]["stages"], "id", "detect")
     det["p99_ms"] = 50
     det["model"]["batching"].update(preferred_batch_sizes=[1], max_queue_delay_us=0)
-    _find(fixed["topology"]["services"], "id", "triton")["replicas"] = 5
+    _find(fixed["topology"]["services"], "id", "triton")["replicas"] = 6
     assert _codes(fixed)["AK203"] == 0
 
 

@@ -58,7 +58,7 @@ controlflow:
 ms = st.floats(0, 5000, allow_nan=False).map(lambda x: round(x, 2))
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=12, deadline=None)
 @given(p50=ms, p99=ms, sp99=ms, rate=ms, peak=ms, inst=st.integers(1, 8), reload=ms,
        maxb=st.integers(1, 64), pref=st.integers(1, 64), delay=st.integers(0, 1_000_000),
        c1=ms, b2=st.integers(1, 64), c2=ms, reps=st.integers(0, 20), deadline=ms, timeout=ms,

@@ -69,6 +69,15 @@ class StageCapacity:
                          self.stage.model.batching.preferred_batch_sizes if self.stage.model.batching else (),
                          self.instances)
 
+    @cached_property
+    def simulated(self):
+        """Discrete-event simulation of the declared configuration (see `simulate`)."""
+        from archkit.analysis.simulate import simulate
+
+        if self.table is None or self.arrival_rps is None:
+            return None
+        return simulate(self.table, self.arrival_rps, self.batch_size, self.max_queue_delay_us, self.servers)
+
     @property
     def required_gpus(self) -> Optional[float]:
         rec = self.recommendation

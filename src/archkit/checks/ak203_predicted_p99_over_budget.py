@@ -3,6 +3,7 @@
 from archkit.analysis.batching import recommend
 from archkit.checks.common import capacities, fmt_ms
 from archkit.checks.registry import Rule, register
+from archkit.diagnostics import Severity
 
 
 @register
@@ -17,9 +18,13 @@ Larger batches raise throughput per GPU but every request waits for its batch to
 a free instance, and for the whole batch to be copied and computed. archkit predicts the
 stage's latency from the declared per-batch service times (interpolated between measured
 sizes), the design rate, max_queue_delay_us, instances and replicas (fill time + M/D/c
-queueing + service; the P99 is a conservative bound) and compares it with the tighter of
-the stage's P99 budget and the end-to-end P99. `archkit capacity SPEC` prints the table
-per batch size and the cheapest configuration that meets the budget.
+queueing + service; the P99 adds component P99s, conservative when batches form) and
+compares it with the tighter of the stage's P99 budget and the end-to-end P99. When the
+estimate misses the budget, a
+discrete-event simulation of the batcher (same assumptions, no approximation) is the
+judge: an error if the simulated P99 misses too (or the stage is overloaded), a warning
+("tight") if only the estimate does. `archkit capacity SPEC` prints both per batch size and the
+cheapest configuration that meets the budget.
 """
 
     def check(self, ctx):
@@ -40,10 +45,18 @@ per batch size and the cheapest configuration that meets the budget.
                         hint += f"; for the end-to-end {fmt_ms(e2e)}: {other.reason}"
             obj = cap.stage.model.batching or cap.stage.model
             field = "max_queue_delay_us" if cap.stage.model.batching else "instances"
+            sim = cap.simulated
+            sim_ok = sim is not None and sim.stable and sim.p99_ms <= cap.budget_ms
+            sim_txt = (f"simulated {fmt_ms(sim.p99_ms)}" if sim is not None and sim.stable
+                       else "simulated: overloaded")
+            verdict = (f"; only the analytic estimate misses it ({sim_txt} fits): tight" if sim_ok
+                       else f"; {sim_txt}")
             yield ctx.at(obj, field,
                          f"stage '{cap.stage.id}' predicted P99 {fmt_ms(p.p99_ms)} at batch {p.batch_size} "
                          f"(max_queue_delay_us {p.max_queue_delay_us}, {p.replicas}×{p.instances} instances, "
-                         f"{p.arrival_rps:g} req/s) > {fmt_ms(cap.budget_ms)} ({cap.budget_source})",
+                         f"{p.arrival_rps:g} req/s) > {fmt_ms(cap.budget_ms)} ({cap.budget_source}){verdict}",
+                         severity=Severity.WARNING if sim_ok else Severity.ERROR,
                          hint=hint, stage=cap.stage.id, predicted_p99_ms=round(p.p99_ms, 1),
                          predicted_p50_ms=round(p.p50_ms, 1), budget_ms=cap.budget_ms,
-                         batch_size=p.batch_size, rho=round(p.rho, 3))
+                         batch_size=p.batch_size, rho=round(p.rho, 3),
+                         simulated_p99_ms=round(sim.p99_ms, 1) if sim is not None and sim.stable else None)
