@@ -77,6 +77,12 @@ def topology_source(ctx: RenderContext) -> str:
 
 
 def _build(ctx: RenderContext) -> str:
+    from archkit.generators.renderers import RendererError
+
+    try:
+        import diagrams  # noqa: F401
+    except ImportError as exc:
+        raise RendererError("the topology diagram needs the `diagrams` package: pip install 'archkit[render]'") from exc
     from diagrams import Cluster, Diagram, Edge, setcluster, setdiagram
     from diagrams.generic.compute import Rack
     from diagrams.generic.network import Subnet, Switch
