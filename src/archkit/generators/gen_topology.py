@@ -13,6 +13,9 @@ from archkit.spec.model import NodePool, Service
 # at a time keeps two renders in one process from mixing nodes.
 _LOCK = threading.Lock()
 LARGE = 30  # services; beyond this the pools stack top to bottom
+# `diagrams` draws icon nodes 1.4 in wide with the label below; Graphviz does not reserve room
+# for a label wider than its node, so lines are kept to ~24 characters and nodes spaced wider.
+WRAP = 24
 
 
 def text(value: Any, width: int = 34, limit: int = 200) -> str:
@@ -57,7 +60,7 @@ def pool_label(p: NodePool) -> str:
         lines.append(f"taint {t.key}" + (f"={t.value}" if t.value else "") + f":{t.effect}")
     if p.multi_tenant:
         lines.append("multi-tenant")
-    return "\n".join(text(x, 40) for x in lines)
+    return "\n".join(text(x, WRAP) for x in lines)
 
 
 def service_label(s: Service) -> str:
@@ -67,8 +70,8 @@ def service_label(s: Service) -> str:
     if s.ports:
         lines.append("ports " + ", ".join(f"{p.port}/{p.purpose}" for p in s.ports))
     if s.image:
-        lines.append(one_line(s.image.split("@")[0], 40))
-    return "\n".join(text(x, 36) for x in lines)
+        lines.append(one_line(s.image.split("@")[0].rsplit("/", 1)[-1], 60))  # name:tag, not the registry
+    return "\n".join(text(x, WRAP) for x in lines)
 
 
 def topology_source(ctx: RenderContext) -> str:
@@ -105,7 +108,7 @@ def _build(ctx: RenderContext) -> str:
     with _LOCK:
         setcluster(None)
         graph_attr = {"fontname": "DejaVu Sans", "fontsize": "14", "splines": "spline", "pad": "0.3",
-                      "nodesep": "0.5", "ranksep": "0.9" if not large else "0.6", "labelloc": "t",
+                      "nodesep": "0.9", "ranksep": "1.2" if not large else "0.8", "labelloc": "t",
                       "newrank": "true"}
         node_attr = {"fontname": "DejaVu Sans", "fontsize": "10"}
         edge_attr = {"fontname": "DejaVu Sans", "fontsize": "9", "color": "#4b5563"}
@@ -119,7 +122,7 @@ def _build(ctx: RenderContext) -> str:
                         if n.id in nets:
                             continue
                         lab = [f"{n.id} · {n.kind}", n.cidr, f"MTU {n.mtu}"] + (["public"] if n.public else [])
-                        nets[n.id] = Switch("\n".join(text(x, 30) for x in lab), nodeid=f"net{i}")
+                        nets[n.id] = Switch("\n".join(text(x, WRAP) for x in lab), nodeid=f"net{i}")
             pools: dict[str, Any] = {}
             svc_nodes: dict[str, Any] = {}
             by_pool: dict[str, list[tuple[int, Service]]] = {}
@@ -161,7 +164,7 @@ def _build(ctx: RenderContext) -> str:
                             lab.append("encrypted")
                         if st.data_classes:
                             lab.append("data " + ", ".join(st.data_classes))
-                        stores[st.id] = Storage("\n".join(text(x, 36) for x in lab), nodeid=f"sto{i}")
+                        stores[st.id] = Storage("\n".join(text(x, WRAP) for x in lab), nodeid=f"sto{i}")
             sources: dict[str, Any] = {}
 
             def source(ref: str) -> Any:
