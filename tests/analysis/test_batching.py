@@ -9,8 +9,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from archkit.analysis import queueing as q
-from archkit.analysis.batching import (ServiceTable, candidate_batch_sizes, ceiling_rps,
-                                       fill_time_bound_ms, predict, recommend)
+from archkit.analysis.batching import (
+    ServiceTable,
+    candidate_batch_sizes,
+    ceiling_rps,
+    fill_time_bound_ms,
+    predict,
+    recommend,
+)
 
 SEED = ServiceTable([(1, 1.2 + 32 + 13.8), (8, 8.3 + 176 + 39.7)])   # seed 000 §2.1: 47 ms, 224 ms
 

@@ -10,7 +10,6 @@ from hypothesis import strategies as st
 
 from archkit.analysis import queueing as q
 
-
 # --- textbook values (Erlang B/C tables; e.g. Kleinrock, Queueing Systems Vol. 1, §3.5)
 
 @pytest.mark.parametrize("c,a,expected", [

@@ -58,7 +58,7 @@ def test_industrial_batch8_is_flagged_and_the_recommended_configuration_passes()
     base = _codes(data)
     assert base["AK203"] == 1
     res = load_text((ROOT / "examples" / "industrial-inspection.yaml").read_text(encoding="utf-8"), "x.yaml")
-    ak203 = [d for d in check_spec(res.spec) if d.code == "AK203"][0]
+    ak203 = next(d for d in check_spec(res.spec) if d.code == "AK203")
     assert "at batch 8" in ak203.message and "> 40 ms" in ak203.message
     # archkit capacity's answer for the end-to-end 50 ms: batch 1, no delay, 6 replicas
     fixed = copy.deepcopy(data)

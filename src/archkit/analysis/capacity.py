@@ -15,8 +15,15 @@ from functools import cached_property
 from typing import Optional
 
 from archkit.analysis import queueing as q
-from archkit.analysis.batching import (BatchPrediction, Recommendation, ServiceTable,
-                                       candidate_batch_sizes, ceiling_rps, predict, recommend)
+from archkit.analysis.batching import (
+    BatchPrediction,
+    Recommendation,
+    ServiceTable,
+    candidate_batch_sizes,
+    ceiling_rps,
+    predict,
+    recommend,
+)
 from archkit.spec.model import Device, Spec, Stage
 
 

@@ -17,6 +17,8 @@ from archkit.cli.output import diag_line, fail
 
 
 class CapacityFormat(str, Enum):
+    """Output formats of `archkit capacity`."""
+
     text = "text"
     json = "json"
 
