@@ -1,5 +1,7 @@
 """AK203: the queueing model predicts a P99 over budget at the declared batch settings."""
 
+import math
+
 from archkit.analysis.batching import recommend
 from archkit.checks.common import capacities, fmt_ms
 from archkit.checks.registry import Rule, register
@@ -56,7 +58,12 @@ cheapest configuration that meets the budget.
                          f"(max_queue_delay_us {p.max_queue_delay_us}, {p.replicas}×{p.instances} instances, "
                          f"{p.arrival_rps:g} req/s) > {fmt_ms(cap.budget_ms)} ({cap.budget_source}){verdict}",
                          severity=Severity.WARNING if sim_ok else Severity.ERROR,
-                         hint=hint, stage=cap.stage.id, predicted_p99_ms=round(p.p99_ms, 1),
-                         predicted_p50_ms=round(p.p50_ms, 1), budget_ms=cap.budget_ms,
+                         hint=hint, stage=cap.stage.id, predicted_p99_ms=_finite(p.p99_ms),
+                         predicted_p50_ms=_finite(p.p50_ms), budget_ms=cap.budget_ms,
                          batch_size=p.batch_size, rho=round(p.rho, 3),
                          simulated_p99_ms=round(sim.p99_ms, 1) if sim is not None and sim.stable else None)
+
+
+def _finite(v: float):
+    """JSON has no infinity: an overloaded stage's latency is reported as null."""
+    return round(v, 1) if math.isfinite(v) else None
