@@ -46,8 +46,9 @@ The capacity rules (AK2xx) and `archkit capacity SPEC` share one analysis
   byte-stable; one batcher feeding all instances, the same pooling assumption): it
   reproduces Pollaczek–Khinchine for M/D/1 within 1–2 % and shows how much room the
   analytic estimate leaves (often 2–3× for batched stages; for lightly loaded batchers
-  with short delays it can be slightly higher, as pooling fills batches faster). AK203 reports an error only when the simulated P99 misses
-  the budget too (a warning, "tight", when only the bound does), and every recommendation
+  with short delays it can be slightly higher, as pooling fills batches faster). AK203
+  reports an error only when the simulated P99 misses the budget too (a warning, "tight",
+  when only the analytic estimate does), and every recommendation
   is confirmed by simulation — for unbatched stages the M/D/c tail approximation can be a
   few per cent optimistic (seed 000 §2.1's batch 1 at 30 QPS: 5 T4s reach an analytic
   50.0 ms, the simulation 51.6 ms, so archkit recommends 6).
