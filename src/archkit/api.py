@@ -478,16 +478,19 @@ class CapacityReport:
     p99_budget_ms: Optional[float]
     stages: list[dict] = field(default_factory=list)
     paths: list[dict] = field(default_factory=list)
+    workers: list[dict] = field(default_factory=list)   # non-model stages with `concurrency` (M/M/c)
     diagnostics: list[Diagnostic] = field(default_factory=list)
 
     @property
     def missed(self) -> bool:
-        """True when a stage's predicted P99 at its declared settings misses its budget."""
-        return any(s["declared"] and not s["declared"]["meets"] for s in self.stages)
+        """True when a model stage's predicted P99 misses its budget or a worker pool is overloaded."""
+        return (any(s["declared"] and not s["declared"]["meets"] for s in self.stages)
+                or any(w["rho"] >= 1 for w in self.workers))
 
     def as_dict(self) -> dict:
         return {"file": self.file, "name": self.name, "arrival_rps": self.arrival_rps,
-                "p99_budget_ms": self.p99_budget_ms, "stages": self.stages, "paths": self.paths}
+                "p99_budget_ms": self.p99_budget_ms, "stages": self.stages, "paths": self.paths,
+                "workers": self.workers}
 
 
 def capacity(path: str | os.PathLike, env: Optional[str] = None) -> CapacityReport:
@@ -495,7 +498,7 @@ def capacity(path: str | os.PathLike, env: Optional[str] = None) -> CapacityRepo
     import math
 
     from archkit.analysis.batching import recommend
-    from archkit.analysis.capacity import model_capacities
+    from archkit.analysis.capacity import model_capacities, worker_capacities
     from archkit.analysis.latency import dataflow_paths
     from archkit.analysis.simulate import simulate
 
@@ -523,6 +526,10 @@ def capacity(path: str | os.PathLike, env: Optional[str] = None) -> CapacityRepo
         report.paths.append({"stages": p.stages, "p50_sum_ms": num(p.p50_sum), "p99_sum_ms": num(p.p99_sum),
                              "p99_independent_ms": num(p.p99_rss), "dominant": p.dominant,
                              "dominant_p99_ms": num(p.dominant_p99)})
+    for w in worker_capacities(spec):
+        report.workers.append({"stage": w.stage.id, "arrival_rps": w.arrival_rps, "servers": w.servers,
+                               "service_ms": w.service_ms, "rho": round(w.rho, 3),
+                               "wait_mean_ms": num(w.wait_mean_ms), "wait_p99_ms": num(w.wait_p99_ms)})
     for cap in model_capacities(spec):
         st, m = cap.stage, cap.stage.model
         row: dict = {

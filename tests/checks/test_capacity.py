@@ -70,3 +70,17 @@ def test_bad_input_exits_2_without_traceback(tmp_path):
     assert res.exit_code == 2 and "Traceback" not in res.output
     res = _run("capacity", str(INDUSTRIAL), "--env", "nope")
     assert res.exit_code == 2
+
+
+def test_cpu_worker_stages_are_mmc_and_overload_fails(tmp_path):
+    spec = tmp_path / "w.yaml"
+    spec.write_text("apiVersion: archkit/v1\nmetadata: {name: t}\nbudgets: {throughput_rps: 100}\n"
+                    "dataflow:\n  stages:\n    - {id: parse, kind: preprocess, p50_ms: 30, concurrency: 2}\n"
+                    "    - {id: rules, kind: rules, p50_ms: 30, concurrency: 8}\n", encoding="utf-8")
+    rep = api.capacity(spec)
+    workers = {w["stage"]: w for w in rep.workers}
+    assert workers["parse"]["rho"] == 1.5 and workers["parse"]["wait_mean_ms"] is None   # overloaded
+    assert workers["rules"]["rho"] == pytest.approx(0.375) and workers["rules"]["wait_mean_ms"] < 1
+    assert rep.missed
+    res = _run("capacity", str(spec))
+    assert res.exit_code == 1 and "M/M/2 workers" in res.output and "budget none" in res.output

@@ -28,8 +28,9 @@ def _f(v, unit: str = "") -> str:
 
 
 def _text(rep) -> str:
-    lines = [f"{rep.name}: design rate {_f(rep.arrival_rps)} req/s, end-to-end P99 budget "
-             f"{_f(rep.p99_budget_ms, ' ms')}", ""]
+    budget = "none" if rep.p99_budget_ms is None else f"{rep.p99_budget_ms:g} ms"
+    rate = "none" if rep.arrival_rps is None else f"{rep.arrival_rps:g} req/s"
+    lines = [f"{rep.name}: design rate {rate}, end-to-end P99 budget {budget}", ""]
     # single-stage paths (e.g. a policy store feeding others asynchronously) add nothing
     shown = [p for p in rep.paths if len(p["stages"]) > 1] or rep.paths
     for p in shown:
@@ -38,8 +39,14 @@ def _text(rep) -> str:
                      f"'{p['dominant']}' takes {_f(p['dominant_p99_ms'])} ms")
     if shown:
         lines.append("")
+    for w in rep.workers:
+        lines.append(f"stage {w['stage']} (M/M/{w['servers']} workers): λ {_f(w['arrival_rps'])} req/s, "
+                     f"service {_f(w['service_ms'])} ms, ρ {w['rho']:.2f}, mean wait {_f(w['wait_mean_ms'])} ms, "
+                     f"P99 wait {_f(w['wait_p99_ms'])} ms")
+    if rep.workers:
+        lines.append("")
     if not rep.stages:
-        lines.append("no model stages")
+        lines += ["no model stages", ""]
     for s in rep.stages:
         lines.append(f"stage {s['stage']} (model {s['model']}, {s['device']}): {s['replicas']} replica(s) × "
                      f"{s['instances']} instance(s), {_f(s['gpus_per_replica'])} GPU per replica, "
