@@ -268,3 +268,13 @@ def test_render_context_generates_through_the_registry():
     spec = _spec(Path("examples/recommendation.yaml").resolve())
     files = gens["prometheus"].fn(RenderContext(spec=spec, spec_path="recommendation.yaml"))
     assert set(files) == {"prometheus/rules.yaml", "prometheus/rules.test.yaml"}
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
+def test_every_alert_has_a_firing_and_a_quiet_unit_test(path):
+    spec = _spec(path)
+    alerts = [r["alert"] for g in rules_document(spec)["groups"] for r in g["rules"] if "alert" in r]
+    tests = unit_tests_document(spec)["tests"]
+    firing = {t["alert_rule_test"][0]["alertname"] for t in tests if t["alert_rule_test"][0]["exp_alerts"]}
+    quiet = {t["alert_rule_test"][0]["alertname"] for t in tests if not t["alert_rule_test"][0]["exp_alerts"]}
+    assert set(alerts) == firing == quiet
