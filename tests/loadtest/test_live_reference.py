@@ -45,7 +45,8 @@ def reference(tmp_path_factory):
             proc.wait()
 
 
-def test_baseline_against_the_reference_service(reference, tmp_path) -> None:
+def _spec(reference, tmp_path: Path) -> Path:
+    """tests/loadtest/specs/ocr-local.yaml pointed at this run's ports."""
     data = yaml.safe_load((HERE / "specs" / "ocr-local.yaml").read_text())
     data["loadtest"]["target"]["host"] = f"http://127.0.0.1:{reference['http']}"
     data["observability"]["scrape"][0]["port"] = reference["http"]
@@ -53,6 +54,11 @@ def test_baseline_against_the_reference_service(reference, tmp_path) -> None:
     data["loadtest"]["scenarios"][0]["payload"]["folder"] = str(ROOT / "reference_service" / "golden" / "images")
     spec = tmp_path / "ocr.yaml"
     spec.write_text(yaml.safe_dump(data, sort_keys=False))
+    return spec
+
+
+def test_baseline_against_the_reference_service(reference, tmp_path) -> None:
+    spec = _spec(reference, tmp_path)
     res = api.loadtest(spec, "baseline", duration=8, users=2, rate=0.5, report_dir=tmp_path / "rep",
                        prometheus=False).result
     e2e = res.measured["end_to_end"]
@@ -98,3 +104,24 @@ def test_triton_targets_through_tritonclient(reference, tmp_path, protocol) -> N
     assert dec["server"]["source"] == "Triton nv_inference_request_duration_us"
     assert dec["stages"]["detect"]["queue_ms"] == det["queue_ms"]
     assert res.passed
+
+
+def test_stress_against_the_reference_service(reference, tmp_path) -> None:
+    spec = _spec(reference, tmp_path)
+    res = api.loadtest(spec, "stress", users=6, rate=3, duration=9, prometheus=False, plots=False).result
+    phases = res.measured["phases"]
+    assert [p["offered_rps"] for p in phases][:2] == [1.0, 2.0]  # start 1, step 1 (the level's defaults)
+    assert sum(p["requests"] for p in phases) > 0  # a step shorter than one OCR may complete nothing
+    assert res.measured["stress"]["failure_mode"]  # a knee and a failure mode, or "none"
+
+
+def test_chaos_kill_triton_answers_503_and_recovers(reference, tmp_path) -> None:
+    """Kills the Triton worker (found by its command line); the service's supervisor restarts it."""
+    spec = _spec(reference, tmp_path)
+    target = f"triton=~--http-port {reference['triton_http']} --grpc-port"
+    res = api.loadtest(spec, "chaos", duration=25, services=[target], prometheus=False, plots=False).result
+    (f,) = res.measured["chaos"]
+    assert f["applied"] and any("restarted as pid" in n for n in f["notes"]), f
+    assert f["fallback_status"] == 503 and f["fallback_answers"] > 0, f
+    assert f["recovery_s"] is not None, res.measured["seconds"]
+    assert {v.id: v.passed for v in res.verdicts} == {"chaos.0.fallback": True, "chaos.0.recovered": True}

@@ -290,7 +290,7 @@ def analyse(records: list[FaultRecord], seconds: list[dict], spec: Spec, duratio
 
     A second is healthy when its error rate is within the error budget (1% if none) and its P99
     within the P99 budget (if any); recovery is the first of two healthy seconds in a row after the
-    fault ended, measured from the fault's end.
+    fault ended (seconds in which no request completed are skipped), measured from the fault's end.
     """
     err_budget = spec.budgets.error_rate if spec.budgets.error_rate is not None else 0.01
     p99_budget = spec.budgets.p99_ms
@@ -314,7 +314,8 @@ def analyse(records: list[FaultRecord], seconds: list[dict], spec: Spec, duratio
         if rec.applied and rec.started_s is not None:
             start, end = rec.started_s, rec.ended_s if rec.ended_s is not None else rec.started_s
             # second row t covers (t-1, t]
-            after = [r for r in seconds if r["t"] > end]
+            # seconds in which nothing completed say nothing about health (slow requests): skipped
+            after = [r for r in seconds if r["t"] > end and r["requests"]]
             rec_t = None
             for a, b in zip(after, after[1:] + [None]):
                 if healthy(a) and (b is None or healthy(b)):

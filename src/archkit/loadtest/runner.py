@@ -174,7 +174,13 @@ def _loop(plan, data, procs, recording, control, q, progress, phase_check, on_st
             if p.poll() is None:
                 _signal(p, signal.SIGTERM)
 
+    done_at = None  # when every recording process had sent its final result
     while len(eof) < len(procs):
+        if done_at is not None and time.monotonic() > done_at + 5.0:
+            for p in procs:  # results are in; a process that does not exit is not waited for
+                if p.poll() is None:
+                    _signal(p, signal.SIGKILL)
+            break
         if time.monotonic() > hard_end:
             for p in procs:
                 _signal(p, signal.SIGKILL)
@@ -227,13 +233,13 @@ def _loop(plan, data, procs, recording, control, q, progress, phase_check, on_st
                     stop_all()
         elif kind == "final":
             finals.add(idx)
+            if all(i in finals for i in recording):
+                done_at = time.monotonic()
             if idx in recording:
                 for name, sc in ev.get("scenarios", {}).items():
                     data.scenarios.setdefault(name, Bucket()).add(sc)
                 if not data.stopped:
                     data.stopped = ev.get("stopped", "")
-            if control == 0 and idx == 0 and len(procs) > 1:
-                pass  # the master is done; workers follow on its quit message
     data.wall_s = round(time.monotonic() - (t_started or start_wall), 3)
     data.seconds = [_second_row(s, seconds[s]) for s in sorted(seconds)]
     for b in data.scenarios.values():

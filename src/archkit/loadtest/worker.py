@@ -262,4 +262,9 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Everything is written: leave now. Interpreter shutdown can hang on client threads that
+    # gevent does not own (grpcio's channel threads under grpc.experimental.gevent).
+    os._exit(code)
