@@ -93,3 +93,31 @@ def test_output_is_byte_stable_across_diagram_sets():
     once = render_sources({"x.dot": dot_src}, ("svg", "png"))
     again = render_sources({"y.dot": dot_src + "// again\n"}, ("svg", "png"))
     assert once["x.svg"] == again["y.svg"] and once["x.png"] == again["y.png"]
+
+
+def test_svg_and_png_share_one_jvm_and_carry_no_source(monkeypatch):
+    """With two formats all PlantUML goes to one local server; its PNGs lose the embedded source."""
+    calls = {"cli": 0, "server": 0}
+    real_server = renderers.run_plantuml_server
+    monkeypatch.setattr(renderers, "run_plantuml", lambda *a: calls.__setitem__("cli", calls["cli"] + 1))
+
+    def server(*a):
+        calls["server"] += 1
+        return real_server(*a)
+
+    monkeypatch.setattr(renderers, "run_plantuml_server", server)
+    srcs = {f"{p.stem}.puml": diagram_sources(load(p), p.name)["controlflow.puml"] for p in EXAMPLES[:2]}
+    out = render_sources(srcs, ("svg", "png"))
+    assert calls == {"cli": 0, "server": 1}
+    assert len(out) == 4
+    for rel, data in out.items():
+        if rel.endswith(".png"):
+            assert data.startswith(b"\x89PNG") and b"iTXt" not in data and b"plantuml" not in data.lower()
+        else:
+            ET.fromstring(data.decode())
+
+
+def test_server_reports_the_failing_diagram_and_line():
+    bad = {"ok.puml": "@startuml\nstart\n:a;\nstop\n@enduml\n", "bad.puml": "@startuml\nstart\n:oops\nif (x) then\n@enduml\n"}
+    with pytest.raises(RendererError, match=r"bad.puml: line \d+"):
+        render_sources(bad, ("svg", "png"))

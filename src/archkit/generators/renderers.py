@@ -2,8 +2,9 @@
 
 Generators return diagram *sources* (`*.dot`, `*.puml`); `render_sources` turns all of them
 into SVG/PNG in one pass at the end of a render: every PlantUML source of the run goes to
-one JVM (`java -jar plantuml.jar -tsvg -o OUT dir/*.puml`, per output format), every DOT
-source to its own `dot` process, in parallel with the JVM. Results are cached by source
+one JVM — `java -jar plantuml.jar -tsvg -o OUT dir/*.puml` for one output format, or a
+`-picoweb` server on 127.0.0.1 for this render when SVG and PNG are both wanted (the CLI
+takes one format per JVM) — and every DOT source to its own `dot` process, in parallel. Results are cached by source
 hash in the render context, so the review page and the file pass share one rendering.
 
 Output is made byte-stable and self-contained: comments, processing instructions and the
@@ -18,8 +19,14 @@ import hashlib
 import os
 import re
 import shutil
+import socket
+import struct
 import subprocess
 import tempfile
+import time
+import urllib.error
+import urllib.request
+import zlib
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
@@ -88,6 +95,20 @@ _COMMENT = re.compile(r"<!--.*?-->\s*", re.DOTALL)
 _PI = re.compile(r"<\?(?!xml )[^>]*\?>")
 _DOCTYPE = re.compile(r"<!DOCTYPE[^>\[]*(\[[^\]]*\])?\s*>\s*", re.DOTALL)
 _IMAGE_HREF = re.compile(r'((?:xlink:)?href)="([^"#][^"]*?\.png)"')
+
+
+_ID_DEF = re.compile(r'\bid="([^"]+)"')
+_ID_USE = re.compile(r'(\bid="|url\(#|href="#)([^")]+)')
+
+
+def renumber_ids(text: str) -> str:
+    """Replace generated element ids (PlantUML derives them from the source text) by `i1`, `i2`, ..."""
+    mapping: dict[str, str] = {}
+    for old in _ID_DEF.findall(text):
+        mapping.setdefault(old, f"i{len(mapping) + 1}")
+    if not mapping:
+        return text
+    return _ID_USE.sub(lambda m: m.group(1) + mapping.get(m.group(2), m.group(2)), text)
 
 
 def _data_uri(path: Path) -> str:
@@ -171,11 +192,107 @@ def run_plantuml(sources: dict[str, str], fmt: str) -> dict[str, bytes]:
     return out
 
 
+# PlantUML's text encoding for diagram URLs: raw deflate, then base64 over its own alphabet
+_PUML_ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz-_"
+
+
+def plantuml_url_encode(text: str) -> str:
+    data = zlib.compress(text.encode("utf-8"), 9)[2:-4]
+    out = []
+    for i in range(0, len(data), 3):
+        b1, b2, b3 = (data[i:i + 3] + b"\0\0")[:3]
+        out += [_PUML_ALPHABET[b1 >> 2], _PUML_ALPHABET[((b1 & 3) << 4) | (b2 >> 4)],
+                _PUML_ALPHABET[((b2 & 15) << 2) | (b3 >> 6)], _PUML_ALPHABET[b3 & 63]]
+    return "".join(out)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run_plantuml_server(sources: dict[str, str], formats: tuple[str, ...]) -> dict[tuple[str, str], bytes]:
+    """Render every source in every format with ONE JVM: a PlantUML server on 127.0.0.1 for this call.
+
+    The CLI takes one output format per JVM; for SVG and PNG together a local `-picoweb`
+    server answers both. Errors come back as HTTP 400 with `X-PlantUML-Diagram-Error`.
+    """
+    if not sources:
+        return {}
+    java, jar = find_java(), find_plantuml_jar()
+    port = _free_port()
+    proc = subprocess.Popen([java, "-Djava.awt.headless=true", "-Dfile.encoding=UTF-8",
+                             "-DPLANTUML_LIMIT_SIZE=32768", "-jar", str(jar), f"-picoweb:{port}:127.0.0.1"],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            if proc.poll() is not None:
+                err = proc.stderr.read().decode("utf-8", "replace") if proc.stderr else ""
+                raise RendererError(f"the PlantUML server exited ({proc.returncode}): {err.strip()[:500]}")
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise RendererError("the PlantUML server did not start within 60 s") from None
+                time.sleep(0.05)
+
+        def fetch(job: tuple[str, str]) -> bytes:
+            name, fmt = job
+            url = f"http://127.0.0.1:{port}/plantuml/{fmt}/{plantuml_url_encode(sources[name])}"
+            try:
+                with urllib.request.urlopen(url, timeout=300) as resp:
+                    error = resp.headers.get("X-PlantUML-Diagram-Error")
+                    line = resp.headers.get("X-PlantUML-Diagram-Error-Line")
+                    data = resp.read()
+            except urllib.error.HTTPError as exc:
+                error = exc.headers.get("X-PlantUML-Diagram-Error") or f"HTTP {exc.code}"
+                line = exc.headers.get("X-PlantUML-Diagram-Error-Line")
+                data = b""
+            if error:  # errors still draw an image; the header is the only reliable signal
+                raise RendererError(f"PlantUML reported errors: {name}: line {line or '?'}: {error}")
+            return data
+
+        jobs = [(name, fmt) for name in sorted(sources) for fmt in formats]
+        with ThreadPoolExecutor(max_workers=max(2, min(4, os.cpu_count() or 2))) as pool:
+            return dict(zip(jobs, pool.map(fetch, jobs)))
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+_PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def strip_png_text(data: bytes) -> bytes:
+    """Drop tEXt/zTXt/iTXt/tIME chunks: PlantUML's server embeds the diagram source and a banner there."""
+    if not data.startswith(_PNG_SIGNATURE):
+        return data
+    out, i = [_PNG_SIGNATURE], len(_PNG_SIGNATURE)
+    while i + 8 <= len(data):
+        (length,) = struct.unpack(">I", data[i:i + 4])
+        kind = data[i + 4:i + 8]
+        end = i + 12 + length
+        if kind not in (b"tEXt", b"zTXt", b"iTXt", b"tIME"):
+            out.append(data[i:end])
+        i = end
+    return b"".join(out)
+
+
 def _finish(kind: str, fmt: str, data: bytes) -> bytes:
+    if fmt == "png":
+        return strip_png_text(data)
     if fmt != "svg":
         return data
-    base = icon_root() if kind == ".dot" else None
-    return clean_svg(data, base).encode("utf-8")
+    if kind == ".dot":
+        return clean_svg(data, icon_root()).encode("utf-8")
+    return renumber_ids(clean_svg(data)).encode("utf-8")
 
 
 def _key(kind: str, fmt: str, source: str) -> tuple[str, str, str]:
@@ -209,15 +326,18 @@ def render_sources(files: dict[str, str | bytes], formats: tuple[str, ...] = ("s
                 todo_puml[fmt].setdefault(key[2], (rel, src))
             else:
                 todo_dot.append((fmt, src))
-    total = len(todo_dot) + sum(1 for f in formats if todo_puml[f])
+    total = len(todo_dot) + min(1, sum(1 for f in formats if todo_puml[f]))
     done = 0
     if total:
         with ThreadPoolExecutor(max_workers=max(2, min(8, os.cpu_count() or 2))) as pool:
             jobs = {}
-            for fmt in formats:
-                if todo_puml[fmt]:
-                    named = {rel: src for rel, src in todo_puml[fmt].values()}
-                    jobs[pool.submit(run_plantuml, named, fmt)] = (".puml", fmt, None)
+            puml_formats = [f for f in formats if todo_puml[f]]
+            if len(puml_formats) > 1:  # one JVM for all formats: a local server for this render
+                named = {rel: src for f in puml_formats for rel, src in todo_puml[f].values()}
+                jobs[pool.submit(run_plantuml_server, named, tuple(puml_formats))] = (".puml", "*", None)
+            for fmt in puml_formats if len(puml_formats) == 1 else ():
+                named = {rel: src for rel, src in todo_puml[fmt].values()}
+                jobs[pool.submit(run_plantuml, named, fmt)] = (".puml", fmt, None)
             seen: set = set()
             for fmt, src in todo_dot:
                 key = _key(".dot", fmt, src)
@@ -226,7 +346,11 @@ def render_sources(files: dict[str, str | bytes], formats: tuple[str, ...] = ("s
                     jobs[pool.submit(run_dot, src, fmt)] = (".dot", fmt, key)
             for fut, (kind, fmt, key) in jobs.items():
                 result = fut.result()
-                if kind == ".puml":
+                if kind == ".puml" and fmt == "*":
+                    for f in puml_formats:
+                        for h, (rel, _src) in todo_puml[f].items():
+                            store[(".puml", f, h)] = _finish(kind, f, result[(rel, f)])
+                elif kind == ".puml":
                     for h, (rel, _src) in todo_puml[fmt].items():
                         store[(".puml", fmt, h)] = _finish(kind, fmt, result[rel])
                 else:
