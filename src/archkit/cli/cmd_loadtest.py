@@ -23,6 +23,8 @@ def _progress_printer(level: str):
     """A one-line live status on stderr (only on a terminal)."""
     if not sys.stderr.isatty():
         return None
+    sys.stderr.write(f"[{level}] starting the load generator...")
+    sys.stderr.flush()
 
     def show(row: dict) -> None:
         n, err = row["requests"], row["errors"]

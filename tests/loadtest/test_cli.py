@@ -1,0 +1,55 @@
+"""`archkit loadtest` input errors: exit 2 with `archkit: message`, no traceback, no traffic."""
+
+from __future__ import annotations
+
+import pytest
+from typer.testing import CliRunner
+
+from archkit.cli import _load_commands, app
+
+from .conftest import toy_spec
+
+
+@pytest.fixture(scope="module")
+def cli():
+    _load_commands()
+    return lambda *args: CliRunner().invoke(app, ["loadtest", *map(str, args)])
+
+
+def test_spec_without_loadtest_section(cli, tmp_path) -> None:
+    spec = tmp_path / "s.yaml"
+    spec.write_text("apiVersion: archkit/v1\nmetadata: {name: s}\n")
+    r = cli(spec)
+    assert r.exit_code == 2 and "has no loadtest section" in r.output and "Traceback" not in r.output
+
+
+def test_spec_that_does_not_load_names_the_line(cli, tmp_path) -> None:
+    spec = tmp_path / "s.yaml"
+    spec.write_text("apiVersion: archkit/v1\nmetadata: {name: s}\nbudgets: {p99_ms: fast}\n")
+    r = cli(spec)
+    assert r.exit_code == 2 and "s.yaml:3" in r.output and "budgets.p99_ms" in r.output
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--env", "gpu"], "environment 'gpu' is not defined"),
+    (["--level", "soak"], "no level 'soak'"),
+    (["--level", "chaos", "--service", "toy"], "--service expects NAME=PID"),
+    (["--level", "chaos", "--service", "toy=999999999"], "process 999999999 is not running"),
+    (["--master-host", "10.1.1.1", "--workers", "1"], "refusing to send load to locust master"),
+])
+def test_bad_options(cli, tmp_path, args, message) -> None:
+    r = cli(toy_spec(tmp_path, 9), *args)
+    assert r.exit_code == 2, r.output
+    assert message in r.output and "Traceback" not in r.output
+
+
+def test_report_folder_with_foreign_files_is_refused(cli, tmp_path) -> None:
+    (tmp_path / "rep").mkdir()
+    (tmp_path / "rep" / "mine.txt").write_text("x")
+    r = cli(toy_spec(tmp_path, 9), "--report", tmp_path / "rep")
+    assert r.exit_code == 2 and "not written by archkit loadtest" in r.output
+
+
+def test_help_lists_the_levels(cli) -> None:
+    r = cli("--help")
+    assert r.exit_code == 0 and "baseline, stress, chaos" in r.output
