@@ -12,6 +12,7 @@ from archkit.spec.model import Call, Decision, Terminal
 # Seed 004 §2.1: failure branches must be drawn with arrows of a different colour, not left in
 # a PRD footnote; every failure path here is a red dashed arrow.
 FAIL_ARROW = "-[#d62728,dashed]->"
+FAIL_LABEL = "<color:#d62728>**{}**</color>"  # failure branches' labels in the same red
 # Text colours, not `#colour:` activity fills: PlantUML 1.2026.8 loses track of `switch` blocks
 # in some nestings of filled activities ("Cannot find switch"), so fills are not used.
 TERMINAL_COLOUR = {"success": "#15803d", "degraded": "#b45309", "rejected": "#b91c1c", "error": "#b91c1c"}
@@ -121,7 +122,7 @@ class _Emitter:
                         self.out(depth + 1, f"• nested {_call_text(c).replace(chr(92) + 'n', ' · ')}")
                     self.out(depth, "end note")
                 if node.on_failure:
-                    self.out(depth, f"if ({puml(node.id)} fails?) then (error / timeout)")
+                    self.out(depth, f"if ({puml(node.id)} fails?) then ({FAIL_LABEL.format('error / timeout')})")
                     self.out(depth + 1, FAIL_ARROW)
                     self.flow(node.on_failure, depth + 1)
                     self.out(depth, "else (ok)")
@@ -134,7 +135,7 @@ class _Emitter:
                 self.out(depth, f"case ({puml(b.when, 30)})")
                 self.flow(b.next, depth + 1)
             if node.on_failure:
-                self.out(depth, "case (cannot decide)")
+                self.out(depth, f"case ({FAIL_LABEL.format('cannot decide')})")
                 self.out(depth + 1, FAIL_ARROW)
                 self.flow(node.on_failure, depth + 1)
             if not node.branches and not node.on_failure:
