@@ -1,6 +1,6 @@
 """AK105: a control-flow node cannot be reached from the start."""
 
-from archkit.checks.common import control_successors
+from archkit.checks.common import first_by_id, reachable_control_nodes
 from archkit.checks.registry import Rule, register
 
 
@@ -14,12 +14,13 @@ class UnreachableControlNode(Rule):
     rationale = """
 Each node of the control-flow diagram becomes a function and a test (seed 000 §3.2). A node
 no path reaches is either dead code or a missing branch; both should be fixed in the spec.
-A control flow with nodes must name its `start`.
+A control flow with nodes must name its `start`. A nested call (`caller:`) is reached when
+its caller is: it runs while the caller's target handles the request.
 """
 
     def check(self, ctx):
         cf = ctx.spec.controlflow
-        nodes = {n.id: n for n in cf.nodes()}
+        nodes = first_by_id(cf.nodes())
         if not nodes:
             return
         if not cf.start:
@@ -27,13 +28,7 @@ A control flow with nodes must name its `start`.
             return
         if cf.start not in nodes:
             return  # AK103 reports it
-        seen = {cf.start}
-        todo = [cf.start]
-        while todo:
-            for _, nxt in control_successors(nodes[todo.pop()]):
-                if nxt in nodes and nxt not in seen:
-                    seen.add(nxt)
-                    todo.append(nxt)
+        seen = reachable_control_nodes(ctx.spec)
         for nid, node in nodes.items():
-            if nid not in seen and node is next(n for n in cf.nodes() if n.id == nid):
+            if nid not in seen:
                 yield ctx.at(node, "id", f"control-flow node '{nid}' is not reachable from start '{cf.start}'")

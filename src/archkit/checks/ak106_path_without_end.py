@@ -1,6 +1,6 @@
 """AK106: a control-flow path does not end in a terminal."""
 
-from archkit.checks.common import control_successors
+from archkit.checks.common import control_successors, first_by_id
 from archkit.checks.registry import Rule, register
 from archkit.spec.model import Call, Decision
 
@@ -15,15 +15,15 @@ class PathWithoutEnd(Rule):
     rationale = """
 A call without `next`, a decision without branches, or a loop with no exit leaves a request
 hanging: the client waits until its own timeout. Every path must end in a terminal
-(success, degraded, rejected or error).
+(success, degraded, rejected or error). Nested calls (`caller:`) return to their caller.
 """
 
     def check(self, ctx):
         cf = ctx.spec.controlflow
-        nodes = {}
-        for n in cf.nodes():
-            nodes.setdefault(n.id, n)
+        nodes = first_by_id(cf.nodes())
         for n in nodes.values():
+            if isinstance(n, Call) and n.caller:
+                continue  # a nested call returns to its caller, which carries the path on
             if isinstance(n, Call) and not n.next:
                 yield ctx.at(n, "id", f"call '{n.id}' has no 'next': where does the request go after it?")
             if isinstance(n, Decision) and not n.branches:
@@ -42,7 +42,7 @@ hanging: the client waits until its own timeout. Every path must end in a termin
                     good.add(p)
                     todo.append(p)
         for nid, n in nodes.items():
-            if nid in good:
+            if nid in good or (isinstance(n, Call) and n.caller):
                 continue
             dead_end = (isinstance(n, Call) and not n.next) or (isinstance(n, Decision) and not n.branches)
             if not dead_end and control_successors(n):

@@ -37,6 +37,36 @@ def control_successors(node) -> list[tuple[str, str]]:
     return out
 
 
+def first_by_id(items) -> dict:
+    """id -> first object with that id (duplicates are AK102's business)."""
+    out: dict = {}
+    for item in items:
+        out.setdefault(item.id, item)
+    return out
+
+
+def reachable_control_nodes(spec: Spec) -> set[str]:
+    """Ids reachable from `controlflow.start`, following branches, next, on_failure, and the
+    nested calls (`caller:`) made while their caller's target runs."""
+    cf = spec.controlflow
+    nodes = first_by_id(cf.nodes())
+    nested: dict[str, list[str]] = {}
+    for call in cf.calls:
+        if call.caller:
+            nested.setdefault(call.caller, []).append(call.id)
+    if not cf.start or cf.start not in nodes:
+        return set()
+    seen = {cf.start}
+    todo = [cf.start]
+    while todo:
+        nid = todo.pop()
+        for nxt in [t for _, t in control_successors(nodes[nid])] + nested.get(nid, []):
+            if nxt in nodes and nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    return seen
+
+
 def any_ids(spec: Spec) -> set[str]:
     """Every id a policy may point at: stages, control nodes, services."""
     ids = {s.id for s in spec.dataflow.stages}
