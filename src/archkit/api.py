@@ -260,7 +260,7 @@ def generate(spec: Spec, spec_path: str = "<spec>", only: Optional[list[str]] = 
         spec = spec.with_environment(env)
     diags = check_spec(spec)
     ctx = RenderContext(spec=spec, spec_path=spec_path, diagnostics=diags, measured=measured,
-                        formats=formats, templates_dir=templates_dir, env=env)
+                        formats=formats, templates_dir=templates_dir, env=env, progress=progress)
     files: dict[str, str | bytes] = {}
     selected = [g for name, g in gens.items() if not only or name in only]
     for i, gen in enumerate(selected):

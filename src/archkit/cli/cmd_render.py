@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 import time
 from enum import Enum
 from pathlib import Path
@@ -30,25 +31,44 @@ def _split(values: list[str] | None) -> list[str]:
 
 
 class _Progress:
-    """One self-overwriting stderr line, only on a terminal and only once a render takes > 1 s."""
+    """One self-overwriting stderr line with elapsed time, only on a terminal, once a render takes > 1 s."""
 
     def __init__(self) -> None:
         self.start = time.monotonic()
         self.tty = sys.stderr.isatty()
         self.shown = False
+        self.what = "loading the spec"
+        self.lock = threading.Lock()
+        self.stop = threading.Event()
+        if self.tty:  # the renderers run for seconds without reporting: tick the clock meanwhile
+            threading.Thread(target=self._tick, daemon=True).start()
+
+    def _tick(self) -> None:
+        while not self.stop.wait(0.25):
+            self._draw()
+
+    def _draw(self) -> None:
+        elapsed = time.monotonic() - self.start
+        if elapsed < 1.0:
+            return
+        with self.lock:
+            if self.stop.is_set():
+                return
+            sys.stderr.write(f"\r\033[Karchkit: {self.what} … {elapsed:.0f} s")
+            sys.stderr.flush()
+            self.shown = True
 
     def __call__(self, name: str, i: int, n: int) -> None:
-        if not self.tty or time.monotonic() - self.start < 1.0:
-            return
-        what = f"rendering diagrams {i}/{n}" if name == "render" else f"generating {name} ({i + 1}/{n})"
-        sys.stderr.write(f"\r\033[Karchkit: {what} …")
-        sys.stderr.flush()
-        self.shown = True
+        self.what = f"rendering diagrams ({i}/{n} done)" if name == "render" else f"generating {name} ({i + 1}/{n})"
+        if self.tty:
+            self._draw()
 
     def done(self) -> None:
-        if self.shown:
-            sys.stderr.write("\r\033[K")
-            sys.stderr.flush()
+        with self.lock:
+            self.stop.set()
+            if self.shown:
+                sys.stderr.write("\r\033[K")
+                sys.stderr.flush()
 
 
 @app.command()

@@ -55,7 +55,7 @@ def review_view(ctx: RenderContext) -> dict[str, Any]:
                                "topology.dot": topology_source(ctx)}
     sources.update(faulttree_sources(ctx))
     formats = tuple(dict.fromkeys(("svg",) + tuple(ctx.formats)))
-    rendered = render_sources(sources, formats, ctx.cache)
+    rendered = render_sources(sources, formats, ctx.cache, ctx.progress)
     diagrams = [
         {"id": "dataflow", "title": "Data flow", "svg": inline_svg(rendered["dataflow.svg"], "df", "data flow")},
         {"id": "controlflow", "title": "Control flow",

@@ -31,6 +31,7 @@ class RenderContext:
     templates_dir: Optional[Path] = None
     env: Optional[str] = None
     cache: dict[str, Any] = field(default_factory=dict)
+    progress: Optional[Callable[[str, int, int], None]] = None  # (what, done, total), for long steps
 
     def memo(self, key: str, fn: Callable[[], Any]) -> Any:
         if key not in self.cache:

@@ -329,6 +329,8 @@ def render_sources(files: dict[str, str | bytes], formats: tuple[str, ...] = ("s
     total = len(todo_dot) + min(1, sum(1 for f in formats if todo_puml[f]))
     done = 0
     if total:
+        if progress:
+            progress("render", 0, total)
         with ThreadPoolExecutor(max_workers=max(2, min(8, os.cpu_count() or 2))) as pool:
             jobs = {}
             puml_formats = [f for f in formats if todo_puml[f]]
