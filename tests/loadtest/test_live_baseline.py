@@ -95,3 +95,12 @@ def test_remote_host_is_refused(tmp_path) -> None:
         r = CliRunner().invoke(app, ["loadtest", str(spec), "--host", host])
         assert r.exit_code == 2, r.output
         assert "only targets loopback" in r.output
+
+
+def test_max_requests_stops_the_run(toy_server, tmp_path) -> None:
+    toy = toy_server(delay_ms=5)
+    spec = toy_spec(tmp_path, toy.port)
+    res = api.loadtest(spec, "baseline", duration=10, max_requests=30, prometheus=False, plots=False).result
+    assert res.data.stopped == "max_requests"
+    assert 30 <= res.measured["end_to_end"]["requests"] <= 30 + 8  # at most one in flight per user
+    assert res.data.wall_s < 5

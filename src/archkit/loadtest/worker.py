@@ -192,8 +192,12 @@ def main(argv=None) -> int:
 
     def on_request(**kw):
         rec.on_request(**kw)
-        if rec.total >= plan["max_requests"] and args.role == "local":
-            gevent.spawn(quit_, "max_requests")
+        if rec.total >= plan["max_requests"] and not mod.PACER.closed:
+            mod.PACER.closed = True  # the request bound (per process): nothing new is sent
+            if stopped["why"] == "duration":
+                stopped["why"] = "max_requests"
+            if args.role == "local":
+                gevent.spawn(quit_, "max_requests")
 
     def tickers():
         # Phases and seconds are timed from the start of the test on this process.
