@@ -502,6 +502,9 @@ class KubeChecker:
             if wrong:
                 r.drift("VK115", label, svc, "pool",
                         f"pods of '{svc.id}' run outside pool '{pool.id}': {', '.join(wrong[:5])}", where)
+            elif placed and self.state.read("Pod").status == "partial":
+                r.unknown("VK115", label, svc, "pool", f"the {len(placed)} pod(s) read are on pool '{pool.id}', "
+                          f"but not every pod could be read: {self.state.read('Pod').message}", where)
             elif placed:
                 r.ok("VK115", label, svc, "pool", f"{len(placed)} pod(s), all on pool '{pool.id}'", where)
 
