@@ -91,6 +91,9 @@ def test_expired_continue_token_gives_a_partial_list(standin, tmp_path):
     assert len(state.items("Pod")) == 2  # the first page is kept
     report = run(SPEC, state)
     assert [f for f in report.findings if f.status is Status.DRIFT] == []
+    on_pool = [f for f in report.findings if f.code == "VK115"]
+    assert on_pool and all(f.status is Status.UNKNOWN and "not every pod could be read" in f.message
+                           for f in on_pool)
 
 
 def test_server_error_mid_list_is_partial(standin, tmp_path):
