@@ -250,3 +250,11 @@ def test_a_service_found_by_its_command_line(tmp_path) -> None:
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_a_counter_reset_counts_from_zero() -> None:
+    before = scrape.parse('nv_inference_request_success{model="m"} 500\nnv_inference_request_duration_us{model="m"} 9e6\n')
+    after = scrape.parse('nv_inference_request_success{model="m"} 10\nnv_inference_request_duration_us{model="m"} 50000\n')
+    spec = Spec.model_validate({"apiVersion": "archkit/v1", "metadata": {"name": "m"}})
+    dec = scrape.decompose(spec, {"u": before}, {"u": after}, {"mean_ms": 9.0})
+    assert dec["models"]["m"] == {"requests": 10, "request_ms": 5.0}

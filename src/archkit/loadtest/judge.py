@@ -51,7 +51,7 @@ def _fmt(v: Optional[float], unit: str) -> str:
         return "nothing measured"
     if unit == "ratio":
         return f"{v * 100:.3g}%"
-    return f"{v:.4g} {unit}"
+    return f"{v:.0f} {unit}" if abs(v) >= 1000 else f"{v:.4g} {unit}"
 
 
 def _upper(vid: str, scope: str, metric: str, budget: Optional[float], measured: Optional[float],

@@ -169,8 +169,9 @@ def plots(res) -> dict[str, bytes]:
     if secs:
         t = [r["t"] for r in secs]
         fig, ax = plt.subplots(figsize=(8, 3.2))
-        ax.plot(t, [r["p50_ms"] for r in secs], label="P50", color="tab:blue")
-        ax.plot(t, [r["p99_ms"] for r in secs], label="P99", color="tab:orange")
+        # markers too: a second between two seconds without completions is otherwise invisible
+        ax.plot(t, [r["p50_ms"] for r in secs], label="P50", color="tab:blue", marker=".", markersize=4)
+        ax.plot(t, [r["p99_ms"] for r in secs], label="P99", color="tab:orange", marker=".", markersize=4)
         for key, style in (("p50_ms", ":"), ("p99_ms", "--")):
             if key in b:
                 ax.axhline(b[key], linestyle=style, color="grey", label=f"budget {key[:3].upper()} {b[key]:g} ms")
@@ -227,7 +228,7 @@ def _v(x, unit: str = "") -> str:
     if x is None:
         return "—"
     if isinstance(x, float):
-        x = f"{x:.4g}"
+        x = f"{x:.0f}" if abs(x) >= 1000 else f"{x:.4g}"
     return f"{x}{(' ' + unit) if unit else ''}"
 
 

@@ -80,8 +80,14 @@ def snapshot(urls: list[str]) -> dict[str, list[Sample]]:
 
 
 def _delta(before: list[Sample], after: list[Sample]) -> dict[tuple, float]:
+    """Increase of each series; a counter that went down was reset (a restarted process, e.g.
+    Triton killed by a chaos fault), so its whole new value is the increase, as in PromQL's rate."""
     b = {(n, lb): v for n, lb, v in before}
-    return {(n, lb): v - b.get((n, lb), 0.0) for n, lb, v in after}
+    out = {}
+    for n, lb, v in after:
+        old = b.get((n, lb), 0.0)
+        out[(n, lb)] = v - old if v >= old else v
+    return out
 
 
 def _unit_ms(metric: str) -> float:
