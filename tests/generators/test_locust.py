@@ -79,3 +79,32 @@ def test_any_spec_string_stays_inert(path, header, template, model, host) -> Non
     assert sc["payload"] == ({"template": template, "content_type": header} if header else {"template": template})
     assert sc["inputs"] == [{"name": model, "datatype": "BYTES", "shape": [1, 2]}]
     assert _literal(text, "HOST") == host
+
+
+TRITON_SHAPES = r'''
+import json, sys
+ns = {}
+exec(compile(open(sys.argv[1]).read(), "locustfile.py", "exec"), ns)
+import tritonclient.http as tc
+cases = [([1, 2, 3, 3], "UINT8", 18), ([1, -1, 3], "UINT8", 12), ([-1, -1, 3], "UINT8", 12),
+         ([], "BYTES", 3), ([1, 1], "BYTES", 1), ([1, -1], "FP32", 16)]
+print(json.dumps([ns["_triton_input"](tc, {"name": "x", "datatype": d, "shape": s}, bytes(n)).shape()
+                  for s, d, n in cases]))
+'''
+
+
+def test_triton_inputs_take_the_declared_shape_when_the_payload_fits(tmp_path) -> None:
+    """Runs the generated file in its own interpreter: locust's gevent patching stays out of pytest."""
+    import json
+    import subprocess
+    import sys
+
+    spec = Spec.model_validate({"apiVersion": "archkit/v1", "metadata": {"name": "t"},
+                                "loadtest": {"target": {"protocol": "triton-http", "host": "http://127.0.0.1:1"},
+                                             "scenarios": [{"id": "a", "model": "m"}]}})
+    lf = tmp_path / "locustfile.py"
+    lf.write_text(_locustfile(spec))
+    out = subprocess.run([sys.executable, "-c", TRITON_SHAPES, str(lf)], capture_output=True, text=True,
+                         timeout=60, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == [[1, 2, 3, 3], [1, 4, 3], [1, 12], [1], [1, 1], [1, 4]]

@@ -266,9 +266,10 @@ def _triton_input(tc, spec: dict, body: bytes):
         dtype = np.dtype(triton_to_np_dtype(spec["datatype"]))
         arr = np.frombuffer(body[: len(body) - len(body) % dtype.itemsize], dtype=dtype)
     shape = spec["shape"] or [1]
-    if -1 in shape or int(np.prod(shape)) == arr.size:
+    known = int(np.prod([d for d in shape if d != -1]))
+    if shape.count(-1) == 0 and known == arr.size or shape.count(-1) == 1 and arr.size % known == 0:
         arr = arr.reshape(shape)
-    else:
+    else:  # the payload does not fit the declared shape: send it as one row of a batch of one
         arr = arr.reshape([1, -1])
     inp = tc.InferInput(spec["name"], list(arr.shape), spec["datatype"])
     inp.set_data_from_numpy(arr)
