@@ -59,6 +59,8 @@ def _spec(reference, tmp_path: Path) -> Path:
 
 def test_baseline_against_the_reference_service(reference, tmp_path) -> None:
     spec = _spec(reference, tmp_path)
+    # a P99 budget no OCR can meet: the run must fail and say why (other budgets are loose)
+    spec.write_text(spec.read_text().replace("p99_ms: 20000", "p99_ms: 1"))
     res = api.loadtest(spec, "baseline", duration=8, users=2, rate=0.5, report_dir=tmp_path / "rep",
                        prometheus=False).result
     e2e = res.measured["end_to_end"]
@@ -71,6 +73,9 @@ def test_baseline_against_the_reference_service(reference, tmp_path) -> None:
     assert dec["server"]["source"].startswith("stage gateway")
     # the client saw at least what the server measured, give or take the histogram's interpolation
     assert dec["network_serialisation_ms"] > -0.05 * e2e["mean_ms"]
+    assert not res.passed
+    assert [v.id for v in res.verdicts if v.passed is False] == ["end_to_end.p99_ms"]
+    assert "end_to_end.p99_ms" in (tmp_path / "rep" / "report.md").read_text().split("## Budgets")[0]
     assert (tmp_path / "rep" / "report.html").exists()
     assert Path(tmp_path / "rep" / "measured.json").exists()
 
