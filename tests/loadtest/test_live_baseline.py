@@ -104,3 +104,15 @@ def test_max_requests_stops_the_run(toy_server, tmp_path) -> None:
     assert res.data.stopped == "max_requests"
     assert 30 <= res.measured["end_to_end"]["requests"] <= 30 + 8  # at most one in flight per user
     assert res.data.wall_s < 5
+
+
+def test_cli_json_output(toy_server, tmp_path) -> None:
+    toy = toy_server(delay_ms=5)
+    spec = toy_spec(tmp_path, toy.port)
+    _load_commands()
+    r = CliRunner().invoke(app, ["loadtest", str(spec), "--duration", "2", "--format", "json", "--no-prometheus"])
+    assert r.exit_code in (0, 1), r.output
+    data = json.loads(r.output)
+    assert data["kind"] == "loadtest-result" and data["passed"] is (r.exit_code == 0)
+    assert data["measured"]["end_to_end"]["requests"] > 0
+    assert {v["id"] for v in data["verdicts"]} >= {"end_to_end.p99_ms", "end_to_end.error_rate"}
