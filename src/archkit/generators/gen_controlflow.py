@@ -30,6 +30,11 @@ def puml(value: Any, width: int = 44, limit: int = 240) -> str:
     return "\\n".join(lines)
 
 
+def styled(text: str, before: str, after: str) -> str:
+    """Creole markup applies within one line: wrap each line of an already-escaped label."""
+    return "\\n".join(f"{before}{line}{after}" for line in text.split("\\n"))
+
+
 def _retry(c: Call) -> str:
     if c.retry is None:
         return "no retry policy"
@@ -45,7 +50,7 @@ def _retry(c: Call) -> str:
 
 
 def _call_text(c: Call) -> str:
-    head = f"<color:{CALL_COLOUR}>**call {puml(c.label or c.id, 40)}**</color>"
+    head = styled(puml(f"call {c.label or c.id}", 40), f"<color:{CALL_COLOUR}>**", "**</color>")
     lines = [head, puml(f"→ {c.target}" + ("" if not c.label else f" · {c.id}"), 44)]
     lines.append(puml(f"timeout {num(c.timeout_ms, 'ms')} · {_retry(c)}" if c.timeout_ms is not None
                       else f"no timeout · {_retry(c)}", 60))
@@ -59,7 +64,7 @@ def _call_text(c: Call) -> str:
 
 
 def _decision_text(d: Decision) -> str:
-    lines = [f"**{puml(d.label or d.id, 40)}**"]
+    lines = [styled(puml(d.label or d.id, 40), "**", "**")]
     if d.label:
         lines.append(puml(d.id))
     lines.append(puml(f"criterion: {d.criterion}" if d.criterion else "criterion: (not given)", 44))
@@ -92,7 +97,7 @@ class _Emitter:
         if missing:
             self.out(depth, f":<color:#6b7280>//undefined node {puml(node_id)}//</color>;")
         else:
-            self.out(depth, f":<color:#6b7280>↪ continue at</color> **{puml(node_id)}**;")
+            self.out(depth, f":<color:#6b7280>↪ continue at</color> {styled(puml(node_id), '**', '**')};")
         self.out(depth, "detach")
 
     def flow(self, node_id: str | None, depth: int) -> None:
@@ -146,7 +151,8 @@ class _Emitter:
 
     def terminal(self, t: Terminal, depth: int) -> None:
         colour = TERMINAL_COLOUR[t.outcome]
-        text = (f"<color:{colour}>**{puml(t.label or t.id, 40)}**</color>\\n<color:{colour}>{t.outcome}</color>"
+        text = (styled(puml(t.label or t.id, 40), f"<color:{colour}>**", "**</color>")
+                + f"\\n<color:{colour}>{t.outcome}</color>"
                 + (f" · status {t.status}" if t.status else ""))
         self.out(depth, f":{text};")
         self.out(depth, "stop" if t.outcome in ("success", "degraded") else "end")
