@@ -103,6 +103,19 @@ def tree_view(ctx: RenderContext, tree: FaultTree) -> dict[str, Any]:
                         f'</FONT></TD></TR>')
         label = '<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="1">' + "".join(rows) + "</TABLE>>"
         events.append({"id": ids[e.id], "label": label, "spof": spof})
+    # gates with a single point of failure below them: the whole path from the top is drawn red
+    gate_inputs = {g.id: g.inputs for g in tree.gates}
+    leads_to_spof: dict[str, bool] = {}
+
+    def spof_below(node: str, trail: frozenset = frozenset()) -> bool:
+        if node in spofs:
+            return True
+        if node not in gate_inputs or node in trail:
+            return False
+        if node not in leads_to_spof:
+            leads_to_spof[node] = any(spof_below(x, trail | {node}) for x in gate_inputs[node])
+        return leads_to_spof[node]
+
     missing = []
     edges = []
     for i, g in enumerate(tree.gates):
@@ -112,7 +125,7 @@ def tree_view(ctx: RenderContext, tree: FaultTree) -> dict[str, Any]:
             if inp not in ids:
                 ids[inp] = f"x{len(missing)}"
                 missing.append({"id": ids[inp], "label": f"undefined {inp}"})
-            edges.append({"src": ids[g.id], "dst": ids[inp], "spof": inp in spofs})
+            edges.append({"src": ids[g.id], "dst": ids[inp], "spof": spof_below(inp)})
     cut_rows = []
     if a is not None:
         for cs in a.cut_sets[:MAX_CUT_SETS_SHOWN]:
