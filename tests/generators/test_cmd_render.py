@@ -56,3 +56,15 @@ def test_user_template_overrides_one_builtin(tmp_path):
     assert r.exit_code == 0, r.output
     assert "digraph custom" in (out / "dataflow.dot").read_text()
     assert (out / "dataflow.svg").read_text().startswith("<?xml")
+
+
+def test_env_applies_that_environments_budgets(tmp_path):
+    spec = tmp_path / "reco.yaml"
+    spec.write_text(open(SPEC, encoding="utf-8").read() + (
+        "environments:\n  - id: h200\n    budgets: {p99_ms: 777}\n    stages: [{stage: rank, p99_ms: 42}]\n"),
+        encoding="utf-8")
+    out = tmp_path / "out"
+    r = runner.invoke(app, ["render", str(spec), "-o", str(out), "--only", "dataflow", "--format", "svg", "--env", "h200"])
+    assert r.exit_code == 0, r.output
+    dot = (out / "dataflow.dot").read_text()
+    assert "P99 777 ms" in dot and "P50 25 ms · P99 42 ms" in dot
