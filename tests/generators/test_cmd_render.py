@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from typer.testing import CliRunner
 
@@ -60,7 +61,7 @@ def test_user_template_overrides_one_builtin(tmp_path):
 
 def test_env_applies_that_environments_budgets(tmp_path):
     spec = tmp_path / "reco.yaml"
-    spec.write_text(open(SPEC, encoding="utf-8").read() + (
+    spec.write_text(Path(SPEC).read_text(encoding="utf-8") + (
         "environments:\n  - id: h200\n    budgets: {p99_ms: 777}\n    stages: [{stage: rank, p99_ms: 42}]\n"),
         encoding="utf-8")
     out = tmp_path / "out"
