@@ -129,7 +129,7 @@ class Gateway:
     async def start(self) -> None:
         self.triton = TritonClient(f"{self.s.triton_host}:{self.s.triton_grpc_port}", self.s.detector.name,
                                    self.s.recogniser.name, self.s.triton_timeout_s, self.s.triton_retries,
-                                   self.s.recogniser.max_batch_size, self.metrics)
+                                   self.s.rec_request_crops, self.metrics)
         if self.supervisor is not None:
             self.supervisor.metrics = self.metrics
             await self.supervisor.start()

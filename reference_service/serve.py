@@ -12,7 +12,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from .settings import Settings
+from .settings import Settings, auto_profile
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
@@ -33,6 +33,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--max-pixels", type=int, default=d.max_pixels)
     ap.add_argument("--redis-url", default=None, help="use Redis for the result cache (default: in-process LRU)")
     ap.add_argument("--cache-entries", type=int, default=d.cache_entries, help="LRU size; 0 disables caching")
+    ap.add_argument("--profile", choices=["auto", "cpu", "gpu"], default="auto",
+                    help="batching profile (settings.py); auto: gpu when onnxruntime offers CUDA")
     ap.add_argument("--det-instances", type=int, default=None)
     ap.add_argument("--rec-instances", type=int, default=None)
     ap.add_argument("--threads", type=int, default=1, help="onnxruntime intra-op threads per model instance")
@@ -53,7 +55,8 @@ def main(argv: list[str] | None = None) -> int:
                         max_inflight=args.max_inflight, max_body_bytes=args.max_body_bytes,
                         max_pixels=args.max_pixels, redis_url=args.redis_url,
                         cache_entries=max(args.cache_entries, 0),
-                        det_instances=args.det_instances, rec_instances=args.rec_instances).with_instances()
+                        profile=auto_profile() if args.profile == "auto" else args.profile,
+                        det_instances=args.det_instances, rec_instances=args.rec_instances)
     # Keep the path short: PyTriton creates unix sockets (108-byte limit) under it.
     run_dir = Path(tempfile.mkdtemp(prefix="ocr-"))
     supervisor = None if args.external_triton else TritonSupervisor(settings, run_dir, threads=args.threads)
@@ -72,8 +75,8 @@ def main(argv: list[str] | None = None) -> int:
                 server.should_exit = True
                 return
             await asyncio.sleep(0.2)
-        print(f"ready: http://{settings.host}:{settings.http_port}/v1/ocr "
-              f"(triton http {settings.triton_http_port}, grpc {settings.triton_grpc_port}, "
+        print(f"ready: http://{settings.host}:{settings.http_port}/v1/ocr ({settings.profile} profile; "
+              f"triton http {settings.triton_http_port}, grpc {settings.triton_grpc_port}, "
               f"metrics {settings.triton_metrics_port}) in {time.monotonic() - started:.1f} s", flush=True)
 
     async def run() -> None:

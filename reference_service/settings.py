@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
@@ -19,16 +19,53 @@ class ModelSettings:
     queue_timeout_us: int
 
 
-# Measured on 2 cores (MEASUREMENTS.md): one instance per model with one intra-op thread
-# each keeps both cores busy (detect of one page overlaps recognise of another). The queue
-# bound is the fast refusal; the 15 s queue timeout only catches requests stuck behind a
-# CPU starved by neighbours (5 s expired under load average 5 on 2 cores).
-DETECTOR = ModelSettings("ocr_detector", max_batch_size=4, preferred_batch_sizes=(2, 4),
-                         max_queue_delay_us=2_000, instances=1, max_queue_size=16,
-                         queue_timeout_us=15_000_000)
-RECOGNISER = ModelSettings("ocr_recogniser", max_batch_size=32, preferred_batch_sizes=(8, 16, 32),
-                           max_queue_delay_us=2_000, instances=1, max_queue_size=64,
-                           queue_timeout_us=15_000_000)
+@dataclass(frozen=True)
+class Profile:
+    """Batching and instances for one kind of hardware, plus how the gateway chunks crops."""
+
+    name: str
+    detector: ModelSettings
+    recogniser: ModelSettings
+    rec_request_crops: int  # line crops per recogniser request sent by the gateway
+
+
+# The queue bound is the fast refusal; the 15 s queue timeout only catches requests stuck
+# behind a CPU starved by neighbours (5 s expired under load average 5 on 2 cores).
+_QUEUE_TIMEOUT_US = 15_000_000
+
+# cpu (measured, MEASUREMENTS.md): on 2 cores a recogniser batch costs more per crop than
+# single crops (width 960: 98 ms/crop alone, 114 at 4, 175 at 8). Service CPU per page with
+# (max batch, crops per request) = (2, 2): 0.94 s; (4, 4): 0.99 s; (4, 1): 1.05 s; (8, 8):
+# 1.06 s; in-process RapidOCR: 1.06 s. So pairs of crops, no queue delay, and 2 instances so
+# one page's lines use both cores; the detector gains a little from batches of 2-4.
+CPU = Profile(
+    "cpu",
+    ModelSettings("ocr_detector", max_batch_size=4, preferred_batch_sizes=(2, 4), max_queue_delay_us=2_000,
+                  instances=1, max_queue_size=16, queue_timeout_us=_QUEUE_TIMEOUT_US),
+    ModelSettings("ocr_recogniser", max_batch_size=2, preferred_batch_sizes=(2,), max_queue_delay_us=0,
+                  instances=2, max_queue_size=64, queue_timeout_us=_QUEUE_TIMEOUT_US),
+    rec_request_crops=2,
+)
+# gpu (not measured here): a GPU amortises launches over a batch, so a page's crops go in one
+# request per width bucket and the batcher may merge pages up to 32 crops.
+GPU = Profile(
+    "gpu",
+    ModelSettings("ocr_detector", max_batch_size=8, preferred_batch_sizes=(4, 8), max_queue_delay_us=2_000,
+                  instances=1, max_queue_size=32, queue_timeout_us=_QUEUE_TIMEOUT_US),
+    ModelSettings("ocr_recogniser", max_batch_size=32, preferred_batch_sizes=(8, 16, 32),
+                  max_queue_delay_us=2_000, instances=1, max_queue_size=128, queue_timeout_us=_QUEUE_TIMEOUT_US),
+    rec_request_crops=32,
+)
+PROFILES = {p.name: p for p in (CPU, GPU)}
+
+
+def auto_profile() -> str:
+    """'gpu' when this environment's onnxruntime offers CUDA, else 'cpu'."""
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        return "cpu"
+    return "gpu" if "CUDAExecutionProvider" in ort.get_available_providers() else "cpu"
 
 
 @dataclass(frozen=True)
@@ -56,13 +93,20 @@ class Settings:
     cache_ttl_s: int = 3600
     redis_url: str | None = None
     confidence_floor: float = 0.8  # effective QPS counts successes with mean confidence >= this
-    detector: ModelSettings = field(default=DETECTOR)
-    recogniser: ModelSettings = field(default=RECOGNISER)
+    profile: str = "cpu"
     det_instances: int | None = None
     rec_instances: int | None = None
 
-    def with_instances(self) -> "Settings":
-        """Apply the instance-count overrides to the model settings."""
-        det = dataclasses.replace(self.detector, instances=self.det_instances or self.detector.instances)
-        rec = dataclasses.replace(self.recogniser, instances=self.rec_instances or self.recogniser.instances)
-        return dataclasses.replace(self, detector=det, recogniser=rec)
+    @property
+    def detector(self) -> ModelSettings:
+        m = PROFILES[self.profile].detector
+        return dataclasses.replace(m, instances=self.det_instances or m.instances)
+
+    @property
+    def recogniser(self) -> ModelSettings:
+        m = PROFILES[self.profile].recogniser
+        return dataclasses.replace(m, instances=self.rec_instances or m.instances)
+
+    @property
+    def rec_request_crops(self) -> int:
+        return min(PROFILES[self.profile].rec_request_crops, self.recogniser.max_batch_size)

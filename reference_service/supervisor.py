@@ -73,7 +73,8 @@ class TritonSupervisor:
         cmd = [sys.executable, "-m", "reference_service.triton_worker",
                "--host", self.s.host, "--http-port", str(self.s.triton_http_port),
                "--grpc-port", str(self.s.triton_grpc_port), "--metrics-port", str(self.s.triton_metrics_port),
-               "--workspace", str(ws), "--det-instances", str(self.s.detector.instances),
+               "--workspace", str(ws), "--profile", self.s.profile,
+               "--det-instances", str(self.s.detector.instances),
                "--rec-instances", str(self.s.recogniser.instances), "--threads", str(self.threads)]
         self._log = open(self.run_dir / "triton.log", "ab")
         (self.run_dir / "tmp").mkdir(exist_ok=True)

@@ -84,7 +84,8 @@ class TritonClient:
         return boxes, res.as_numpy("scores")[0, :n]
 
     async def recognise(self, crops: list[np.ndarray]) -> list[tuple[str, float]]:
-        """(text, confidence) per resized crop; crops of one width bucket go in one request."""
+        """(text, confidence) per resized crop; requests of up to ``rec_max_batch`` crops of one
+        width bucket, sent concurrently."""
         groups: dict[int, list[int]] = {}
         for i, c in enumerate(crops):
             groups.setdefault(P.rec_bucket(c.shape[1]), []).append(i)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .settings import DETECTOR, RECOGNISER, ModelSettings
+from .settings import PROFILES, ModelSettings, auto_profile
 
 LOG = logging.getLogger("reference_service.triton")
 VERSION = 1
@@ -113,8 +113,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--grpc-port", type=int, required=True)
     ap.add_argument("--metrics-port", type=int, required=True)
     ap.add_argument("--workspace", type=Path, required=True)
-    ap.add_argument("--det-instances", type=int, default=DETECTOR.instances)
-    ap.add_argument("--rec-instances", type=int, default=RECOGNISER.instances)
+    ap.add_argument("--profile", choices=["auto", "cpu", "gpu"], default="auto")
+    ap.add_argument("--det-instances", type=int, default=None)
+    ap.add_argument("--rec-instances", type=int, default=None)
     ap.add_argument("--threads", type=int, default=1, help="intra-op threads per instance")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s triton-worker %(levelname)s %(message)s")
@@ -129,8 +130,11 @@ def main(argv: list[str] | None = None) -> None:
     config = TritonConfig(http_address=args.host, http_port=args.http_port, grpc_address=args.host,
                           grpc_port=args.grpc_port, metrics_address=args.host, metrics_port=args.metrics_port,
                           allow_gpu_metrics=False, exit_timeout_secs=2, log_verbose=0)
-    det = DETECTOR.__class__(**{**DETECTOR.__dict__, "instances": args.det_instances})
-    rec = RECOGNISER.__class__(**{**RECOGNISER.__dict__, "instances": args.rec_instances})
+    import dataclasses
+
+    profile = PROFILES[auto_profile() if args.profile == "auto" else args.profile]
+    det = dataclasses.replace(profile.detector, instances=args.det_instances or profile.detector.instances)
+    rec = dataclasses.replace(profile.recogniser, instances=args.rec_instances or profile.recogniser.instances)
     with Triton(config=config, workspace=args.workspace) as triton:
         triton.bind(
             model_name=det.name, model_version=VERSION,

@@ -72,6 +72,17 @@ def main() -> None:
 
     for n in (1, 2, 4):
         out["rec_ms"][n] = timed(lambda: run_pages(n), 3)
+    # The recogniser's Triton batch unit is one line crop: time batches of crops padded to the
+    # most common width bucket, as Triton's dynamic batcher forms them.
+    all_crops = [c for page in crops_per_page for c in page]
+    bucket = collections.Counter(P.rec_bucket(c.shape[1]) for c in all_crops).most_common(1)[0][0]
+    out["rec_bucket_px"] = bucket
+    out["rec_crops_ms"] = {}
+    for n in (1, 2, 4, 8):
+        chosen = [all_crops[i % len(all_crops)] for i in range(n)]
+        chosen = [c[:, :bucket] for c in chosen]
+        batch, widths = P.pad_crops(chosen, bucket)
+        out["rec_crops_ms"][n] = timed(lambda: rec(batch, widths), 3)
     out["load_average"] = Path("/proc/loadavg").read_text().split()[:3]
     print(json.dumps(out, indent=1))
 

@@ -61,3 +61,21 @@ def test_network_policy_default_denies_and_opens_only_grpc_to_triton():
     assert policies["default-deny"]["spec"]["podSelector"] == {}
     triton_ports = {p["port"] for rule in policies["ocr-triton"]["spec"]["ingress"] for p in rule["ports"]}
     assert triton_ports == {8001, 8002}
+
+
+def test_archkit_verify_finds_no_drift_between_spec_and_manifests():
+    """archkit's own offline verify: the manifests deploy what specs/ocr-reference.yaml says."""
+    import json
+    import shutil
+    import subprocess
+    import sys
+
+    exe = Path(sys.executable).with_name("archkit")
+    if not exe.exists():
+        exe = shutil.which("archkit")
+    if exe is None:
+        pytest.skip("archkit CLI not installed in this environment")
+    out = subprocess.run([str(exe), "verify", str(ROOT / "specs" / "ocr-reference.yaml"), "--manifests",
+                          str(DEPLOY), "-f", "json"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
+    json.loads(out.stdout)  # a well-formed report
