@@ -84,6 +84,7 @@ class _Emitter:
         for n in self.cf.nodes():
             self.nodes.setdefault(n.id, n)
         self.done: set[str] = set()
+        self.reserved: set[str] = set()  # drawn after the enclosing switch: refer, do not expand
         self.lines: list[str] = []
         self.nested: dict[str, list[Call]] = {}
         for c in self.cf.calls:
@@ -114,7 +115,7 @@ class _Emitter:
             if isinstance(node, Terminal):
                 self.terminal(node, depth)
                 return
-            if node_id in self.done:
+            if node_id in self.done or node_id in self.reserved:
                 self.ref(depth, node_id)
                 return
             self.done.add(node_id)
@@ -134,20 +135,38 @@ class _Emitter:
                     self.out(depth, "endif")
                 node_id = node.next
                 continue
-            # a decision
+            # a decision. Its first branch that goes on to more steps is left empty inside the
+            # switch and drawn after `endswitch`: the other branches end (stop/detach), so the
+            # merge only carries that one, and a chain of decisions stays one column instead
+            # of nesting ever deeper to the right.
+            main = next((b for b in node.branches
+                         if b.next in self.nodes and not isinstance(self.nodes[b.next], Terminal)
+                         and b.next not in self.done), None)
             self.out(depth, f"switch ({_decision_text(node)})")
+            if main is not None:
+                self.reserved.add(main.next)  # other branches that reach it refer to it
             for b in node.branches:
-                self.out(depth, f"case ({puml(b.when, 30)})")
-                self.flow(b.next, depth + 1)
+                if main is None or b.next != main.next:
+                    self.out(depth, f"case ({puml(b.when, 30)})")
+                    self.flow(b.next, depth + 1)
             if node.on_failure:
                 self.out(depth, f"case ({FAIL_LABEL.format('cannot decide')})")
                 self.out(depth + 1, FAIL_ARROW)
-                self.flow(node.on_failure, depth + 1)
+                if main is not None and node.on_failure == main.next:
+                    self.ref(depth + 1, node.on_failure)
+                else:
+                    self.flow(node.on_failure, depth + 1)
+            if main is not None:  # last, on the right: every branch to the main target merges here
+                whens = [b.when for b in node.branches if b.next == main.next]
+                self.out(depth, f"case ({puml(' / '.join(whens), 30)})")
             if not node.branches and not node.on_failure:
                 self.out(depth, "case (no branches)")
                 self.out(depth + 1, "detach")
             self.out(depth, "endswitch")
-            return
+            if main is None:
+                return
+            self.reserved.discard(main.next)
+            node_id = main.next
 
     def terminal(self, t: Terminal, depth: int) -> None:
         colour = TERMINAL_COLOUR[t.outcome]
