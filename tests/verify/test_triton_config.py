@@ -47,3 +47,19 @@ def test_version_policy_and_queue_size():
                     "dynamic_batching": {**CONFIG["dynamic_batching"], "default_queue_policy": {}}})
     assert found["VT225"].status is Status.DRIFT and "keeps latest 3 version(s)" in found["VT225"].message
     assert found["VT224"].status is Status.DRIFT and "has an unbounded queue, the spec declares max_queue_size 16" in found["VT224"].message
+
+
+def test_environment_batching_replaces_the_stage_and_points_at_its_line():
+    gpu = SPEC.with_environment("gpu")
+    det = triton_models(gpu)[0][1]
+    assert det.batching.max_batch_size == 8 and DETECT.batching.max_batch_size == 4  # the original is untouched
+    rec = Recorder(gpu, "triton")
+    _check_config(rec, "model/ocr_detector", det, CONFIG)
+    found = {f.code: f for f in rec.findings}
+    assert found["VT220"].status is Status.DRIFT
+    assert found["VT220"].message.startswith("model 'ocr_detector' has max_batch_size 4, the spec declares 8")
+    assert found["VT220"].path == "environments[0].stages[0].batching.max_batch_size"
+    assert found["VT220"].line == 46
+    # objects the environment does not replace keep their own lines
+    assert triton_models(gpu)[1][1].version_policy.spec_path == triton_models(SPEC)[1][1].version_policy.spec_path
+    assert gpu.dataflow.edges[0].spec_path == ("dataflow", "edges", 0)

@@ -33,24 +33,30 @@ def test_reference_triton_matches_the_spec(service):
     assert {"VT201", "VT202", "VT210", "VT211", "VT220", "VT221", "VT222", "VT223", "VT224", "VT225"} <= codes
 
 
+def test_the_gpu_environment_is_drift_on_the_cpu_service(service):
+    """`--env gpu` holds the server to the gpu profile's batching: the cpu service differs, at the env's lines."""
+    spec = load_text(SPEC_TEXT, str(SPEC_FILE.relative_to(ROOT))).spec.with_environment("gpu")
+    report = run(spec, triton_url=service.triton_http)
+    drift = sorted((f.object, f.code, f.path) for f in report.findings if f.status is Status.DRIFT)
+    assert ("model/ocr_recogniser", "VT220", "environments[0].stages[1].batching.max_batch_size") in drift
+    assert ("model/ocr_detector", "VT224", "environments[0].stages[0].batching.max_queue_size") in drift
+    assert ("model/ocr_recogniser", "VT223", "dataflow.stages[1].model.instances") in drift
+
+
 @pytest.mark.parametrize("old,new,code,fragment,line", [
     ("name: ocr_recogniser", "name: ocr_recognizer", "VT210",
-     "stage 'recognise' declares model 'ocr_recognizer' but Triton does not have it", 26),
+     "stage 'recognise' declares model 'ocr_recognizer' but Triton does not have it", 27),
     ("max_queue_delay_us: 2000\n          max_queue_size: 16", "max_queue_delay_us: 100\n          max_queue_size: 16",
      "VT221", "model 'ocr_detector' waits up to 2000 µs to fill a batch (max_queue_delay_microseconds), the spec "
-     "declares 100 µs", 20),
-    ("max_batch_size: 32", "max_batch_size: 8", "VT220",
-     "model 'ocr_recogniser' has max_batch_size 32, the spec declares 8", 33),
+     "declares 100 µs", 21),
+    ("max_batch_size: 2\n", "max_batch_size: 8\n", "VT220",
+     "model 'ocr_recogniser' has max_batch_size 2, the spec declares 8", 34),
     ("preferred_batch_sizes: [2, 4]", "preferred_batch_sizes: [4]", "VT222",
-     "model 'ocr_detector' prefers batches [2, 4], the spec declares [4]", 19),
-    ("instances: 1\n        batching:\n          max_batch_size: 32",
-     "instances: 2\n        batching:\n          max_batch_size: 32", "VT223",
-     "model 'ocr_recogniser' runs 1 instance(s), the spec declares 2", 31),
-    ('version: "1"\n        format: onnx\n        server: triton\n        device: cpu\n        instances: 1\n'
-     "        batching:\n          max_batch_size: 4",
-     'version: "3"\n        format: onnx\n        server: triton\n        device: cpu\n        instances: 1\n'
-     "        batching:\n          max_batch_size: 4", "VT211",
-     "model 'ocr_detector' version(s) 3 not READY; READY: 1", 12),
+     "model 'ocr_detector' prefers batches [2, 4], the spec declares [4]", 20),
+    ("instances: 2", "instances: 1", "VT223", "model 'ocr_recogniser' runs 2 instance(s), the spec declares 1", 32),
+    ('version: "1"\n        format: onnx\n        server: triton\n        device: cpu\n        instances: 1\n',
+     'version: "3"\n        format: onnx\n        server: triton\n        device: cpu\n        instances: 1\n',
+     "VT211", "model 'ocr_detector' version(s) 3 not READY; READY: 1", 13),
 ], ids=["renamed-model", "queue-delay", "max-batch", "preferred-sizes", "instances", "version"])
 def test_spec_changes_show_as_drift(service, old, new, code, fragment, line):
     assert SPEC_TEXT.count(old) == 1, old

@@ -754,6 +754,9 @@ class StageOverride(Node):
     p95_ms: Optional[Ms] = None
     p99_ms: Optional[Ms] = None
     service_time: Optional[list[BatchTiming]] = None
+    batching: Optional[Batching] = Field(
+        None, description="the model's batching on this hardware (replaces the stage's; checked by verify --env)")
+    instances: Optional[PositiveInt] = Field(None, description="the model's instance count on this hardware")
 
 
 class Environment(Node):
@@ -843,9 +846,23 @@ class Spec(Node):
             for key in ("p50_ms", "p95_ms", "p99_ms"):
                 if getattr(ov, key) is not None:
                     setattr(st, key, getattr(ov, key))
-            if ov.service_time is not None and st.model is not None:
-                st.model.service_time = ov.service_time
         _copy_paths(self, clone)
+        # Objects the environment replaces are swapped in after the path copy (a replaced list of
+        # another length would shift every later path) and keep the override's own paths, so a
+        # finding about them points at the environment's line.
+        for ov in env.stages:
+            st = clone.stage(ov.stage)
+            if st is None or st.model is None:
+                continue
+            if ov.service_time is not None:
+                st.model.service_time = [t.model_copy(deep=True) for t in ov.service_time]
+                for a, b in zip(ov.service_time, st.model.service_time):
+                    _copy_paths(a, b)
+            if ov.batching is not None:
+                st.model.batching = ov.batching.model_copy(deep=True)
+                _copy_paths(ov.batching, st.model.batching)
+            if ov.instances is not None:
+                st.model.instances = ov.instances
         return clone
 
 
