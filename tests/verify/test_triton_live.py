@@ -104,8 +104,11 @@ def test_reference_spec_and_manifests_verify_clean(service, tmp_path):
         rules = tmp_path / "rules.yaml"
         rules.write_text(next(v for k, v in files.items() if k.endswith("rules.yaml")), encoding="utf-8")
         rules_files.append(str(rules))
+    # the test's service runs the cpu profile: hold it to the spec's cpu environment when there is one
+    env = "cpu" if spec.environment("cpu") is not None else None
     with running_prometheus(tmp_path, rules_files, jobs) as prom:
-        result = api.verify(spec_file, manifests=deploy, triton_url=service.triton_http, prometheus_url=prom)
+        result = api.verify(spec_file, manifests=deploy, triton_url=service.triton_http, prometheus_url=prom,
+                            env=env)
     assert result.report is not None, result.diagnostics
     drift = [f for f in result.report.findings if f.status is Status.DRIFT]
     assert drift == [], "\n".join(f"{f.file}:{f.line}: {f.code} {f.message}" for f in drift)
