@@ -330,3 +330,11 @@ def test_external_services_are_not_checked(cluster):
     report = cluster.manifests()
     assert drifts(report) == []
     assert not [f for f in report.findings if f.object == "service/triton"]
+
+
+def test_named_container_missing(cluster):
+    from archkit.spec.model import KubeRef
+
+    cluster.spec.service("triton").kubernetes = KubeRef(container="tritonserver")
+    f = next(f for f in drifts(cluster.manifests()) if f.code == "VK110")
+    assert f.message == "Deployment 'triton' has no container named 'tritonserver'; checking 'triton' instead"

@@ -350,6 +350,10 @@ class KubeChecker:
         if container is None:
             r.drift("VK110", label, node, None, f"{found_kind} '{wname}' has no containers", where)
             return
+        if ref and ref.container and container.get("name") != ref.container:
+            r.drift("VK110", label, ref, "container",
+                    f"{found_kind} '{wname}' has no container named '{ref.container}'; checking "
+                    f"'{container.get('name')}' instead", where)
         self._image(svc, container, where)
         self._replicas(svc, wl, found_kind, where)
         pool = self.spec.pool(svc.pool)
