@@ -103,7 +103,7 @@ class _StageClock:
     def __init__(self, histogram, timings: dict[str, float]) -> None:
         self.histogram, self.timings, self.stage = histogram, timings, ""
 
-    def labels(self, stage: str) -> "_StageClock":
+    def labels(self, stage: str) -> _StageClock:
         self.stage = stage
         return self
 
@@ -290,8 +290,8 @@ def create_app(settings: Settings, supervisor=None) -> FastAPI:
                 seen += len(chunk)
                 if seen > limit:
                     break
-        except Exception:  # noqa: BLE001 - client went away; nothing to drain
-            pass
+        except Exception as exc:  # noqa: BLE001 - client went away; nothing to drain
+            LOG.debug("drain stopped: %s", type(exc).__name__)
 
     async def _ocr(request: Request):
         ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()

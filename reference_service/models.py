@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -28,7 +28,7 @@ def model_dir() -> Path:
     return Path(rapidocr_onnxruntime.__file__).parent / "models"
 
 
-@lru_cache(maxsize=None)
+@cache
 def model_sha256(name: str) -> str:
     """SHA-256 of a model file (recorded in the spec and checked after a rollback)."""
     return hashlib.sha256((model_dir() / name).read_bytes()).hexdigest()

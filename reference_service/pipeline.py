@@ -55,7 +55,7 @@ def order_points_clockwise(pts: np.ndarray) -> np.ndarray:
 
 def sorted_boxes(boxes: np.ndarray) -> list[np.ndarray]:
     """Sort boxes top to bottom, then left to right within a 10 px band (RapidOCR's order)."""
-    out = sorted(list(boxes), key=lambda b: (b[0][1], b[0][0]))
+    out = sorted(boxes, key=lambda b: (b[0][1], b[0][0]))
     for i in range(len(out) - 1):
         for j in range(i, -1, -1):
             if abs(out[j + 1][0][1] - out[j][0][1]) < 10 and out[j + 1][0][0] < out[j][0][0]:
@@ -82,13 +82,13 @@ def crop_box(img: np.ndarray, points: np.ndarray) -> np.ndarray:
 def rec_resize(crop: np.ndarray) -> np.ndarray:
     """Resize a line crop to height 48 keeping its aspect ratio (width capped)."""
     h, w = crop.shape[:2]
-    rw = min(REC_MAX_WIDTH, max(1, int(math.ceil(REC_HEIGHT * w / float(h)))))
+    rw = min(REC_MAX_WIDTH, max(1, math.ceil(REC_HEIGHT * w / float(h))))
     return cv2.resize(np.ascontiguousarray(crop), (rw, REC_HEIGHT))
 
 
 def rec_bucket(width: int) -> int:
     """Padded width for a resized crop: at least 320, rounded up to a multiple of 160."""
-    return max(REC_MIN_WIDTH, int(math.ceil(width / REC_WIDTH_BUCKET)) * REC_WIDTH_BUCKET)
+    return max(REC_MIN_WIDTH, math.ceil(width / REC_WIDTH_BUCKET) * REC_WIDTH_BUCKET)
 
 
 def pad_crops(resized: list[np.ndarray], width: int) -> tuple[np.ndarray, np.ndarray]:

@@ -76,7 +76,7 @@ class TritonSupervisor:
                "--workspace", str(ws), "--profile", self.s.profile,
                "--det-instances", str(self.s.detector.instances),
                "--rec-instances", str(self.s.recogniser.instances), "--threads", str(self.threads)]
-        self._log = open(self.run_dir / "triton.log", "ab")
+        self._log = open(self.run_dir / "triton.log", "ab")  # noqa: SIM115 - the child writes it
         (self.run_dir / "tmp").mkdir(exist_ok=True)
         repo_root = Path(__file__).resolve().parent.parent
         env = worker_env(self.run_dir)

@@ -48,7 +48,7 @@ def detector_fn(threads: int):
         responses: list[dict | None] = [None] * len(requests)
         # Same-shape requests run as one batch; PyTriton cannot return zero-size outputs, so
         # a page without text gets one zero box and count 0.
-        for _, idx in _group_by_shape(requests, "image").items():
+        for idx in _group_by_shape(requests, "image").values():
             pages = np.concatenate([requests[i]["image"] for i in idx])
             sizes = [requests[i]["image"].shape[0] for i in idx]
             results = det(pages)
@@ -78,7 +78,7 @@ def recogniser_fn(threads: int):
 
     def infer(requests):
         responses: list[dict | None] = [None] * len(requests)
-        for _, idx in _group_by_shape(requests, "crops").items():
+        for idx in _group_by_shape(requests, "crops").values():
             crops = np.concatenate([requests[i]["crops"] for i in idx])
             widths = np.concatenate([requests[i]["widths"] for i in idx])
             results = rec(crops, widths)

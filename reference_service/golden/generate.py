@@ -27,7 +27,7 @@ FONTS = [
     "noto/NotoSans-Regular.ttf",
     "noto/NotoSerif-Regular.ttf",
 ]
-WORDS = (
+WORDS = (  # noqa: SIM905 - a word list reads better as prose
     "invoice order total amount due date customer account number payment received "
     "service model latency budget queue batch server request response image text "
     "page document shipping address street city report quarter revenue balance "

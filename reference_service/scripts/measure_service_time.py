@@ -21,8 +21,8 @@ from PIL import Image
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from reference_service import pipeline as P  # noqa: E402
-from reference_service.models import Detector, Recogniser  # noqa: E402
+from reference_service import pipeline as P
+from reference_service.models import Detector, Recogniser
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "images"
 
@@ -53,7 +53,7 @@ def main() -> None:
     out = {"det_shape": list(shape), "det_ms": {}, "rec_ms": {}, "lines_per_page": 0.0}
     for n in (1, 2, 4):
         batch = np.stack([same[i % len(same)][1] for i in range(n)])
-        out["det_ms"][n] = timed(lambda: det(batch), 5)
+        out["det_ms"][n] = timed(lambda b=batch: det(b), 5)
     # Line crops of the first pages, grouped like the gateway does (one request per width bucket).
     crops_per_page = []
     for img, page, rh, rw in list(pages.values())[:8]:
@@ -71,7 +71,7 @@ def main() -> None:
             rec(*P.pad_crops(cs, width))
 
     for n in (1, 2, 4):
-        out["rec_ms"][n] = timed(lambda: run_pages(n), 3)
+        out["rec_ms"][n] = timed(lambda k=n: run_pages(k), 3)
     # The recogniser's Triton batch unit is one line crop: time batches of crops padded to the
     # most common width bucket, as Triton's dynamic batcher forms them.
     all_crops = [c for page in crops_per_page for c in page]
@@ -82,7 +82,7 @@ def main() -> None:
         chosen = [all_crops[i % len(all_crops)] for i in range(n)]
         chosen = [c[:, :bucket] for c in chosen]
         batch, widths = P.pad_crops(chosen, bucket)
-        out["rec_crops_ms"][n] = timed(lambda: rec(batch, widths), 3)
+        out["rec_crops_ms"][n] = timed(lambda b=batch, w=widths: rec(b, w), 3)
     out["load_average"] = Path("/proc/loadavg").read_text().split()[:3]
     print(json.dumps(out, indent=1))
 

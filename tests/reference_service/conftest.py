@@ -228,8 +228,8 @@ def stop_service(proc: subprocess.Popen, private_tmp: Path) -> dict:
     stop_s = time.monotonic() - started
     time.sleep(0.3)
     left = [f"{p} {cmdlines.get(p, c)}" for p, c in children.items() if c and comm(p) == c]
-    for p in children:
-        if comm(p) == children[p]:
+    for p, c in children.items():
+        if c and comm(p) == c:
             os.kill(p, signal.SIGKILL)
     files = sorted(str(p.relative_to(private_tmp)) for p in private_tmp.iterdir())
     files += [str(d) for d in stubs if d.exists()]
