@@ -14,6 +14,26 @@ REFERENCE_SPECS = sorted((ROOT / "specs").glob("*.yaml"))
 ARTIFACTS = ROOT / "tests" / "artifacts"
 
 
+# What the live and renderer tests need. On a developer machine a missing piece makes its tests
+# skip with a reason; in CI (CI set) it is an error, so a green run never hides a skipped suite.
+REQUIRED_IN_CI = {
+    "reference_service/.venv/bin/python": "make reference-venv",
+    ".cache/plantuml/plantuml-1.2026.8.jar": "make setup (PlantUML jar)",
+}
+REQUIRED_TOOLS_IN_CI = ["dot", "java", "promtool", "prometheus", "chromium", "redis-server", "tesseract"]
+
+
+def pytest_sessionstart(session):
+    if not os.environ.get("CI"):
+        return
+    import shutil
+
+    missing = [f"{path} ({how})" for path, how in REQUIRED_IN_CI.items() if not (ROOT / path).exists()]
+    missing += [tool for tool in REQUIRED_TOOLS_IN_CI if shutil.which(tool) is None]
+    if missing:
+        raise pytest.UsageError("CI is missing what the tests need: " + ", ".join(missing))
+
+
 def pytest_addoption(parser):
     parser.addoption("--update-golden", action="store_true", default=False,
                      help="rewrite golden files from the current output instead of comparing")
