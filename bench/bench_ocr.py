@@ -281,7 +281,8 @@ def render(r: dict, args) -> str:
     out += [
         "",
         ("images/s: medians over slices of the set, in-process and served alternating so both see the "
-         "same neighbours; the ratio is the median of adjacent pairs."),
+         "same neighbours; the ratio is the median of adjacent pairs. Tesseract ran once, after them. "
+         "Every request carried Cache-Control: no-cache (the cache stage is bypassed)."),
         "",
         (f"CPU per image, all service processes vs the in-process engine (independent of the "
          f"neighbours' load): served {cpu['served']:.0f} ms, in-process {cpu['inproc']:.0f} ms, "
