@@ -258,3 +258,21 @@ def test_a_counter_reset_counts_from_zero() -> None:
     spec = Spec.model_validate({"apiVersion": "archkit/v1", "metadata": {"name": "m"}})
     dec = scrape.decompose(spec, {"u": before}, {"u": after}, {"mean_ms": 9.0})
     assert dec["models"]["m"] == {"requests": 10, "request_ms": 5.0}
+
+
+def test_the_targets_own_metrics_follow_a_host_override(toy) -> None:
+    assert scrape.endpoints(toy, "http://127.0.0.1:9999") == ["http://127.0.0.1:9999/metrics"]
+
+
+def test_stage_queue_and_compute_bindings(toy) -> None:
+    spec = toy.model_copy(deep=True)
+    from archkit.spec.model import MetricRef, StageMetrics
+
+    ref = {"type": "counter_us", "count_metric": "nv_inference_request_success", "labels": {"model": "det"}}
+    spec.observability.stages.append(StageMetrics(
+        stage="api2", latency=MetricRef(metric="nv_inference_request_duration_us", **ref),
+        queue=MetricRef(metric="nv_inference_queue_duration_us", **ref),
+        compute=MetricRef(metric="nv_inference_compute_infer_duration_us", **ref)))
+    dec = scrape.decompose(spec, {"u": scrape.parse(EXPO_BEFORE)}, {"u": scrape.parse(EXPO_AFTER)}, {"mean_ms": 40.0})
+    assert dec["stages"]["api2"] == {"count": 100, "mean_ms": 14.0, "queue_ms": 3.0, "compute_ms": 10.0,
+                                     "metric": "nv_inference_request_duration_us"}

@@ -62,10 +62,21 @@ def endpoints(spec: Spec, host_url: str, extra: list[str] = ()) -> list[str]:
     """Metrics URLs: `observability.scrape` entries on the target's host, plus any given."""
     from archkit.loadtest.safety import host_of
 
+    from urllib.parse import urlsplit
+
     host = host_of(host_url) or "127.0.0.1"
     if ":" in host:
         host = f"[{host}]"
-    urls = [f"http://{host}:{s.port}{s.path}" for s in spec.observability.scrape]
+    # With --host on another port, the target service's own endpoint moves with it.
+    lt = spec.loadtest
+    spec_port = urlsplit(lt.target.host).port if lt else None
+    run_port = urlsplit(host_url if "://" in host_url else "//" + host_url).port
+    urls = []
+    for s in spec.observability.scrape:
+        port = s.port
+        if lt and s.service == lt.target.service and s.port == spec_port and run_port:
+            port = run_port
+        urls.append(f"http://{host}:{port}{s.path}")
     urls += list(extra)
     return list(dict.fromkeys(urls))
 
@@ -159,13 +170,15 @@ def decompose(spec: Spec, before: dict, after: dict, client: dict) -> dict:
         if ref.type is MetricType.histogram:
             got = histogram_stats(delta, ref)
         elif ref.type is MetricType.counter_us and ref.count_metric:
-            us = sum(v for (n, lb), v in delta.items() if n == ref.metric and _match(lb, ref.labels))
-            cnt = sum(v for (n, lb), v in delta.items() if n == ref.count_metric and _match(lb, ref.labels))
-            got = {"count": int(cnt), "mean_ms": round(us / cnt / 1000.0, 3)} if cnt > 0 else None
+            got = _counter_us(delta, ref)
         else:
             got = None
         if got:
             got["metric"] = ref.metric
+            for part, pref in (("queue_ms", sm.queue), ("compute_ms", sm.compute)):
+                extra = _counter_us(delta, pref) if pref is not None and pref.count_metric else None
+                if extra:
+                    got[part] = extra["mean_ms"]
             stages[sm.stage] = got
     models: dict[str, dict] = {}
     for (name, labels), v in delta.items():
@@ -184,19 +197,35 @@ def decompose(spec: Spec, before: dict, after: dict, client: dict) -> dict:
         for part, total in us.items():
             m[part] = round(total / m["requests"] / 1000.0, 3)
     for st in spec.dataflow.stages:  # model stages served by Triton: mean time, queue and compute apart
-        if st.id in stages or st.model is None or st.model.name not in models:
+        if st.model is None or st.model.name not in models:
             continue
         m = models[st.model.name]
-        compute = sum(m.get(k, 0.0) for k in ("compute_input_ms", "compute_infer_ms", "compute_output_ms"))
-        stages[st.id] = {"count": m["requests"], "mean_ms": m.get("request_ms"), "queue_ms": m.get("queue_ms"),
-                         "compute_ms": round(compute, 3), "metric": "nv_inference_*_duration_us"}
+        compute = round(sum(m.get(k, 0.0) for k in ("compute_input_ms", "compute_infer_ms", "compute_output_ms")), 3)
+        if st.id not in stages:
+            stages[st.id] = {"count": m["requests"], "mean_ms": m.get("request_ms"), "queue_ms": m.get("queue_ms"),
+                             "compute_ms": compute, "metric": "nv_inference_*_duration_us"}
+        else:
+            stages[st.id].setdefault("queue_ms", m.get("queue_ms"))
+            stages[st.id].setdefault("compute_ms", compute)
     out: dict = {"client": {k: client.get(k) for k in ("mean_ms", "p50_ms", "p99_ms")},
-                 "stages": dict(sorted(stages.items())), "models": dict(sorted(models.items()))}
+                 "stages": _in_flow_order(spec, stages), "models": dict(sorted(models.items()))}
     server_ms, source = _server_time(spec, stages, models)
     if server_ms is not None and client.get("mean_ms") is not None:
         out["server"] = {"mean_ms": server_ms, "source": source}
         out["network_serialisation_ms"] = round(client["mean_ms"] - server_ms, 3)
     return out
+
+
+def _in_flow_order(spec: Spec, stages: dict) -> dict:
+    order = {st.id: i for i, st in enumerate(spec.dataflow.stages)}
+    return dict(sorted(stages.items(), key=lambda kv: (order.get(kv[0], len(order)), kv[0])))
+
+
+def _counter_us(delta: dict[tuple, float], ref: MetricRef) -> Optional[dict]:
+    """Mean (ms) of a cumulative microseconds counter over its request counter's increase."""
+    us = sum(v for (n, lb), v in delta.items() if n == ref.metric and _match(lb, ref.labels))
+    cnt = sum(v for (n, lb), v in delta.items() if n == ref.count_metric and _match(lb, ref.labels))
+    return {"count": int(cnt), "mean_ms": round(us / cnt / 1000.0, 3)} if cnt > 0 else None
 
 
 def _server_time(spec: Spec, stages: dict, models: dict) -> tuple[Optional[float], str]:
