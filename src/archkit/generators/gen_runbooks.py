@@ -20,7 +20,9 @@ renderer's heading slugs.
 from __future__ import annotations
 
 import html
+import os
 import re
+import shlex
 from dataclasses import dataclass
 
 from archkit.analysis.faulttree import FaultTreeAnalysis, FaultTreeError, analyse, ranked_events
@@ -304,20 +306,24 @@ def generate(ctx: RenderContext) -> dict[str, str]:
 
     spec = ctx.spec
     header = ctx.header("<!--") + " -->"
+    # commands name the spec as the user gave it (relative to where they run archkit), or by
+    # file name when the path is absolute: generated files must not depend on the machine
+    spec_ref = shlex.quote(ctx.spec_path if not os.path.isabs(ctx.spec_path) and ctx.spec_path != "<spec>"
+                           else ctx.spec_name)
     alerts, _ = plan(spec)
     tdir = ctx.templates_dir
     files: dict[str, str] = {}
     for tree in spec.faulttrees:
         files[f"runbooks/{tree.id}.md"] = render("runbooks/tree.md.j2", tdir, header=header, spec=spec,
-                                                 spec_name=ctx.spec_name, page=_tree_page(spec, tree, alerts),
+                                                 spec_name=spec_ref, page=_tree_page(spec, tree, alerts),
                                                  md=md_text, code=code)
     files[f"runbooks/{ALERTS_RUNBOOK}"] = render("runbooks/alerts.md.j2", tdir, header=header, spec=spec,
-                                                 alerts=_alert_pages(spec, alerts), spec_name=ctx.spec_name)
+                                                 alerts=_alert_pages(spec, alerts), spec_name=spec_ref)
     rows = checklist_rows(spec, ctx.diagnostics, set(all_rules()))
     files["runbooks/checklist.md"] = render("runbooks/checklist.md.j2", tdir, header=header, spec=spec,
-                                            rows=rows, spec_name=ctx.spec_name, md=md_text, code=code)
+                                            rows=rows, spec_name=spec_ref, md=md_text, code=code)
     for svc in spec.topology.services:
         files[f"runbooks/onboarding/{svc.id}.md"] = render(
-            "runbooks/onboarding.md.j2", tdir, header=header, spec=spec, spec_name=ctx.spec_name,
-            page=_service_page(spec, svc, alerts, ctx.spec_name), md=md_text, code=code)
+            "runbooks/onboarding.md.j2", tdir, header=header, spec=spec, spec_name=spec_ref,
+            page=_service_page(spec, svc, alerts, spec_ref), md=md_text, code=code)
     return files
