@@ -34,9 +34,22 @@ def _generate(path: Path) -> dict[str, str]:
     return files
 
 
+FINDING = re.compile(r"(AK\d{3} line \d+): (?:\\.|[^|<\\])*")
+
+
+def _stable(files: dict[str, str]) -> dict[str, str]:
+    """The checklist quotes other rules' messages; golden files keep their code and line only.
+
+    (test_checklist_page_shows_findings_from_archkit_check checks that the findings are there.)
+    """
+    out = dict(files)
+    out["runbooks/checklist.md"] = FINDING.sub(r"\1: …", files["runbooks/checklist.md"])
+    return out
+
+
 @pytest.mark.parametrize("path", SPECS, ids=lambda p: p.stem)
 def test_golden(path, golden):
-    golden.check_tree(GOLDEN / path.stem, _generate(path))
+    golden.check_tree(GOLDEN / path.stem, _stable(_generate(path)))
 
 
 def _anchors(files: dict[str, str]) -> dict[str, set[str]]:
