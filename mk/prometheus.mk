@@ -9,16 +9,21 @@ prometheus-demo: setup
 	$(PROMTOOL) check rules $(RENDER_OUT)/prometheus/rules.yaml
 	cd $(RENDER_OUT)/prometheus && $(PROMTOOL) test rules rules.test.yaml
 
-# Starts the reference service on its default ports, walks every fault tree of the demo spec,
-# and always stops the service again. Skipped (with a note) until the service's venv exists.
+# Walks every fault tree of the demo spec against the reference service on its default ports:
+# uses a service that already answers there, else starts one and always stops it again.
+# Skipped (with a note) until the service's venv exists.
+RUNBOOK_TREES = $(BIN)/python -c 'import sys,yaml; print(" ".join(t["id"] for t in yaml.safe_load(open(sys.argv[1]))["faulttrees"]))' $(DEMO_SPEC)
 runbook-demo: setup
 	@if [ ! -x reference_service/.venv/bin/python ] || [ ! -f $(DEMO_SPEC) ]; then \
 	  echo "runbook-demo: needs reference_service/.venv (make reference-venv) and $(DEMO_SPEC); skipped"; exit 0; fi; \
-	$(BIN)/archkit runbook $(DEMO_SPEC) --tree "$$($(BIN)/python -c 'import sys,yaml; print(yaml.safe_load(open(sys.argv[1]))["faulttrees"][0]["id"])' $(DEMO_SPEC))"; \
-	log=$$(mktemp); reference_service/.venv/bin/python -m reference_service serve >$$log 2>&1 & pid=$$!; \
-	trap 'kill -TERM $$pid 2>/dev/null; wait $$pid 2>/dev/null; rm -f $$log' EXIT; \
-	for i in $$(seq 1 240); do curl -sf -o /dev/null $(RUNBOOK_SERVICE_URL)/readyz && break; sleep 0.5; done; \
-	rc=0; for t in $$($(BIN)/python -c 'import sys,yaml; print(" ".join(t["id"] for t in yaml.safe_load(open(sys.argv[1]))["faulttrees"]))' $(DEMO_SPEC)); do \
+	for t in $$($(RUNBOOK_TREES)); do $(BIN)/archkit runbook $(DEMO_SPEC) --tree $$t; done; \
+	if ! curl -sf -o /dev/null $(RUNBOOK_SERVICE_URL)/readyz; then \
+	  log=$$(mktemp); echo "runbook-demo: starting the reference service (log: $$log)"; \
+	  reference_service/.venv/bin/python -m reference_service serve >$$log 2>&1 & pid=$$!; \
+	  trap 'kill -TERM $$pid 2>/dev/null; wait $$pid 2>/dev/null' EXIT; \
+	  for i in $$(seq 1 240); do curl -sf -o /dev/null $(RUNBOOK_SERVICE_URL)/readyz && break; sleep 0.5; done; \
+	fi; \
+	rc=0; for t in $$($(RUNBOOK_TREES)); do \
 	  echo "== archkit runbook $(DEMO_SPEC) --tree $$t --run"; \
 	  $(BIN)/archkit runbook $(DEMO_SPEC) --tree $$t --run || rc=$$?; done; \
 	echo "runbook-demo: walked the trees (exit $$rc: 0 = no cause found, 1 = a cause confirmed)"
