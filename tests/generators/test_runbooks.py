@@ -160,3 +160,17 @@ def test_onboarding_page_covers_deploy_rollback_verify_metrics_logs_loadtest():
 def test_markdown_helpers_keep_user_text_inert():
     assert fence("echo ```; rm -rf x") == "````\necho ```; rm -rf x\n````"
     assert code("a`b") == "``a`b``" and code("`x`") == "`` `x` ``"
+
+
+def test_a_tree_that_cannot_be_analysed_still_gets_its_runbook():
+    spec = Spec.model_validate({
+        "apiVersion": "archkit/v1", "metadata": {"name": "edge"},
+        "faulttrees": [{"id": "loop", "top": "g1",
+                        "gates": [{"id": "g1", "type": "or", "inputs": ["g2", "a"]},
+                                  {"id": "g2", "type": "and", "inputs": ["g1", "a"]}],
+                        "events": [{"id": "a", "check": "true", "expect_exit_code": 0}]}]})
+    files, _ = api.generate(spec, "edge.yaml", only=["runbooks", "prometheus"])
+    page = files["runbooks/loop.md"]
+    assert "The tree cannot be analysed:" in page and "cycle g1 -\\> g2 -\\> g1" in page
+    assert '<a id="check-a"></a>' in page
+    assert yaml.safe_load(files["prometheus/rules.yaml"]) == {"groups": []}

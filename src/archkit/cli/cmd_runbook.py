@@ -95,6 +95,8 @@ def runbook(
         say()
         say(f"If every check passes: {report.escalation}.")
     else:
+        if report.note:
+            say(f"note: {report.note}")
         step = report.cause_step
         if step is not None:
             say()
