@@ -15,6 +15,8 @@ from archkit.cli.output import fail, paint
 
 
 class RunbookFormat(str, Enum):
+    """Output formats of `archkit runbook`."""
+
     text = "text"
     json = "json"
 
