@@ -278,3 +278,12 @@ def test_every_alert_has_a_firing_and_a_quiet_unit_test(path):
     firing = {t["alert_rule_test"][0]["alertname"] for t in tests if t["alert_rule_test"][0]["exp_alerts"]}
     quiet = {t["alert_rule_test"][0]["alertname"] for t in tests if not t["alert_rule_test"][0]["exp_alerts"]}
     assert set(alerts) == firing == quiet
+
+
+def test_selectors_escape_values_and_quote_odd_metric_names():
+    from archkit.generators.gen_prometheus import Series
+
+    assert str(Series.of("up", {})) == "up"
+    assert str(Series.of("up", {"job": 'a"b\\c\nd'})) == 'up{job="a\\"b\\\\c\\nd"}'
+    # not a PromQL identifier: selected by __name__; label names are sanitised, reserved ones dropped
+    assert str(Series.of("my metric", {"1-x": "v", "__name__": "evil"})) == '{__name__="my metric", _1_x="v"}'
