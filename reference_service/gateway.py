@@ -47,32 +47,38 @@ def error(status: int, code: str, message: str, headers: dict | None = None) -> 
     return JSONResponse({"error": {"code": code, "message": message}}, status_code=status, headers=headers)
 
 
-def decode_image(body: bytes, s: Settings) -> np.ndarray:
-    """Validate format and size from the header, then decode to BGR uint8."""
+def check_header(body: bytes, s: Settings) -> None:
+    """Validate format and size from the image header only (PIL's lazy open decodes nothing)."""
     if not body:
         raise InputError(400, "empty_body", "request body is empty; send the image bytes")
     try:
-        img = Image.open(io.BytesIO(body))  # lazy: reads the header only
+        with Image.open(io.BytesIO(body)) as img:
+            fmt, (w, h) = img.format, img.size
     except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError):
         raise InputError(400, "not_an_image", "body is not a PNG, JPEG or WebP image") from None
-    if img.format not in ACCEPTED_FORMATS:
-        raise InputError(415, "unsupported_format", f"image format {img.format} not accepted; use PNG, JPEG or WebP")
-    w, h = img.size
+    if fmt not in ACCEPTED_FORMATS:
+        raise InputError(415, "unsupported_format", f"image format {fmt} not accepted; use PNG, JPEG or WebP")
     if w * h > s.max_pixels or max(w, h) > s.max_side:
         raise InputError(413, "image_too_large",
                          f"image is {w}x{h}; limit is {s.max_pixels} pixels and {s.max_side} px per side")
     if min(w, h) < s.min_side:
         raise InputError(422, "image_too_small", f"image is {w}x{h}; each side must be at least {s.min_side} px")
+
+
+def decode_image(body: bytes) -> np.ndarray:
+    """Decode a header-checked image to BGR uint8 (truncated or corrupt data: 400)."""
     try:
-        if img.format == "JPEG":
-            img.draft("RGB", (w, h))
-        img.load()
-        rgb = img.convert("RGB")
+        with Image.open(io.BytesIO(body)) as img:
+            img.load()
+            rgb = img.convert("RGB")
     except (OSError, ValueError, SyntaxError, Image.DecompressionBombError):
         raise InputError(400, "corrupt_image", "image data is truncated or corrupt") from None
-    finally:
-        img.close()
     return np.ascontiguousarray(np.asarray(rgb)[:, :, ::-1])
+
+
+def _check_and_hash(body: bytes, s: Settings) -> str:
+    check_header(body, s)
+    return hashlib.sha256(body).hexdigest()
 
 
 def _prepare_det(img: np.ndarray):
@@ -166,8 +172,7 @@ class Gateway:
         timings: dict[str, float] = {}
         m = _StageClock(self.metrics.stage_seconds, timings)
         t = time.perf_counter()
-        img = await asyncio.to_thread(decode_image, body, self.s)
-        key = hashlib.sha256(body).hexdigest()
+        key = await asyncio.to_thread(_check_and_hash, body, self.s)
         m.labels("validate").observe(time.perf_counter() - t)
 
         t = time.perf_counter()
@@ -177,6 +182,9 @@ class Gateway:
             self.metrics.cache.labels("hit").inc()
             return json.loads(cached), "hit", timings
         self.metrics.cache.labels("miss" if use_cache else "bypass").inc()
+        t = time.perf_counter()
+        img = await asyncio.to_thread(decode_image, body)
+        m.labels("decode").observe(time.perf_counter() - t)
         if not self.ready:
             raise TritonUnavailable()
 

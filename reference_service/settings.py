@@ -37,10 +37,12 @@ _QUEUE_TIMEOUT_US = 15_000_000
 # single crops (width 960: 98 ms/crop alone, 114 at 4, 175 at 8). Service CPU per page with
 # (max batch, crops per request) = (2, 2): 0.94 s; (4, 4): 0.99 s; (4, 1): 1.05 s; (8, 8):
 # 1.06 s; in-process RapidOCR: 1.06 s. So pairs of crops, no queue delay, and 2 instances so
-# one page's lines use both cores; the detector gains a little from batches of 2-4.
+# one page's lines use both cores. The detector gains nothing from batching here either
+# (204 / 420 / 886 ms for 1 / 2 / 4 pages) and `archkit check` (AK203) predicted a P99 over
+# budget at batch 4 with a 2 ms delay: it merges at most 2 pages already queued, never waits.
 CPU = Profile(
     "cpu",
-    ModelSettings("ocr_detector", max_batch_size=4, preferred_batch_sizes=(2, 4), max_queue_delay_us=2_000,
+    ModelSettings("ocr_detector", max_batch_size=2, preferred_batch_sizes=(2,), max_queue_delay_us=0,
                   instances=1, max_queue_size=16, queue_timeout_us=_QUEUE_TIMEOUT_US),
     ModelSettings("ocr_recogniser", max_batch_size=2, preferred_batch_sizes=(2,), max_queue_delay_us=0,
                   instances=2, max_queue_size=64, queue_timeout_us=_QUEUE_TIMEOUT_US),
