@@ -89,7 +89,8 @@ def render(
 ) -> None:
     """Render the diagrams, the review page and every other artifact of SPEC into OUT.
 
-    Exit 1 when files are stale (--check), refused, or the spec has errors.
+    Findings of `archkit check` are shown on the review page and do not fail the render;
+    exit 1 when files are stale (--check) or refused, a renderer fails, or the spec does not load.
     """
     # imported here, not at module top, so that `archkit --help` stays fast
     from archkit import api
