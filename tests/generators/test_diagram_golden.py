@@ -25,3 +25,11 @@ def test_sources_are_byte_stable_and_path_free(spec_file):
     assert a == b
     for rel, text in a.items():
         assert str(ROOT) not in text and "site-packages" not in text, rel
+
+
+def test_topology_writes_nothing_to_the_working_folder(tmp_path, monkeypatch):
+    """`diagrams` renders into the CWD on exit; archkit only takes its DOT source."""
+    monkeypatch.chdir(tmp_path)
+    files = diagram_sources(load(EXAMPLES[0]), EXAMPLES[0].name)
+    assert 'image="resources/' in files["topology.dot"]
+    assert list(tmp_path.iterdir()) == []
