@@ -221,23 +221,16 @@ def run_plantuml_server(sources: dict[str, str], formats: tuple[str, ...]) -> di
     if not sources:
         return {}
     java, jar = find_java(), find_plantuml_jar()
-    port = _free_port()
-    proc = subprocess.Popen([java, "-Djava.awt.headless=true", "-Dfile.encoding=UTF-8",
-                             "-DPLANTUML_LIMIT_SIZE=32768", "-jar", str(jar), f"-picoweb:{port}:127.0.0.1"],
-                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    log = tempfile.TemporaryFile()  # noqa: SIM115 - closed in finally; output to a file: a full pipe would stall the JVM
+    proc, port = None, 0
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            if proc.poll() is not None:
-                err = proc.stderr.read().decode("utf-8", "replace") if proc.stderr else ""
-                raise RendererError(f"the PlantUML server exited ({proc.returncode}): {err.strip()[:500]}")
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+        for attempt in range(3):  # the free port may be taken before the JVM binds it: try another
+            port = _free_port()
+            proc = subprocess.Popen([java, "-Djava.awt.headless=true", "-Dfile.encoding=UTF-8",
+                                     "-DPLANTUML_LIMIT_SIZE=32768", "-jar", str(jar), f"-picoweb:{port}:127.0.0.1"],
+                                    stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+            if _wait_listening(proc, port, log, last=attempt == 2):
                 break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise RendererError("the PlantUML server did not start within 60 s") from None
-                time.sleep(0.05)
 
         def fetch(job: tuple[str, str]) -> bytes:
             name, fmt = job
@@ -259,12 +252,33 @@ def run_plantuml_server(sources: dict[str, str], formats: tuple[str, ...]) -> di
         with ThreadPoolExecutor(max_workers=max(2, min(4, os.cpu_count() or 2))) as pool:
             return dict(zip(jobs, pool.map(fetch, jobs)))
     finally:
-        proc.terminate()
+        if proc is not None and proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        log.close()
+
+
+def _wait_listening(proc: subprocess.Popen, port: int, log, last: bool) -> bool:
+    """True once the server accepts connections; False (or, on the last try, an error) if it exited."""
+    deadline = time.monotonic() + 60
+    while True:
+        if proc.poll() is not None:
+            if not last:
+                return False
+            log.seek(0)
+            err = log.read().decode("utf-8", "replace")
+            raise RendererError(f"the PlantUML server exited ({proc.returncode}): {err.strip()[-500:]}")
         try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return True
+        except OSError:
+            if time.monotonic() > deadline:
+                raise RendererError("the PlantUML server did not start within 60 s") from None
+            time.sleep(0.05)
 
 
 _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
