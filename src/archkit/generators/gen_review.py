@@ -93,7 +93,8 @@ def review_view(ctx: RenderContext) -> dict[str, Any]:
                 for d in ctx.diagnostics]
     counts = {s: sum(1 for f in findings if f["severity"] == s) for s in ("error", "warning", "info")}
     return {
-        "header": ctx.header("<!--").replace("--", "—") + " -->",
+        # the header line inside an HTML comment, which must not contain "--"
+        "header": "<!-- " + ctx.header("").strip().replace("--", "—") + " -->",
         "title": clean(spec.metadata.title or spec.metadata.name),
         "name": clean(spec.metadata.name), "description": clean(spec.metadata.description or ""),
         "owners": clean(", ".join(spec.metadata.owners)),
