@@ -42,6 +42,22 @@ def test_cpu_model_on_gpu_instances():
     assert "runs instances on the GPU (KIND_GPU), the spec declares device cpu" in found["VT227"].message
 
 
+def test_queue_timeout():
+    import copy
+
+    from archkit.spec.model import Batching
+
+    det = copy.deepcopy(DETECT)
+    det.batching = Batching(max_batch_size=4, preferred_batch_sizes=[2, 4], max_queue_delay_us=2000,
+                            max_queue_size=16, queue_timeout_us=15_000_000)
+    rec = Recorder(SPEC, "triton")
+    _check_config(rec, "model/ocr_detector", det, CONFIG)
+    f = next(f for f in rec.findings if f.code == "VT228")
+    assert f.status is Status.DRIFT
+    assert f.message == ("model 'ocr_detector' lets a request wait without limit in its queue, the spec declares "
+                         "queue_timeout_us 15000000")
+
+
 def test_version_policy_and_queue_size():
     found = _check({**CONFIG, "version_policy": {"latest": {"num_versions": 3}},
                     "dynamic_batching": {**CONFIG["dynamic_batching"], "default_queue_policy": {}}})

@@ -78,6 +78,8 @@ CODES: dict[str, tuple[str, str]] = {
     "VT226": ("dynamic batching on", "The spec declares batching; Triton must have dynamic_batching enabled."),
     "VT227": ("instance kind", "A model declared device: cpu must not run on KIND_GPU instances (seed 000 §5.8: "
               "CPU models on KIND_CPU take no CUDA context); a GPU model on CPU is noted, not drift."),
+    "VT228": ("queue timeout", "dynamic_batching default_queue_policy default_timeout_microseconds: how long a "
+              "request may wait in the queue before it is refused."),
     "VP300": ("Prometheus reachable", "The Prometheus endpoint given with --prometheus-url must answer."),
     "VP301": ("rule groups loaded", "The alert and recording rules generated from the spec are loaded."),
     "VP302": ("rules evaluate", "A rule with an evaluation error never fires."),

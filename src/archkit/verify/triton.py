@@ -169,6 +169,14 @@ def _check_config(rec: Recorder, label: str, model: ModelInfo, config: dict) -> 
                     have_q = f"queues up to {qs} request(s)" if qs else "has an unbounded queue"
                     rec.drift("VT224", label, b, "max_queue_size",
                               f"model '{name}' {have_q}, the spec declares max_queue_size {b.max_queue_size}")
+        if dyn is not None and b.queue_timeout_us is not None:
+            qt = int(((dyn.get("default_queue_policy") or {}).get("default_timeout_microseconds", 0)) or 0)
+            if qt == b.queue_timeout_us:
+                rec.ok("VT228", label, b, "queue_timeout_us", f"default_timeout_microseconds {qt}")
+            else:
+                rec.drift("VT228", label, b, "queue_timeout_us",
+                          f"model '{name}' lets a request wait {f'{qt} µs' if qt else 'without limit'} in its queue, "
+                          f"the spec declares queue_timeout_us {b.queue_timeout_us}")
     groups = config.get("instance_group") or []
     if groups:
         count = sum(int(g.get("count", 1) or 1) for g in groups)
