@@ -184,15 +184,15 @@ def _build(ctx: RenderContext) -> str:
                     continue
                 for m in s.mounts:
                     if m.storage in stores:
-                        node >> Edge(label=text(m.path + (" (ro)" if m.read_only else ""), 30),
+                        node >> Edge(fontsize="9", fontname="DejaVu Sans", label=text(m.path + (" (ro)" if m.read_only else ""), 30),
                                      color="#b45309", style="dotted") >> stores[m.storage]
                 for r in s.ingress:
                     lab = ",".join(str(p) for p in r.ports) or "all ports"
                     if r.auth != "none":
                         lab += f" · {r.auth}"
-                    source(r.from_) >> Edge(label=text(lab, 30), color="#1d4ed8") >> node
+                    source(r.from_) >> Edge(fontsize="9", fontname="DejaVu Sans", label=text(lab, 30), color="#1d4ed8") >> node
                 if s.public and not s.ingress:
-                    source("public") >> Edge(label="public", color="#1d4ed8") >> node
+                    source("public") >> Edge(fontsize="9", fontname="DejaVu Sans", label="public", color="#1d4ed8") >> node
             src = diag.dot.source
     root = icon_root()
     if root is not None:
