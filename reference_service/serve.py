@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import shutil
 import signal
 import sys
@@ -50,15 +51,21 @@ def main(argv: list[str] | None = None) -> int:
     from .gateway import create_app
     from .supervisor import TritonSupervisor
 
-    settings = Settings(host=args.host, triton_host=args.triton_host or args.host, http_port=args.http_port, triton_http_port=args.triton_http_port,
+    # Keep the path short: PyTriton creates unix sockets (108-byte limit) under it.
+    run_dir = Path(tempfile.mkdtemp(prefix="ocr-"))
+    # Everything this process writes to TMPDIR (onnxruntime's .ses file, imported by
+    # auto_profile) goes into the run folder, which is removed at exit.
+    (run_dir / "tmp").mkdir()
+    os.environ["TMPDIR"] = str(run_dir / "tmp")
+    tempfile.tempdir = None
+    settings = Settings(host=args.host, triton_host=args.triton_host or args.host, http_port=args.http_port,
+                        triton_http_port=args.triton_http_port,
                         triton_grpc_port=args.triton_grpc_port, triton_metrics_port=args.triton_metrics_port,
                         max_inflight=args.max_inflight, max_body_bytes=args.max_body_bytes,
                         max_pixels=args.max_pixels, redis_url=args.redis_url,
                         cache_entries=max(args.cache_entries, 0),
                         profile=auto_profile() if args.profile == "auto" else args.profile,
                         det_instances=args.det_instances, rec_instances=args.rec_instances)
-    # Keep the path short: PyTriton creates unix sockets (108-byte limit) under it.
-    run_dir = Path(tempfile.mkdtemp(prefix="ocr-"))
     supervisor = None if args.external_triton else TritonSupervisor(settings, run_dir, threads=args.threads)
     app = create_app(settings, supervisor)
     config = uvicorn.Config(app, host=settings.host, port=settings.http_port, log_level="warning",
