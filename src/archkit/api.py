@@ -354,6 +354,9 @@ def verify(spec_path: str | os.PathLike, *, snapshot: Optional[str | os.PathLike
     res = load(spec_path)
     if res.spec is None:
         return VerifyResult(None, res.diagnostics)
+    if env and res.spec.environment(env) is None:
+        known = ", ".join(e.id for e in res.spec.environments) or "none"
+        raise ValueError(f"environment '{env}' is not defined in {spec_path} (environments: {known})")
     spec = res.spec.with_environment(env) if env else res.spec
     if sum(x is not None for x in (snapshot, manifests)) + bool(live or in_cluster) > 1:
         raise ValueError("give one cluster source: --snapshot, --manifests or a live cluster")

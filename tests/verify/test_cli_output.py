@@ -96,6 +96,8 @@ def test_print_rbac():
     (["--snapshot", f"{FIX}/snapshot.yaml", "--manifests", f"{FIX}/manifests"], "give one cluster source"),
     (["--live", "--kubeconfig", "missing-kubeconfig"], "kubeconfig missing-kubeconfig not found"),
     (["--prometheus-url", "http://127.0.0.1:9", "--rules", "nope.yaml"], "cannot read the rules file"),
+    (["--manifests", f"{FIX}/manifests", "--env", "h100"],
+     "environment 'h100' is not defined in examples/industrial-inspection.yaml (environments: t4)"),
 ])
 def test_input_errors_exit_2_without_traceback(args, fragment):
     res = verify(SPEC, *args)
