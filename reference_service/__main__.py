@@ -8,6 +8,7 @@ USAGE = """usage: python -m reference_service COMMAND [options]
 
 commands:
   serve            start Triton and the gateway on 127.0.0.1; stop with SIGTERM or Ctrl-C
+  triton           only the Triton worker (its own pod in Kubernetes; serve starts it itself)
   golden           regenerate the golden set (seeded, deterministic)
   verify-rollback  check a running service: models loaded, golden outputs unchanged
 """
