@@ -7,6 +7,7 @@ LOADTEST_LEVEL ?= baseline
 LOADTEST_LOG := .cache/loadtest/reference-service.log
 ifneq ($(wildcard $(DEMO_SPEC)),)
 LOADTEST_SPEC ?= $(DEMO_SPEC)
+LOADTEST_ENV ?= cpu   # the spec's budgets for this 2-core machine
 LT_HTTP_PORT ?= 8080
 LT_TRITON_HTTP_PORT ?= 8000
 LT_TRITON_GRPC_PORT ?= 8001
@@ -14,6 +15,7 @@ LT_METRICS_PORT ?= 8002
 else
 # Until specs/ocr-reference.yaml exists: archkit's own spec of the service on other ports.
 LOADTEST_SPEC ?= tests/loadtest/specs/ocr-local.yaml
+LOADTEST_ENV ?=
 LT_HTTP_PORT ?= 18080
 LT_TRITON_HTTP_PORT ?= 18000
 LT_TRITON_GRPC_PORT ?= 18001
@@ -32,6 +34,7 @@ demo-loadtest: setup reference-venv
 	  kill -0 $$pid 2>/dev/null || break; sleep 0.5; done; \
 	if ! grep -q '^ready:' $(LOADTEST_LOG); then echo "reference service did not start:"; tail -30 $(LOADTEST_LOG); exit 1; fi; \
 	rc=0; $(BIN)/archkit loadtest $(LOADTEST_SPEC) --level $(LOADTEST_LEVEL) --duration $(LOADTEST_DURATION) \
+	  $(if $(strip $(LOADTEST_ENV)),--env $(strip $(LOADTEST_ENV))) \
 	  --host http://127.0.0.1:$(LT_HTTP_PORT) --report $(LOADTEST_OUT) || rc=$$?; \
 	echo "load-test report: $(LOADTEST_OUT)/report.html (exit $$rc)"; [ $$rc -le 1 ]
 
