@@ -21,6 +21,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from . import pipeline as P
 from .cache import make_cache
+from .drift import DriftMonitor, reference_confidences
 from .metrics import Metrics
 from .models import DET_FILE, REC_FILE
 from .settings import Settings
@@ -131,6 +132,10 @@ class Gateway:
         self.inflight = 0
         self._tasks: list[asyncio.Task] = []
         self._created: float | None = time.monotonic()
+        try:
+            self.drift: DriftMonitor | None = DriftMonitor(reference_confidences())
+        except (OSError, ValueError, KeyError):
+            self.drift = None  # no recorded golden outputs: no drift signal
 
     async def start(self) -> None:
         self.triton = TritonClient(f"{self.s.triton_host}:{self.s.triton_grpc_port}", self.s.detector.name,
@@ -217,6 +222,8 @@ class Gateway:
             "pipeline": PIPELINE_VERSION,
         }
         self.metrics.lines.observe(len(lines))
+        if self.drift is not None and lines:
+            self.metrics.drift_p_value.set(self.drift.observe(result["confidence"]))
         if self.s.cache_entries > 0 or self.s.redis_url:
             await self.cache.set(f"{PIPELINE_VERSION}:{key}", json.dumps(result).encode())
         m.labels("postprocess").observe(time.perf_counter() - t)

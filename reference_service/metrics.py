@@ -33,5 +33,8 @@ class Metrics:
         self.cold_start = Gauge("ocr_cold_start_seconds", "Seconds from launching Triton to both models "
                                 "ready, for the latest (re)start", registry=r)
         self.triton_restarts = Counter("ocr_triton_restarts", "Triton restarts by the supervisor", registry=r)
+        self.drift_p_value = Gauge("ocr_confidence_drift_p_value", "KS p-value: recent per-page confidence "
+                                   "vs the golden set's (low: inputs drifted)", registry=r)
+        self.drift_p_value.set(1.0)
         self.lines = Histogram("ocr_lines_per_image", "Text lines recognised per image",
                                buckets=(0, 1, 2, 4, 8, 16, 32, 64, 128), registry=r)

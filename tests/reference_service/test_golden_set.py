@@ -65,3 +65,21 @@ def test_lru_cache_evicts_least_recently_used():
         return await c.get("a"), await c.get("b"), await c.get("c")
 
     assert asyncio.run(scenario()) == (b"1", None, b"3")
+
+
+def test_drift_monitor_flags_a_shifted_confidence_distribution():
+    import random
+
+    from reference_service.drift import DriftMonitor, ks_p_value, reference_confidences
+
+    ref = reference_confidences()
+    assert len(ref) >= 50 and min(ref) > 0.5
+    rng = random.Random(6)
+    same = [rng.choice(ref) for _ in range(100)]
+    assert ks_p_value(same, ref) > 0.05
+    shifted = [x - 0.15 for x in same]
+    assert ks_p_value(shifted, ref) < 0.01
+    monitor = DriftMonitor(ref, min_samples=30, every=10)
+    for x in shifted[:40]:
+        p = monitor.observe(x)
+    assert p < 0.01
