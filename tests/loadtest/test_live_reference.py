@@ -68,7 +68,8 @@ def test_baseline_against_the_reference_service(reference, tmp_path) -> None:
     dec = res.measured["decomposition"]
     assert set(dec["models"]) == {"ocr_detector", "ocr_recogniser"}
     det = dec["models"]["ocr_detector"]
-    assert det["compute_infer_ms"] > 0 and det["queue_ms"] >= 0 and det["requests"] >= e2e["requests"]
+    # a repeated image is a cache hit and never reaches the detector (seed 004 §3.3)
+    assert det["compute_infer_ms"] > 0 and det["queue_ms"] >= 0 and 1 <= det["requests"] <= e2e["requests"]
     assert dec["stages"]["gateway"]["count"] >= e2e["requests"]
     assert dec["server"]["source"].startswith("stage gateway")
     # the client saw at least what the server measured, give or take the histogram's interpolation
