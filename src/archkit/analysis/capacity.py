@@ -1,7 +1,9 @@
 """Capacity of a whole spec: per-stage arrival rate, utilisation, batching prediction, ceiling.
 
 Arrival rate: every stage on the request path is assumed to see the design rate
-`budgets.throughput_rps` (branch conditions on edges are not weighted: conservative).
+`budgets.throughput_rps` times the stage's `items_per_request` (a fan-out such as the line
+crops of a page); branch conditions on edges are not weighted: conservative. With a fan-out,
+latency predictions are per item, while utilisation and ceilings are exact for the item rate.
 Servers: a model stage runs `model.instances` instances in each of its service's
 `replicas`; a non-model stage with `concurrency` runs that many workers per replica and is
 modelled as M/M/c (see `archkit.analysis.queueing` for which model applies where).
@@ -124,8 +126,12 @@ def stage_capacity(spec: Spec, stage: Stage) -> Optional[StageCapacity]:
     target = min(target, max_b)
     delay = bt.max_queue_delay_us if bt else 0
     budget, src = binding_budget(spec, stage)
-    cap = StageCapacity(stage, spec.budgets.throughput_rps, spec.budgets.peak_throughput_rps,
-                        replicas, m.instances, gpus, table, target, max_b, delay, budget, src)
+    # a stage that fans out (line crops of a page) sees items, not requests: scale the rates
+    k = stage.items_per_request
+    rate = spec.budgets.throughput_rps * k if spec.budgets.throughput_rps is not None else None
+    peak = spec.budgets.peak_throughput_rps * k if spec.budgets.peak_throughput_rps is not None else None
+    cap = StageCapacity(stage, rate, peak, replicas, m.instances, gpus, table, target, max_b, delay,
+                        budget, src)
     if table is not None and cap.arrival_rps is not None:
         cap.declared = predict(table, cap.arrival_rps, target, delay, m.instances, replicas)
     return cap
@@ -166,9 +172,10 @@ def worker_capacities(spec: Spec) -> list[WorkerCapacity]:
         svc = spec.service(st.service) if st.service else None
         c = st.concurrency * (max(1, svc.replicas) if svc else 1)
         s = st.p50_ms / 1000  # the P50 stands in for the mean service time
-        rho = q.utilisation(lam, s, c)
-        w = q.mmc_wait(lam, s, c)
-        w99 = q.mmc_wait_quantile(lam, s, c)
-        out.append(WorkerCapacity(st, lam, c, st.p50_ms, rho, 1000 * w if math.isfinite(w) else w,
+        rate = lam * st.items_per_request
+        rho = q.utilisation(rate, s, c)
+        w = q.mmc_wait(rate, s, c)
+        w99 = q.mmc_wait_quantile(rate, s, c)
+        out.append(WorkerCapacity(st, rate, c, st.p50_ms, rho, 1000 * w if math.isfinite(w) else w,
                                   1000 * w99 if math.isfinite(w99) else w99))
     return out

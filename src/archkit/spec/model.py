@@ -207,6 +207,9 @@ class Stage(Node):
     failure_rate: Optional[Fraction] = None
     failure_cause: Optional[str] = None
     concurrency: Optional[PositiveInt] = Field(None, description="parallel workers for non-model stages")
+    items_per_request: Annotated[float, Field(gt=0)] = Field(
+        1.0, description="items this stage handles per end-to-end request (e.g. 8 line crops per "
+                         "page); its arrival rate is this times the request rate")
     data_classes: list[str] = Field(default_factory=list,
                                     description="e.g. pii, biometric, credentials, raw_image")
     compliance: list[str] = Field(default_factory=list, description="e.g. 'GDPR Art.9'")
