@@ -11,6 +11,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Iterable, Optional
 
+from archkit.atomic import create_atomic, write_atomic
 from archkit.checks import all_rules, rule_meta, run_rules
 from archkit.diagnostics import Diagnostic, Severity, has_errors, sort_diagnostics
 from archkit.spec import LoadResult, Spec, load_file
@@ -139,14 +140,7 @@ def init(path: str | os.PathLike, example: Optional[str] = None) -> Path:
 
 def _write_new(target: Path, data: bytes) -> None:
     """Create `target` atomically and only if it does not exist yet."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.link(tmp, target)  # fails with FileExistsError instead of replacing a user's file
-    finally:
-        os.unlink(tmp)
+    create_atomic(target, data)
 
 
 # --------------------------------------------------------------------------- writing outputs
@@ -170,19 +164,6 @@ class WriteResult:
 
 def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def write_tree(out_dir: str | os.PathLike, files: dict[str, str | bytes], check: bool = False,
@@ -221,7 +202,7 @@ def write_tree(out_dir: str | os.PathLike, files: dict[str, str | bytes], check:
         if existing is not None and not force and manifest.get(rel) != _sha(existing):
             result.refused.append(rel)
             continue
-        _atomic_write(dest, data)
+        write_atomic(dest, data)
         new_manifest[rel] = _sha(data)
         result.written.append(rel)
     if check:
@@ -229,7 +210,7 @@ def write_tree(out_dir: str | os.PathLike, files: dict[str, str | bytes], check:
             if (root / rel).exists():
                 result.stale.append(rel)  # a file a previous render made that is no longer produced
     elif new_manifest != manifest:
-        _atomic_write(manifest_path, (json.dumps(dict(sorted(new_manifest.items())), indent=1) + "\n").encode())
+        write_atomic(manifest_path, (json.dumps(dict(sorted(new_manifest.items())), indent=1) + "\n").encode())
     return result
 
 

@@ -153,3 +153,20 @@ def test_help_does_not_import_heavy_clients():
 def test_every_command_has_help(cmd):
     res = run(cmd, "--help")
     assert res.exit_code == 0 and "Usage" in res.output
+
+
+def test_written_files_get_ordinary_permissions(tmp_path):
+    """Atomic writes go through mkstemp (0600); the result must read like any new file."""
+    import stat
+
+    from archkit.api import write_tree
+
+    old = os.umask(0o022)
+    try:
+        target = tmp_path / "svc.yaml"
+        assert run("init", str(target)).exit_code == 0
+        write_tree(tmp_path / "out", {"a.txt": "x"})
+    finally:
+        os.umask(old)
+    for p in (target, tmp_path / "out" / "a.txt"):
+        assert stat.S_IMODE(p.stat().st_mode) == 0o644, p

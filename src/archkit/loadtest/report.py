@@ -28,12 +28,12 @@ import base64
 import html
 import io
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Optional
 from xml.sax.saxutils import escape as xml_escape
 from xml.sax.saxutils import quoteattr
+
+from archkit.atomic import write_atomic
 
 MARKER = ".archkit-loadtest"
 FILES = ("result.json", "junit.xml", "report.md", "report.html", "measured.json")
@@ -56,16 +56,7 @@ def prepare_dir(path: Path) -> Path:
 
 
 def _write(path: Path, data: str | bytes) -> None:
-    raw = data.encode("utf-8") if isinstance(data, str) else data
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(raw)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    write_atomic(path, data)
 
 
 # --------------------------------------------------------------------------- JSON
