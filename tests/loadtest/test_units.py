@@ -54,11 +54,24 @@ def test_a_level_the_spec_lacks_gets_defaults_at_the_design_rate(toy) -> None:
     assert p.phases[0].rate_rps == 40 and p.duration_s == 30
 
 
-def test_stress_schedule_matches_the_generated_locustfile(toy) -> None:
-    from archkit.generators.gen_locust import stress_steps
+def test_stress_schedule_matches_the_generated_locustfile() -> None:
+    """The runner's plan and the standalone locustfile step through the same offered rates."""
+    import ast
 
-    for lv in toy.loadtest.levels:
-        assert plan.stress_steps(lv, 40) == stress_steps(lv, 40)
+    from archkit import api
+    from archkit.spec import load_file
+    from tests.conftest import ROOT
+
+    spec = load_file(ROOT / "examples/industrial-inspection.yaml").spec
+    p = plan.build(spec, "stress")
+    rates = [ph.rate_rps for ph in p.phases]
+    assert rates[0] == 10 and rates[-1] == 120 and len(rates) == 12  # 10 → 120 req/s in 20 s steps
+    files, _ = api.generate(spec, only=["locust"])
+    tree = ast.parse(files["locust/locustfile.py"])
+    steps = next(ast.literal_eval(v) for node in ast.walk(tree) if isinstance(node, ast.Dict)
+                 for k, v in zip(node.keys, node.values)
+                 if isinstance(k, ast.Constant) and k.value == "steps" and ast.literal_eval(v))
+    assert [rate for _, rate in steps] == rates
 
 
 def test_histograms_are_exact_to_a_tenth_of_a_percent() -> None:

@@ -2,25 +2,10 @@
 
 from __future__ import annotations
 
-import math
-
+from archkit.analysis.loadplan import stress_steps
 from archkit.generators.jinja import render
 from archkit.generators.registry import RenderContext, register
 from archkit.spec.model import Level, Spec
-
-
-def stress_steps(level: Level, fallback_rps: float | None) -> list[tuple[float, float]]:
-    """(start second, offered rate) of each stress step, bounded by max_rps and the level's duration.
-
-    The same schedule is computed by archkit.loadtest.plan (a sibling layer may not import this).
-    """
-    start = level.start_rps or level.rate_rps or fallback_rps or 1.0
-    step = level.step_rps or start
-    step_s = level.step_duration_s or 10.0
-    top = level.max_rps or start + 9 * step
-    count = max(1, min(int(math.floor((top - start) / step + 1e-9)) + 1,
-                       int(math.floor(level.duration_s / step_s + 1e-9)) or 1))
-    return [(round(i * step_s, 6), round(start + i * step, 6)) for i in range(count)]
 
 
 def _payload(sc) -> list[tuple[str, str]] | None:

@@ -9,6 +9,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Optional
 
+from archkit.analysis.loadplan import stress_steps
 from archkit.spec.model import Level, Spec
 
 GRACE_S = 35.0  # hard kill this long after the planned end (the worker drains ≤ 15 s): every run stops
@@ -58,17 +59,6 @@ class Plan:
         d = asdict(self)
         d["duration_s"] = self.duration_s
         return d
-
-
-def stress_steps(level: Level, fallback_rps: Optional[float]) -> list[tuple[float, float]]:
-    """(start second, offered rate) of each step; the same schedule as the locust generator's."""
-    start = level.start_rps or level.rate_rps or fallback_rps or 1.0
-    step = level.step_rps or start
-    step_s = level.step_duration_s or 10.0
-    top = level.max_rps or start + 9 * step
-    count = max(1, min(int(math.floor((top - start) / step + 1e-9)) + 1,
-                       int(math.floor(level.duration_s / step_s + 1e-9)) or 1))
-    return [(round(i * step_s, 6), round(start + i * step, 6)) for i in range(count)]
 
 
 def find_level(spec: Spec, level: str) -> Level:
