@@ -57,7 +57,9 @@ def check(
         lines.append(f"{len(report.files)} file(s) checked: {summary_line(diags)}")
         text = "\n".join(lines) + "\n"
     if output:
-        output.write_text(text, encoding="utf-8")
+        from archkit.atomic import write_atomic
+
+        write_atomic(output, text)
     else:
         typer.echo(text, nl=False)
     raise typer.Exit(1 if report.failed else 0)
@@ -107,6 +109,8 @@ def schema(
 
     text = api.schema() if format is SchemaFormat.json else api.spec_reference()
     if output:
-        output.write_text(text, encoding="utf-8")
+        from archkit.atomic import write_atomic
+
+        write_atomic(output, text)
     else:
         typer.echo(text, nl=False)

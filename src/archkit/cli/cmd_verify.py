@@ -88,9 +88,9 @@ def verify(
     else:
         text = to_text(report, colour=output is None and use_colour(), show_pass=not only_problems)
     if output:
-        from archkit.api import _atomic_write
+        from archkit.atomic import write_atomic
 
-        _atomic_write(output, text.encode("utf-8"))
+        write_atomic(output, text)
         typer.echo(report.summary(), err=True)
     else:
         typer.echo(text, nl=False)
