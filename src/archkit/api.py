@@ -18,8 +18,9 @@ from archkit.spec import LoadResult, Spec, load_file
 from archkit.spec.schema import SCHEMA_ID, schema_text
 
 __all__ = [
-    "CheckReport", "FileReport", "WriteResult", "check", "check_spec", "examples", "explain",
-    "init", "load", "rules", "schema", "write_tree",
+    "CheckReport", "FileReport", "WriteResult", "capacity", "check", "check_spec", "examples",
+    "explain", "generate", "init", "load", "loadtest", "render", "rules", "runbook", "schema",
+    "spec_reference", "verify", "verify_rbac", "write_tree",
 ]
 
 SCHEMA_COMMENT = "# yaml-language-server: $schema={schema}\n"
@@ -134,13 +135,8 @@ def init(path: str | os.PathLike, example: Optional[str] = None) -> Path:
             text = SCHEMA_COMMENT.format(schema=SCHEMA_ID) + rest
     else:
         text = (resources.files("archkit") / "starter.yaml").read_text(encoding="utf-8")
-    _write_new(target, text.encode("utf-8"))
+    create_atomic(target, text)  # FileExistsError rather than overwrite
     return target
-
-
-def _write_new(target: Path, data: bytes) -> None:
-    """Create `target` atomically and only if it does not exist yet."""
-    create_atomic(target, data)
 
 
 # --------------------------------------------------------------------------- writing outputs
