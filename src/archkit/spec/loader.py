@@ -13,7 +13,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, NamedTuple, Optional
 
 import yaml
 from pydantic import BaseModel, ValidationError
@@ -50,8 +50,9 @@ _Loader.add_implicit_resolver(_BOOL, re.compile(r"^(?:true|True|TRUE|false|False
                               list("tTfF"))
 
 
-@dataclass(frozen=True)
-class Loc:
+class Loc(NamedTuple):
+    """A 1-based line and column (a tuple: the loader makes one per key and value)."""
+
     line: int
     col: int
 
