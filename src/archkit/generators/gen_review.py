@@ -24,15 +24,28 @@ _HREF_REF = re.compile(r'((?:xlink:)?href)="#([^"]+)"')
 _SCRIPT = re.compile(r"<\s*/?\s*script", re.IGNORECASE)
 
 
+_DATA_URI = re.compile(r'"data:[^"]*"')
+_STASHED = re.compile(r'"\x00([0-9]+)\x00"')
+
+
 def inline_svg(svg: bytes | str, prefix: str, title: str) -> Markup:
     """An SVG ready to sit inside HTML: no XML declaration, ids scoped to this diagram, scalable."""
     s = svg.decode("utf-8") if isinstance(svg, bytes) else svg
+    # Inlined icons are megabytes of base64: set them aside so the id passes scan only markup.
+    uris: list[str] = []
+
+    def stash(m: re.Match) -> str:
+        uris.append(m.group(0))
+        return f'"\x00{len(uris) - 1}\x00"'
+
+    s = _DATA_URI.sub(stash, s)
     s = _XML_DECL.sub("", s)
     s = _ID.sub(lambda m: f'id="{prefix}-{m.group(1)}"', s)
     s = _URL_REF.sub(lambda m: f"url(#{prefix}-{m.group(1)})", s)
     s = _HREF_REF.sub(lambda m: f'{m.group(1)}="#{prefix}-{m.group(2)}"', s)
     if _SCRIPT.search(s):  # renderers never emit scripts; refuse rather than embed one
         raise ValueError(f"{title}: rendered SVG contains a script element")
+    s = _STASHED.sub(lambda m: uris[int(m.group(1))], s)
     s = s.replace("<svg ", f'<svg role="img" aria-label="{Markup.escape(title)}" ', 1)
     return Markup(s.strip())
 
