@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from archkit.process import stop
+
 HERE = Path(__file__).resolve().parent
 TOY_SPEC = HERE / "specs" / "toy.yaml"
 
@@ -63,12 +65,7 @@ def toy_server():
     for proc in started:
         if proc.poll() is None:
             os.kill(proc.pid, signal.SIGCONT)  # a paused server cannot die of SIGTERM
-            proc.terminate()
-            try:
-                proc.wait(5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            stop(proc, timeout=5)
 
 
 def toy_spec(tmp_path: Path, port: int, **changes) -> Path:

@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from archkit import api
+from archkit.process import stop
 
 from .conftest import HERE, free_port
 
@@ -37,12 +38,7 @@ def reference(tmp_path_factory):
         assert "ready:" in log.read_text(), log.read_text()[-3000:]
         yield ports
     finally:
-        proc.terminate()
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc, timeout=20)
 
 
 def _spec(reference, tmp_path: Path) -> Path:

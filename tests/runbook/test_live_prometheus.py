@@ -20,6 +20,7 @@ import pytest
 import yaml
 
 from archkit import api
+from archkit.process import stop
 from tests.conftest import ROOT
 from tests.reference_service.conftest import free_ports
 
@@ -71,12 +72,7 @@ def prometheus(live_service, tmp_path_factory):
                 time.sleep(0.2)
         yield spec, base, live_service
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc, timeout=10)
 
 
 def _declared(spec) -> set[str]:

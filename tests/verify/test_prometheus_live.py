@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from archkit import api
+from archkit.process import stop
 from archkit.spec import load_file
 from archkit.verify import Status, run
 from tests.verify.cluster_fixtures import INDUSTRIAL_SPEC
@@ -89,11 +90,7 @@ def running_prometheus(tmp: Path, rule_files: list[str], jobs: dict[str, str], t
             time.sleep(0.2)
         yield url
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop(proc, timeout=10)  # also reaps the process after a kill
         log.close()
 
 

@@ -32,6 +32,8 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from pathlib import Path
 
+from archkit.process import stop
+
 DIAGRAM_SUFFIXES = (".dot", ".puml")
 FORMATS = ("svg", "png")
 PLANTUML_VERSION = "1.2026.8"
@@ -252,13 +254,8 @@ def run_plantuml_server(sources: dict[str, str], formats: tuple[str, ...]) -> di
         with ThreadPoolExecutor(max_workers=max(2, min(4, os.cpu_count() or 2))) as pool:
             return dict(zip(jobs, pool.map(fetch, jobs)))
     finally:
-        if proc is not None and proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        if proc is not None:
+            stop(proc, timeout=10)
         log.close()
 
 

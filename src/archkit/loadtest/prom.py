@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 import yaml
 
 from archkit.loadtest.safety import require_loopback
+from archkit.process import stop
 
 PROMETHEUS = "/usr/bin/prometheus"
 
@@ -158,13 +159,8 @@ class LivePrometheus:
         self._stop.set()
         if self._thread:
             self._thread.join(timeout=2)
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        if self.proc:
+            stop(self.proc, timeout=5)
         if self.dir:
             try:
                 self.log = (self.dir / "prometheus.log").read_text()[-4000:]
