@@ -27,18 +27,25 @@ def generate(n_stages: int) -> str:
     """A spec with `n_stages` stages in 20-stage chains with cross edges, services, calls, metrics."""
     per_service = 10
     n_services = n_stages // per_service
-    out = ["apiVersion: archkit/v1", "metadata: {name: bench}",
-           "budgets: {p50_ms: 5000, p99_ms: 20000, throughput_rps: 50}", "dataflow:", "  stages:"]
+    out = [
+        "apiVersion: archkit/v1",
+        "metadata: {name: bench}",
+        "budgets: {p50_ms: 5000, p99_ms: 20000, throughput_rps: 50}",
+        "dataflow:",
+        "  stages:",
+    ]
     for i in range(n_stages):
         kind = KINDS[i % len(KINDS)] if i % 20 else "ingress"
         svc = f"svc{i // per_service}"
         line = f"    - {{id: s{i}, kind: {kind}, service: {svc}, p50_ms: 2, p99_ms: 20, failure_rate: 0.001"
         if kind == "model":
-            line += (", model: {name: m%d, version: '1', sha256: %s, instances: 2, "
-                     "batching: {max_batch_size: 8, preferred_batch_sizes: [4, 8], max_queue_delay_us: 1000, "
-                     "max_queue_size: 64}, service_time: [{batch_size: 1, compute_ms: 2}, "
-                     "{batch_size: 8, compute_ms: 6}], version_policy: {latest_num_versions: 2}, "
-                     "rollback: {golden_set: 's3://g/%d'}}" % (i, "a" * 64, i))
+            line += (
+                f", model: {{name: m{i}, version: '1', sha256: {'a' * 64}, instances: 2, "
+                "batching: {max_batch_size: 8, preferred_batch_sizes: [4, 8], max_queue_delay_us: 1000, "
+                "max_queue_size: 64}, service_time: [{batch_size: 1, compute_ms: 2}, "
+                "{batch_size: 8, compute_ms: 6}], version_policy: {latest_num_versions: 2}, "
+                f"rollback: {{golden_set: 's3://g/{i}'}}}}"
+            )
         out.append(line + "}")
     out.append("  edges:")
     for i in range(n_stages - 1):
@@ -50,23 +57,39 @@ def generate(n_stages: int) -> str:
     out += ["controlflow:", "  start: c0", "  timeout_ms: 100000", "  calls:"]
     for i in range(n_calls):
         nxt = f"c{i + 1}" if i + 1 < n_calls else "ok"
-        out.append(f"    - {{id: c{i}, target: s{i * 3}, timeout_ms: 50, retry: {{attempts: 1, backoff_ms: 10}}, "
-                   f"next: {nxt}, on_failure: degraded}}")
-    out += ["  terminals: [{id: ok}, {id: degraded, outcome: degraded}]",
-            "topology:", "  node_pools:", "    - {id: cpu, count: 10}",
-            "    - {id: gpu, count: 10, gpu: {model: T4, count: 1}, taints: [{key: nvidia.com/gpu}]}",
-            "  services:"]
+        out.append(
+            f"    - {{id: c{i}, target: s{i * 3}, timeout_ms: 50, retry: {{attempts: 1, backoff_ms: 10}}, "
+            f"next: {nxt}, on_failure: degraded}}"
+        )
+    out += [
+        "  terminals: [{id: ok}, {id: degraded, outcome: degraded}]",
+        "topology:",
+        "  node_pools:",
+        "    - {id: cpu, count: 10}",
+        "    - {id: gpu, count: 10, gpu: {model: T4, count: 1}, taints: [{key: nvidia.com/gpu}]}",
+        "  services:",
+    ]
     for j in range(n_services):
-        out.append(f"    - {{id: svc{j}, pool: gpu, replicas: 2, image: 'r/x@sha256:{'b' * 64}', "
-                   "resources: {requests: {gpu: 1}, limits: {gpu: 1}}, "
-                   "security: {run_as_non_root: true, run_as_user: 1000}, ulimits: {nofile: 65536}, "
-                   "probes: {liveness: {http_path: /healthz, port: 8080}, readiness: {http_path: /ready, port: 8080}}}")
-    out += ["  os_tuning: {sysctls: {net.core.somaxconn: 65535}, ntp: true, max_clock_drift_ms: 10}",
-            "observability:", "  clock_sync: true", "  stages:"]
+        out.append(
+            f"    - {{id: svc{j}, pool: gpu, replicas: 2, image: 'r/x@sha256:{'b' * 64}', "
+            "resources: {requests: {gpu: 1}, limits: {gpu: 1}}, "
+            "security: {run_as_non_root: true, run_as_user: 1000}, ulimits: {nofile: 65536}, "
+            "probes: {liveness: {http_path: /healthz, port: 8080}, readiness: {http_path: /ready, port: 8080}}}"
+        )
+    out += [
+        "  os_tuning: {sysctls: {net.core.somaxconn: 65535}, ntp: true, max_clock_drift_ms: 10}",
+        "observability:",
+        "  clock_sync: true",
+        "  stages:",
+    ]
     for i in range(n_stages):
         out.append(f"    - {{stage: s{i}, latency: {{metric: stage_{i}_seconds}}}}")
-    out += ["  golden_signals:", "    effective_qps: {metric: eq}", "    cold_start: {metric: cs}",
-            "    drift: {metric: dr}"]
+    out += [
+        "  golden_signals:",
+        "    effective_qps: {metric: eq}",
+        "    cold_start: {metric: cs}",
+        "    drift: {metric: dr}",
+    ]
     return "\n".join(out) + "\n"
 
 
@@ -96,9 +119,11 @@ def main() -> int:
         rep = api.check([spec])
         spec_obj = rep.files[0].spec
         assert spec_obj is not None, [d.text() for d in rep.diagnostics][:5]
-        print(f"spec: {args.stages} stages, {len(spec_obj.dataflow.edges)} edges, "
-              f"{len(spec_obj.topology.services)} services, {len(spec_obj.controlflow.calls)} calls, "
-              f"{spec.stat().st_size / 1024:.0f} KiB; {len(rep.diagnostics)} findings")
+        print(
+            f"spec: {args.stages} stages, {len(spec_obj.dataflow.edges)} edges, "
+            f"{len(spec_obj.topology.services)} services, {len(spec_obj.controlflow.calls)} calls, "
+            f"{spec.stat().st_size / 1024:.0f} KiB; {len(rep.diagnostics)} findings"
+        )
         inproc, inproc_cpu = [], []
         for _ in range(args.runs):
             t, c = time.perf_counter(), time.process_time()
@@ -117,18 +142,26 @@ def main() -> int:
         for _ in range(args.runs):
             r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
             t = time.perf_counter()
-            subprocess.run([str(exe), "check", str(spec)], capture_output=True, env={**os.environ, "NO_COLOR": "1"})
+            subprocess.run(
+                [str(exe), "check", str(spec)], capture_output=True, env={**os.environ, "NO_COLOR": "1"}
+            )
             cli.append(time.perf_counter() - t)
             r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
             cli_cpu.append(r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime)
-    print(f"machine: {cpu_model()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
-          f"load average {os.getloadavg()[0]:.1f}")
+    print(
+        f"machine: {cpu_model()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+        f"load average {os.getloadavg()[0]:.1f}"
+    )
 
     def ms(xs):
         return f"median {statistics.median(xs) * 1000:.0f} ms (min {min(xs) * 1000:.0f}, max {max(xs) * 1000:.0f})"
 
-    print(f"in-process api.check (load + all rules), {args.runs} runs: wall {ms(inproc)}; CPU {ms(inproc_cpu)}")
-    print(f"rules only (all {len(all_rules())} rules on the loaded spec), {args.runs} runs: CPU {ms(rules_cpu)}")
+    print(
+        f"in-process api.check (load + all rules), {args.runs} runs: wall {ms(inproc)}; CPU {ms(inproc_cpu)}"
+    )
+    print(
+        f"rules only (all {len(all_rules())} rules on the loaded spec), {args.runs} runs: CPU {ms(rules_cpu)}"
+    )
     print(f"CLI `archkit check SPEC` (fresh process), {args.runs} runs: wall {ms(cli)}; CPU {ms(cli_cpu)}")
     return 0
 

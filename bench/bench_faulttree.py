@@ -61,7 +61,7 @@ def enumerate_probability(tree: FaultTree) -> float:
     p = {e.id: e.probability for e in tree.events}
     total = 0.0
     for bits in itertools.product((0, 1), repeat=len(ev)):
-        failed = {e for e, b in zip(ev, bits) if b}
+        failed = {e for e, b in zip(ev, bits, strict=False) if b}
         if any(c <= failed for c in cs):
             total += math.prod(p[e] if e in failed else 1 - p[e] for e in ev)
     return total
@@ -73,31 +73,62 @@ def main() -> None:
     args = ap.parse_args()
     rows = []
     three = api.load(ROOT / "tests/analysis/faulttrees/three-motor.yaml").spec.faulttrees[0]
-    rows.append(("Three Motor (18 events, 54 cut sets): cut sets + exact P + importance",
-                 *timed(lambda: analyse(three), args.runs)))
+    rows.append(
+        (
+            "Three Motor (18 events, 54 cut sets): cut sets + exact P + importance",
+            *timed(lambda: analyse(three), args.runs),
+        )
+    )
     big = voting_tree(40)
     n_cs = len(minimal_cut_sets(big))
-    rows.append((f"40 voting groups (160 events, {n_cs} cut sets): full analysis", *timed(lambda: analyse(big), args.runs)))
+    rows.append(
+        (
+            f"40 voting groups (160 events, {n_cs} cut sets): full analysis",
+            *timed(lambda: analyse(big), args.runs),
+        )
+    )
     small = voting_tree(4)
     rows.append(("4 voting groups (16 events): exact P by BDD", *timed(lambda: analyse(small), args.runs)))
-    rows.append(("4 voting groups (16 events): exact P by enumerating 2^16 states",
-                 *timed(lambda: enumerate_probability(small), max(1, args.runs // 3))))
+    rows.append(
+        (
+            "4 voting groups (16 events): exact P by enumerating 2^16 states",
+            *timed(lambda: enumerate_probability(small), max(1, args.runs // 3)),
+        )
+    )
     assert math.isclose(analyse(small).probability, enumerate_probability(small), rel_tol=1e-12)
     for ex in sorted((ROOT / "examples").glob("*.yaml")):
         spec = api.load(ex).spec
-        rows.append((f"generate runbooks + prometheus: {ex.stem}",
-                     *timed(lambda s=spec, n=ex.name: api.generate(s, n, only=["runbooks", "prometheus"]),
-                            args.runs)))
+        rows.append(
+            (
+                f"generate runbooks + prometheus: {ex.stem}",
+                *timed(
+                    lambda s=spec, n=ex.name: api.generate(s, n, only=["runbooks", "prometheus"]), args.runs
+                ),
+            )
+        )
         with tempfile.TemporaryDirectory() as tmp:
             files, _ = api.generate(spec, ex.name, only=["prometheus"])
             for rel, text in files.items():
                 (Path(tmp) / Path(rel).name).write_text(text)
             n_tests = files["prometheus/rules.test.yaml"].count("\n- name: ")
-            rows.append((f"promtool test rules ({n_tests} tests): {ex.stem}",
-                         *timed(lambda: subprocess.run(["promtool", "test", "rules", "rules.test.yaml"], cwd=tmp,
-                                                       check=True, capture_output=True), max(1, args.runs // 2))))
-    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-          f"Python {platform.python_version()}, load average {os.getloadavg()[0]:.1f}")
+            rows.append(
+                (
+                    f"promtool test rules ({n_tests} tests): {ex.stem}",
+                    *timed(
+                        lambda: subprocess.run(
+                            ["promtool", "test", "rules", "rules.test.yaml"],
+                            cwd=tmp,
+                            check=True,
+                            capture_output=True,
+                        ),
+                        max(1, args.runs // 2),
+                    ),
+                )
+            )
+    print(
+        f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+        f"Python {platform.python_version()}, load average {os.getloadavg()[0]:.1f}"
+    )
     print("| what | CPU median ms | wall median ms |\n|---|---:|---:|")
     for what, c, w in rows:
         print(f"| {what} | {c:.1f} | {w:.1f} |")

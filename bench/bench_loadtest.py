@@ -76,25 +76,60 @@ def archkit_run(spec, locustfile: Path, users: int, seconds: float, work: Path) 
     p.locustfile, p.payload_root = str(locustfile), str(work)
     data = run(p, work / "archkit")
     s = data.total.stats(seconds)
-    return {"rps": s["request_rate_rps"], "p50_ms": s["p50_ms"], "p99_ms": s["p99_ms"], "requests": s["requests"]}
+    return {
+        "rps": s["request_rate_rps"],
+        "p50_ms": s["p50_ms"],
+        "p99_ms": s["p99_ms"],
+        "requests": s["requests"],
+    }
 
 
 def locust_run(locustfile: Path, host: str, users: int, seconds: float, work: Path) -> dict:
     prefix = work / "plain"
-    subprocess.run([str(Path(sys.executable).with_name("locust")), "-f", str(locustfile), "--headless", "-u", str(users),
-                    "-r", str(users), "-t", f"{int(seconds)}s", "--host", host, "--only-summary", "--csv", str(prefix),
-                    "--archkit-rate", "0"], cwd=work, check=True, capture_output=True, timeout=seconds + 60)
+    subprocess.run(
+        [
+            str(Path(sys.executable).with_name("locust")),
+            "-f",
+            str(locustfile),
+            "--headless",
+            "-u",
+            str(users),
+            "-r",
+            str(users),
+            "-t",
+            f"{int(seconds)}s",
+            "--host",
+            host,
+            "--only-summary",
+            "--csv",
+            str(prefix),
+            "--archkit-rate",
+            "0",
+        ],
+        cwd=work,
+        check=True,
+        capture_output=True,
+        timeout=seconds + 60,
+    )
     with open(f"{prefix}_stats.csv") as fh:
         row = next(r for r in csv.DictReader(fh) if r["Name"] == "Aggregated")
     # locust's own Requests/s divides by first-to-last request time; use the run's length for both sides
-    return {"rps": round(int(row["Request Count"]) / seconds, 1), "p50_ms": float(row["50%"]),
-            "p99_ms": float(row["99%"]), "requests": int(row["Request Count"]),
-            "locust_reported_rps": float(row["Requests/s"])}
+    return {
+        "rps": round(int(row["Request Count"]) / seconds, 1),
+        "p50_ms": float(row["50%"]),
+        "p99_ms": float(row["99%"]),
+        "requests": int(row["Request Count"]),
+        "locust_reported_rps": float(row["Requests/s"]),
+    }
 
 
 def wrk_run(host: str, users: int, seconds: float) -> dict:
-    out = subprocess.run(["wrk", "-t", "1", "-c", str(users), "-d", f"{int(seconds)}s", "--latency", host + "/"],
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        ["wrk", "-t", "1", "-c", str(users), "-d", f"{int(seconds)}s", "--latency", host + "/"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
 
     def ms(label: str) -> float:
         v = re.search(rf"\s{label}%\s+([\d.]+)(us|ms|s)", out)
@@ -138,8 +173,11 @@ def measure(args, port: int) -> None:
         for i in range(args.runs):
             order = ["archkit", "locust"] if i % 2 == 0 else ["locust", "archkit"]
             for who in order:
-                r = (archkit_run(spec, lf, args.users, args.seconds, work) if who == "archkit"
-                     else locust_run(lf, host, args.users, args.seconds, work))
+                r = (
+                    archkit_run(spec, lf, args.users, args.seconds, work)
+                    if who == "archkit"
+                    else locust_run(lf, host, args.users, args.seconds, work)
+                )
                 results[who].append(r)
                 print(who, r, file=sys.stderr)
             if shutil.which("wrk"):

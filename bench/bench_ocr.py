@@ -72,9 +72,26 @@ class Served:
         http, th, tg, tm = free_ports(4)
         self.url = f"http://127.0.0.1:{http}"
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "reference_service", "serve", "--http-port", str(http),
-             "--triton-http-port", str(th), "--triton-grpc-port", str(tg), "--triton-metrics-port", str(tm)],
-            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+            [
+                sys.executable,
+                "-m",
+                "reference_service",
+                "serve",
+                "--http-port",
+                str(http),
+                "--triton-http-port",
+                str(th),
+                "--triton-grpc-port",
+                str(tg),
+                "--triton-metrics-port",
+                str(tm),
+            ],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
         started = time.monotonic()
         line = self.proc.stdout.readline()
         while line and not line.startswith("ready:"):
@@ -85,8 +102,12 @@ class Served:
         threading.Thread(target=self.proc.stdout.read, daemon=True).start()
 
     def ocr(self, body: bytes, stages: dict | None = None) -> dict:
-        req = urllib.request.Request(f"{self.url}/v1/ocr", data=body, method="POST",
-                                     headers={"Content-Type": "image/png", "Cache-Control": "no-cache"})
+        req = urllib.request.Request(
+            f"{self.url}/v1/ocr",
+            data=body,
+            method="POST",
+            headers={"Content-Type": "image/png", "Cache-Control": "no-cache"},
+        )
         with urllib.request.urlopen(req, timeout=120) as r:
             if stages is not None:  # X-Stage-Timings-Ms: validate=1.2,cache=0.01,...
                 for item in filter(None, r.headers.get("X-Stage-Timings-Ms", "").split(",")):
@@ -119,8 +140,13 @@ def rapidocr_engine():
 
     # RapidOCR 1.4.4 kwargs: det_* go to Det; intra/inter_op_num_threads are copied from
     # Global to every module.
-    return RapidOCR(use_cls=False, det_limit_type="max", det_limit_side_len=960,
-                    intra_op_num_threads=1, inter_op_num_threads=1)
+    return RapidOCR(
+        use_cls=False,
+        det_limit_type="max",
+        det_limit_side_len=960,
+        intra_op_num_threads=1,
+        inter_op_num_threads=1,
+    )
 
 
 def rapid_text(engine, path: Path) -> str:
@@ -130,8 +156,14 @@ def rapid_text(engine, path: Path) -> str:
 
 def tesseract_text(path: Path) -> str:
     env = {**os.environ, "OMP_THREAD_LIMIT": "1"}
-    out = subprocess.run(["tesseract", str(path), "stdout", "--psm", "3", "-l", "eng"], capture_output=True,
-                         text=True, env=env, timeout=120, check=False)
+    out = subprocess.run(
+        ["tesseract", str(path), "stdout", "--psm", "3", "-l", "eng"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
     return out.stdout
 
 
@@ -144,7 +176,7 @@ def throughput(fn, items, workers: int) -> tuple[float, dict]:
     """Images per second running ``fn`` over ``items`` with ``workers`` threads."""
     t = time.perf_counter()
     with ThreadPoolExecutor(workers) as pool:
-        out = dict(zip(items, pool.map(fn, items)))
+        out = dict(zip(items, pool.map(fn, items), strict=False))
     return len(items) / (time.perf_counter() - t), out
 
 
@@ -162,8 +194,11 @@ def main(argv: list[str] | None = None) -> int:
     names = sorted(load_manifest()["documents"])
     paths = {n: GOLDEN / n for n in names}
     bodies = {n: paths[n].read_bytes() for n in names}
-    r: dict = {"machine": f"{args.cores} cores, {cpu_model()}", "images": len(names),
-               "load_before": load_avg()}
+    r: dict = {
+        "machine": f"{args.cores} cores, {cpu_model()}",
+        "images": len(names),
+        "load_before": load_avg(),
+    }
 
     served = Served()
     r["served_ready_s"] = round(served.ready_s, 1)
@@ -186,12 +221,16 @@ def main(argv: list[str] | None = None) -> int:
             lat_p.append(b)
             diffs.append(a - b)
         r["latency_ms"] = {
-            "served_p50": pct(lat_s, 0.5) * 1e3, "served_p95": pct(lat_s, 0.95) * 1e3,
-            "inproc_p50": pct(lat_p, 0.5) * 1e3, "inproc_p95": pct(lat_p, 0.95) * 1e3,
+            "served_p50": pct(lat_s, 0.5) * 1e3,
+            "served_p95": pct(lat_s, 0.95) * 1e3,
+            "inproc_p50": pct(lat_p, 0.5) * 1e3,
+            "inproc_p95": pct(lat_p, 0.95) * 1e3,
             "overhead_p50_paired": statistics.median(diffs) * 1e3,
             "overhead_p50_diff": (pct(lat_s, 0.5) - pct(lat_p, 0.5)) * 1e3,
         }
-        r["stage_ms"] = {k: {"p50": pct(v, 0.5), "p95": pct(v, 0.95), "max": max(v)} for k, v in stages.items()}
+        r["stage_ms"] = {
+            k: {"p50": pct(v, 0.5), "p95": pct(v, 0.95), "max": max(v)} for k, v in stages.items()
+        }
 
         pool_lock = threading.Lock()
         free = list(engines)
@@ -225,16 +264,25 @@ def main(argv: list[str] | None = None) -> int:
                 cpu_p.append((own_cpu() - c) / len(part))
                 texts_p.update(out)
                 c = served.cpu_s()
-                q_s, out = throughput(lambda n: served.ocr(bodies[n])["text"], part, args.clients * args.cores)
+                q_s, out = throughput(
+                    lambda n: served.ocr(bodies[n])["text"], part, args.clients * args.cores
+                )
                 cpu_s.append((served.cpu_s() - c) / len(part))
                 texts_s.update(out)
                 pairs.append(q_s / q_p)
                 ips_s.append(q_s)
                 ips_p.append(q_p)
-        r["throughput_ips"] = {"served": statistics.median(ips_s), "inproc": statistics.median(ips_p),
-                               "ratio": statistics.median(pairs), "pair_ratios": [round(x, 2) for x in pairs]}
+        r["throughput_ips"] = {
+            "served": statistics.median(ips_s),
+            "inproc": statistics.median(ips_p),
+            "ratio": statistics.median(pairs),
+            "pair_ratios": [round(x, 2) for x in pairs],
+        }
         # CPU seconds per image do not depend on what the neighbours run: the fairest overhead.
-        r["cpu_ms_per_image"] = {"served": statistics.median(cpu_s) * 1e3, "inproc": statistics.median(cpu_p) * 1e3}
+        r["cpu_ms_per_image"] = {
+            "served": statistics.median(cpu_s) * 1e3,
+            "inproc": statistics.median(cpu_p) * 1e3,
+        }
         r["cpu_ms_per_image"]["overhead"] = r["cpu_ms_per_image"]["served"] - r["cpu_ms_per_image"]["inproc"]
         r["accuracy"] = {"served": corpus_accuracy(texts_s), "inproc": corpus_accuracy(texts_p)}
     finally:
@@ -262,44 +310,62 @@ def render(r: dict, args) -> str:
         SECTION,
         "",
         "Command: `reference_service/.venv/bin/python bench/bench_ocr.py --write docs/benchmarks.md`",
-        (f"(`make bench-ocr`). Machine: {r['machine']}, shared with other work: load average "
-         f"{r['load_before']} before, {r['load_after']} after."),
-        (f"Golden set: {r['images']} generated documents (`reference_service/golden`); service cold start "
-         f"(serve to ready) {r['served_ready_s']} s."),
+        (
+            f"(`make bench-ocr`). Machine: {r['machine']}, shared with other work: load average "
+            f"{r['load_before']} before, {r['load_after']} after."
+        ),
+        (
+            f"Golden set: {r['images']} generated documents (`reference_service/golden`); service cold start "
+            f"(serve to ready) {r['served_ready_s']} s."
+        ),
         "",
         "| engine | images/s | vs in-process | char accuracy |",
         "|---|---|---|---|",
-        (f"| served: gateway + Triton, {clients} clients | {tp['served']:.2f} | {tp['ratio']:.2f}x "
-         f"(pairs {pairs}) | {acc['served']:.4f} |"),
-        (f"| in-process RapidOCR, {args.cores} engines x 1 thread | {tp['inproc']:.2f} | 1.00x | "
-         f"{acc['inproc']:.4f} |"),
+        (
+            f"| served: gateway + Triton, {clients} clients | {tp['served']:.2f} | {tp['ratio']:.2f}x "
+            f"(pairs {pairs}) | {acc['served']:.4f} |"
+        ),
+        (
+            f"| in-process RapidOCR, {args.cores} engines x 1 thread | {tp['inproc']:.2f} | 1.00x | "
+            f"{acc['inproc']:.4f} |"
+        ),
     ]
     if "tesseract" in tp:
-        out.append(f"| Tesseract 5, OMP_THREAD_LIMIT=1, {args.cores} processes | {tp['tesseract']:.2f} | "
-                   f"{tp['tesseract'] / tp['inproc']:.2f}x | {acc['tesseract']:.4f} |")
+        out.append(
+            f"| Tesseract 5, OMP_THREAD_LIMIT=1, {args.cores} processes | {tp['tesseract']:.2f} | "
+            f"{tp['tesseract'] / tp['inproc']:.2f}x | {acc['tesseract']:.4f} |"
+        )
     stages = ", ".join(f"{k} {v['p50']:.1f} / {v['p95']:.1f}" for k, v in r["stage_ms"].items())
     out += [
         "",
-        ("images/s: medians over slices of the set, in-process and served alternating so both see the "
-         "same neighbours; the ratio is the median of adjacent pairs. Tesseract ran once, after them. "
-         "Every request carried Cache-Control: no-cache (the cache stage is bypassed)."),
+        (
+            "images/s: medians over slices of the set, in-process and served alternating so both see the "
+            "same neighbours; the ratio is the median of adjacent pairs. Tesseract ran once, after them. "
+            "Every request carried Cache-Control: no-cache (the cache stage is bypassed)."
+        ),
         "",
-        (f"CPU per image, all service processes vs the in-process engine (independent of the "
-         f"neighbours' load): served {cpu['served']:.0f} ms, in-process {cpu['inproc']:.0f} ms, "
-         f"overhead {cpu['overhead']:+.0f} ms."),
+        (
+            f"CPU per image, all service processes vs the in-process engine (independent of the "
+            f"neighbours' load): served {cpu['served']:.0f} ms, in-process {cpu['inproc']:.0f} ms, "
+            f"overhead {cpu['overhead']:+.0f} ms."
+        ),
         "",
-        (f"Latency one image at a time ({args.latency_images} images, interleaved): served P50 "
-         f"{lat['served_p50']:.0f} ms / P95 {lat['served_p95']:.0f} ms; in-process P50 "
-         f"{lat['inproc_p50']:.0f} ms / P95 {lat['inproc_p95']:.0f} ms; serving overhead at P50 "
-         f"{lat['overhead_p50_paired']:+.1f} ms (median of paired differences; negative: the "
-         "service recognises a page's lines on both cores)."),
+        (
+            f"Latency one image at a time ({args.latency_images} images, interleaved): served P50 "
+            f"{lat['served_p50']:.0f} ms / P95 {lat['served_p95']:.0f} ms; in-process P50 "
+            f"{lat['inproc_p50']:.0f} ms / P95 {lat['inproc_p95']:.0f} ms; serving overhead at P50 "
+            f"{lat['overhead_p50_paired']:+.1f} ms (median of paired differences; negative: the "
+            "service recognises a page's lines on both cores)."
+        ),
         "",
         f"Gateway stages one image at a time, P50 / P95 ms: {stages}.",
         "",
-        ("Targets (issue 6): served throughput >= 0.9x in-process "
-         f"({'met' if tp['ratio'] >= 0.9 else 'NOT met'}); overhead <= 10 ms at P50 "
-         f"({'met' if lat['overhead_p50_paired'] <= 10 else 'NOT met'}); char accuracy >= 0.97 "
-         f"({'met' if acc['served'] >= 0.97 else 'NOT met'})."),
+        (
+            "Targets (issue 6): served throughput >= 0.9x in-process "
+            f"({'met' if tp['ratio'] >= 0.9 else 'NOT met'}); overhead <= 10 ms at P50 "
+            f"({'met' if lat['overhead_p50_paired'] <= 10 else 'NOT met'}); char accuracy >= 0.97 "
+            f"({'met' if acc['served'] >= 0.97 else 'NOT met'})."
+        ),
         "",
     ]
     return "\n".join(out)

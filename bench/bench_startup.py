@@ -48,13 +48,18 @@ def main() -> None:
         ("python -c pass (baseline)", [py, "-c", "pass"]),
         ("archkit --help", [str(BIN / "archkit"), "--help"]),
         ("archkit --version", [str(BIN / "archkit"), "--version"]),
-        ("archkit check examples/recommendation.yaml", [str(BIN / "archkit"), "check", "examples/recommendation.yaml"]),
+        (
+            "archkit check examples/recommendation.yaml",
+            [str(BIN / "archkit"), "check", "examples/recommendation.yaml"],
+        ),
         ("python -c 'import locust' (avoided)", [py, "-c", "import locust"]),
         ("python -c 'import kubernetes' (avoided)", [py, "-c", "import kubernetes"]),
     ]
     base = None
-    print(f"machine: {cpu_model()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
-          f"median of {args.runs} runs")
+    print(
+        f"machine: {cpu_model()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
+        f"median of {args.runs} runs"
+    )
     print("| command | median ms | ratio to bare python |")
     print("|---|---:|---:|")
     for name, cmd in rows:

@@ -25,12 +25,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from tests.verify.cluster_fixtures import INDUSTRIAL_SPEC, as_list, cluster_objects, snapshot_text  # noqa: E402
+from tests.verify.k8s_standin import StandIn  # noqa: E402
+
 from archkit.spec import load_file  # noqa: E402
 from archkit.verify import Status, load_snapshot, run  # noqa: E402
 from archkit.verify.kube import namespaces_of  # noqa: E402
 from archkit.verify.state import read_live  # noqa: E402
-from tests.verify.cluster_fixtures import INDUSTRIAL_SPEC, as_list, cluster_objects, snapshot_text  # noqa: E402
-from tests.verify.k8s_standin import StandIn  # noqa: E402
 
 NODES, PODS, TARGET_S = 500, 5000, 2.0
 
@@ -75,8 +76,14 @@ def main() -> None:
 
     rows = []
     t, _ = median_s(lambda: offline(snap_yaml), args.runs)
-    rows.append((f"`--snapshot` YAML ({snap_yaml.stat().st_size / 1e6:.1f} MB), in-process, pods of the "
-                 "spec's namespaces parsed", t, "0"))
+    rows.append(
+        (
+            f"`--snapshot` YAML ({snap_yaml.stat().st_size / 1e6:.1f} MB), in-process, pods of the "
+            "spec's namespaces parsed",
+            t,
+            "0",
+        )
+    )
     t, _ = median_s(lambda: offline(snap_yaml, None), max(1, args.runs // 2))
     rows.append(("`--snapshot` YAML, every pod parsed (no namespace filter)", t, "0"))
     t, _ = median_s(lambda: offline(snap_json), args.runs)
@@ -95,13 +102,22 @@ def main() -> None:
         t, (calls, served) = median_s(live, args.runs)
         assert calls == served
         rows.append(("live: kubernetes client → loopback stand-in, 500 per page", t, str(calls)))
-    cli = [str(Path(sys.executable).parent / "archkit"), "verify", str(INDUSTRIAL_SPEC), "--snapshot",
-           str(snap_yaml), "--format", "json"]
+    cli = [
+        str(Path(sys.executable).parent / "archkit"),
+        "verify",
+        str(INDUSTRIAL_SPEC),
+        "--snapshot",
+        str(snap_yaml),
+        "--format",
+        "json",
+    ]
     subprocess.run(cli, capture_output=True, check=True, cwd=ROOT)  # warm the page cache
     t, _ = median_s(lambda: subprocess.run(cli, capture_output=True, check=True, cwd=ROOT), args.runs)
     rows.append(("`archkit verify --snapshot` YAML, whole CLI as a new process", t, "0"))
-    print(f"machine: {cpu_model()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
-          f"{NODES} nodes, {PODS} pods, {len(objs)} objects; median of {args.runs} runs")
+    print(
+        f"machine: {cpu_model()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
+        f"{NODES} nodes, {PODS} pods, {len(objs)} objects; median of {args.runs} runs"
+    )
     print("| source | median ms | API calls | ratio to the 2 s target |")
     print("|---|---:|---:|---:|")
     for name, secs, calls in rows:

@@ -44,8 +44,9 @@ def truth_text(doc: dict) -> str:
     return "\n".join(line["text"] for line in doc["lines"])
 
 
-def corpus_accuracy(predictions: dict[str, str], golden_dir: Path = GOLDEN_DIR,
-                    only: list[str] | None = None) -> float:
+def corpus_accuracy(
+    predictions: dict[str, str], golden_dir: Path = GOLDEN_DIR, only: list[str] | None = None
+) -> float:
     """Character accuracy over all documents, or ``only`` these (1 - total edits / total chars)."""
     docs = load_manifest(golden_dir)["documents"]
     edits = chars = 0

@@ -60,10 +60,15 @@ def check_header(body: bytes, s: Settings) -> None:
     if fmt not in ACCEPTED_FORMATS:
         raise InputError(415, "unsupported_format", f"image format {fmt} not accepted; use PNG, JPEG or WebP")
     if w * h > s.max_pixels or max(w, h) > s.max_side:
-        raise InputError(413, "image_too_large",
-                         f"image is {w}x{h}; limit is {s.max_pixels} pixels and {s.max_side} px per side")
+        raise InputError(
+            413,
+            "image_too_large",
+            f"image is {w}x{h}; limit is {s.max_pixels} pixels and {s.max_side} px per side",
+        )
     if min(w, h) < s.min_side:
-        raise InputError(422, "image_too_small", f"image is {w}x{h}; each side must be at least {s.min_side} px")
+        raise InputError(
+            422, "image_too_small", f"image is {w}x{h}; each side must be at least {s.min_side} px"
+        )
 
 
 def decode_image(body: bytes) -> np.ndarray:
@@ -138,9 +143,15 @@ class Gateway:
             self.drift = None  # no recorded golden outputs: no drift signal
 
     async def start(self) -> None:
-        self.triton = TritonClient(f"{self.s.triton_host}:{self.s.triton_grpc_port}", self.s.detector.name,
-                                   self.s.recogniser.name, self.s.triton_timeout_s, self.s.triton_retries,
-                                   self.s.rec_request_crops, self.metrics)
+        self.triton = TritonClient(
+            f"{self.s.triton_host}:{self.s.triton_grpc_port}",
+            self.s.detector.name,
+            self.s.recogniser.name,
+            self.s.triton_timeout_s,
+            self.s.triton_retries,
+            self.s.rec_request_crops,
+            self.metrics,
+        )
         if self.supervisor is not None:
             self.supervisor.metrics = self.metrics
             await self.supervisor.start()
@@ -209,13 +220,13 @@ class Gateway:
         t = time.perf_counter()
         lines = [
             {"text": text, "confidence": round(conf, 4), "box": np.round(box).astype(int).tolist()}
-            for box, (text, conf) in zip(originals, recognised)
+            for box, (text, conf) in zip(originals, recognised, strict=False)
             if conf >= P.TEXT_SCORE and text.strip()
         ]
         result = {
             "text": "\n".join(line["text"] for line in lines),
             "lines": lines,
-            "confidence": round(float(np.mean([l["confidence"] for l in lines])), 4) if lines else 0.0,
+            "confidence": round(float(np.mean([ln["confidence"] for ln in lines])), 4) if lines else 0.0,
             "width": int(img.shape[1]),
             "height": int(img.shape[0]),
             "sha256": key,
@@ -242,8 +253,9 @@ def create_app(settings: Settings, supervisor=None) -> FastAPI:
         finally:
             await gw.stop()
 
-    app = FastAPI(title="OCR reference service", lifespan=lifespan, docs_url=None, redoc_url=None,
-                  openapi_url=None)
+    app = FastAPI(
+        title="OCR reference service", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None
+    )
     app.state.gateway = gw
     s, met = settings, gw.metrics
 
@@ -270,9 +282,13 @@ def create_app(settings: Settings, supervisor=None) -> FastAPI:
     async def models():
         from .models import model_sha256
 
-        return {"pipeline": PIPELINE_VERSION, "models": [
-            {"name": s.detector.name, "file": DET_FILE, "sha256": model_sha256(DET_FILE)},
-            {"name": s.recogniser.name, "file": REC_FILE, "sha256": model_sha256(REC_FILE)}]}
+        return {
+            "pipeline": PIPELINE_VERSION,
+            "models": [
+                {"name": s.detector.name, "file": DET_FILE, "sha256": model_sha256(DET_FILE)},
+                {"name": s.recogniser.name, "file": REC_FILE, "sha256": model_sha256(REC_FILE)},
+            ],
+        }
 
     @app.post("/v1/ocr")
     async def ocr(request: Request):
@@ -313,13 +329,20 @@ def create_app(settings: Settings, supervisor=None) -> FastAPI:
         if ctype not in ACCEPTED_TYPES:
             met.rejected.labels("content_type").inc()
             await _drain(request)
-            return error(415, "unsupported_media_type",
-                         "Content-Type must be image/png, image/jpeg, image/webp or application/octet-stream")
+            return error(
+                415,
+                "unsupported_media_type",
+                "Content-Type must be image/png, image/jpeg, image/webp or application/octet-stream",
+            )
         if gw.inflight >= s.max_inflight:
             met.rejected.labels("concurrency").inc()
             await _drain(request)
-            return error(429, "overloaded", "too many requests in flight; retry later",
-                         {"Retry-After": str(s.retry_after_s)})
+            return error(
+                429,
+                "overloaded",
+                "too many requests in flight; retry later",
+                {"Retry-After": str(s.retry_after_s)},
+            )
         gw.inflight += 1
         met.inflight.set(gw.inflight)
         try:
@@ -332,11 +355,19 @@ def create_app(settings: Settings, supervisor=None) -> FastAPI:
             return error(exc.status, exc.code, exc.message)
         except TritonOverloaded:
             met.rejected.labels("triton_queue_full").inc()
-            return error(429, "overloaded", "inference queue is full; retry later",
-                         {"Retry-After": str(s.retry_after_s)})
+            return error(
+                429,
+                "overloaded",
+                "inference queue is full; retry later",
+                {"Retry-After": str(s.retry_after_s)},
+            )
         except TritonUnavailable:
-            return error(503, "triton_unavailable", "inference server is not available; retry later",
-                         {"Retry-After": str(s.retry_after_s)})
+            return error(
+                503,
+                "triton_unavailable",
+                "inference server is not available; retry later",
+                {"Retry-After": str(s.retry_after_s)},
+            )
         finally:
             gw.inflight -= 1
             met.inflight.set(gw.inflight)

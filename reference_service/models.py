@@ -65,8 +65,14 @@ class Detector:
         self.sess = session(model_dir() / DET_FILE, threads)
         self.input_name = self.sess.get_inputs()[0].name
         # RapidOCR 1.4.4 config.yaml Det section.
-        self.post = DBPostProcess(thresh=0.3, box_thresh=0.5, max_candidates=1000, unclip_ratio=1.6,
-                                  score_mode="fast", use_dilation=True)
+        self.post = DBPostProcess(
+            thresh=0.3,
+            box_thresh=0.5,
+            max_candidates=1000,
+            unclip_ratio=1.6,
+            score_mode="fast",
+            use_dilation=True,
+        )
 
     def __call__(self, pages: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
         """pages: uint8 [n, h, w, 3], one shape. Returns per page (boxes [k, 4, 2], scores [k])."""
@@ -79,7 +85,7 @@ class Detector:
         for i in range(pages.shape[0]):
             boxes, scores = self.post(preds[i : i + 1], (h, w))
             kept_b, kept_s = [], []
-            for box, score in zip(boxes, scores):
+            for box, score in zip(boxes, scores, strict=False):
                 box = order_points_clockwise(np.asarray(box, dtype=np.float32))
                 box[:, 0] = np.clip(box[:, 0], 0, w - 1)
                 box[:, 1] = np.clip(box[:, 1], 0, h - 1)
@@ -87,7 +93,9 @@ class Detector:
                     continue
                 kept_b.append(box)
                 kept_s.append(score)
-            out.append((np.array(kept_b, dtype=np.float32).reshape(-1, 4, 2), np.array(kept_s, dtype=np.float32)))
+            out.append(
+                (np.array(kept_b, dtype=np.float32).reshape(-1, 4, 2), np.array(kept_s, dtype=np.float32))
+            )
         return out
 
 

@@ -18,24 +18,40 @@ from .settings import Settings, auto_profile
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
     d = Settings()
-    ap = argparse.ArgumentParser(prog="python -m reference_service serve",
-                                 description="Start Triton (detector + recogniser) and the HTTP gateway.")
+    ap = argparse.ArgumentParser(
+        prog="python -m reference_service serve",
+        description="Start Triton (detector + recogniser) and the HTTP gateway.",
+    )
     ap.add_argument("--host", default=d.host, help="bind address for every server (default 127.0.0.1)")
-    ap.add_argument("--external-triton", action="store_true",
-                    help="do not start Triton; use the one at --triton-host (Kubernetes: its own pod)")
+    ap.add_argument(
+        "--external-triton",
+        action="store_true",
+        help="do not start Triton; use the one at --triton-host (Kubernetes: its own pod)",
+    )
     ap.add_argument("--triton-host", default=None, help="Triton's address (default: --host)")
     ap.add_argument("--http-port", type=int, default=d.http_port, help="gateway port (/v1/ocr, /metrics)")
     ap.add_argument("--triton-http-port", type=int, default=d.triton_http_port)
     ap.add_argument("--triton-grpc-port", type=int, default=d.triton_grpc_port)
-    ap.add_argument("--triton-metrics-port", "--metrics-port", type=int, default=d.triton_metrics_port,
-                    help="Triton's Prometheus port (nv_inference_*)")
+    ap.add_argument(
+        "--triton-metrics-port",
+        "--metrics-port",
+        type=int,
+        default=d.triton_metrics_port,
+        help="Triton's Prometheus port (nv_inference_*)",
+    )
     ap.add_argument("--max-inflight", type=int, default=d.max_inflight, help="requests beyond this get 429")
     ap.add_argument("--max-body-bytes", type=int, default=d.max_body_bytes)
     ap.add_argument("--max-pixels", type=int, default=d.max_pixels)
-    ap.add_argument("--redis-url", default=None, help="use Redis for the result cache (default: in-process LRU)")
+    ap.add_argument(
+        "--redis-url", default=None, help="use Redis for the result cache (default: in-process LRU)"
+    )
     ap.add_argument("--cache-entries", type=int, default=d.cache_entries, help="LRU size; 0 disables caching")
-    ap.add_argument("--profile", choices=["auto", "cpu", "gpu"], default="auto",
-                    help="batching profile (settings.py); auto: gpu when onnxruntime offers CUDA")
+    ap.add_argument(
+        "--profile",
+        choices=["auto", "cpu", "gpu"],
+        default="auto",
+        help="batching profile (settings.py); auto: gpu when onnxruntime offers CUDA",
+    )
     ap.add_argument("--det-instances", type=int, default=None)
     ap.add_argument("--rec-instances", type=int, default=None)
     ap.add_argument("--threads", type=int, default=1, help="onnxruntime intra-op threads per model instance")
@@ -58,18 +74,33 @@ def main(argv: list[str] | None = None) -> int:
     (run_dir / "tmp").mkdir()
     os.environ["TMPDIR"] = str(run_dir / "tmp")
     tempfile.tempdir = None
-    settings = Settings(host=args.host, triton_host=args.triton_host or args.host, http_port=args.http_port,
-                        triton_http_port=args.triton_http_port,
-                        triton_grpc_port=args.triton_grpc_port, triton_metrics_port=args.triton_metrics_port,
-                        max_inflight=args.max_inflight, max_body_bytes=args.max_body_bytes,
-                        max_pixels=args.max_pixels, redis_url=args.redis_url,
-                        cache_entries=max(args.cache_entries, 0),
-                        profile=auto_profile() if args.profile == "auto" else args.profile,
-                        det_instances=args.det_instances, rec_instances=args.rec_instances)
+    settings = Settings(
+        host=args.host,
+        triton_host=args.triton_host or args.host,
+        http_port=args.http_port,
+        triton_http_port=args.triton_http_port,
+        triton_grpc_port=args.triton_grpc_port,
+        triton_metrics_port=args.triton_metrics_port,
+        max_inflight=args.max_inflight,
+        max_body_bytes=args.max_body_bytes,
+        max_pixels=args.max_pixels,
+        redis_url=args.redis_url,
+        cache_entries=max(args.cache_entries, 0),
+        profile=auto_profile() if args.profile == "auto" else args.profile,
+        det_instances=args.det_instances,
+        rec_instances=args.rec_instances,
+    )
     supervisor = None if args.external_triton else TritonSupervisor(settings, run_dir, threads=args.threads)
     app = create_app(settings, supervisor)
-    config = uvicorn.Config(app, host=settings.host, port=settings.http_port, log_level="warning",
-                            access_log=False, timeout_graceful_shutdown=2, lifespan="on")
+    config = uvicorn.Config(
+        app,
+        host=settings.host,
+        port=settings.http_port,
+        log_level="warning",
+        access_log=False,
+        timeout_graceful_shutdown=2,
+        lifespan="on",
+    )
     server = uvicorn.Server(config)
     started = time.monotonic()
 
@@ -77,14 +108,20 @@ def main(argv: list[str] | None = None) -> int:
         gw = app.state.gateway
         while not gw.ready:
             if time.monotonic() - started > args.ready_timeout:
-                print(f"not ready after {args.ready_timeout:.0f} s; Triton log:\n{supervisor.log_tail(40) if supervisor else ''}",
-                      file=sys.stderr, flush=True)
+                print(
+                    f"not ready after {args.ready_timeout:.0f} s; Triton log:\n{supervisor.log_tail(40) if supervisor else ''}",
+                    file=sys.stderr,
+                    flush=True,
+                )
                 server.should_exit = True
                 return
             await asyncio.sleep(0.2)
-        print(f"ready: http://{settings.host}:{settings.http_port}/v1/ocr ({settings.profile} profile; "
-              f"triton http {settings.triton_http_port}, grpc {settings.triton_grpc_port}, "
-              f"metrics {settings.triton_metrics_port}) in {time.monotonic() - started:.1f} s", flush=True)
+        print(
+            f"ready: http://{settings.host}:{settings.http_port}/v1/ocr ({settings.profile} profile; "
+            f"triton http {settings.triton_http_port}, grpc {settings.triton_grpc_port}, "
+            f"metrics {settings.triton_metrics_port}) in {time.monotonic() - started:.1f} s",
+            flush=True,
+        )
 
     async def run() -> None:
         task = None

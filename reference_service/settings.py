@@ -42,20 +42,48 @@ _QUEUE_TIMEOUT_US = 15_000_000
 # budget at batch 4 with a 2 ms delay: it merges at most 2 pages already queued, never waits.
 CPU = Profile(
     "cpu",
-    ModelSettings("ocr_detector", max_batch_size=2, preferred_batch_sizes=(2,), max_queue_delay_us=0,
-                  instances=1, max_queue_size=16, queue_timeout_us=_QUEUE_TIMEOUT_US),
-    ModelSettings("ocr_recogniser", max_batch_size=2, preferred_batch_sizes=(2,), max_queue_delay_us=0,
-                  instances=2, max_queue_size=64, queue_timeout_us=_QUEUE_TIMEOUT_US),
+    ModelSettings(
+        "ocr_detector",
+        max_batch_size=2,
+        preferred_batch_sizes=(2,),
+        max_queue_delay_us=0,
+        instances=1,
+        max_queue_size=16,
+        queue_timeout_us=_QUEUE_TIMEOUT_US,
+    ),
+    ModelSettings(
+        "ocr_recogniser",
+        max_batch_size=2,
+        preferred_batch_sizes=(2,),
+        max_queue_delay_us=0,
+        instances=2,
+        max_queue_size=64,
+        queue_timeout_us=_QUEUE_TIMEOUT_US,
+    ),
     rec_request_crops=2,
 )
 # gpu (not measured here): a GPU amortises launches over a batch, so a page's crops go in one
 # request per width bucket and the batcher may merge pages up to 32 crops.
 GPU = Profile(
     "gpu",
-    ModelSettings("ocr_detector", max_batch_size=8, preferred_batch_sizes=(4, 8), max_queue_delay_us=2_000,
-                  instances=1, max_queue_size=32, queue_timeout_us=_QUEUE_TIMEOUT_US),
-    ModelSettings("ocr_recogniser", max_batch_size=32, preferred_batch_sizes=(8, 16, 32),
-                  max_queue_delay_us=2_000, instances=1, max_queue_size=128, queue_timeout_us=_QUEUE_TIMEOUT_US),
+    ModelSettings(
+        "ocr_detector",
+        max_batch_size=8,
+        preferred_batch_sizes=(4, 8),
+        max_queue_delay_us=2_000,
+        instances=1,
+        max_queue_size=32,
+        queue_timeout_us=_QUEUE_TIMEOUT_US,
+    ),
+    ModelSettings(
+        "ocr_recogniser",
+        max_batch_size=32,
+        preferred_batch_sizes=(8, 16, 32),
+        max_queue_delay_us=2_000,
+        instances=1,
+        max_queue_size=128,
+        queue_timeout_us=_QUEUE_TIMEOUT_US,
+    ),
     rec_request_crops=32,
 )
 PROFILES = {p.name: p for p in (CPU, GPU)}

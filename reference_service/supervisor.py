@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import shutil
@@ -70,20 +71,43 @@ class TritonSupervisor:
 
     def _launch(self) -> None:
         ws = self.run_dir / f"workspace-{self.restarts}"
-        cmd = [sys.executable, "-m", "reference_service.triton_worker",
-               "--host", self.s.host, "--http-port", str(self.s.triton_http_port),
-               "--grpc-port", str(self.s.triton_grpc_port), "--metrics-port", str(self.s.triton_metrics_port),
-               "--workspace", str(ws), "--profile", self.s.profile,
-               "--det-instances", str(self.s.detector.instances),
-               "--rec-instances", str(self.s.recogniser.instances), "--threads", str(self.threads)]
+        cmd = [
+            sys.executable,
+            "-m",
+            "reference_service.triton_worker",
+            "--host",
+            self.s.host,
+            "--http-port",
+            str(self.s.triton_http_port),
+            "--grpc-port",
+            str(self.s.triton_grpc_port),
+            "--metrics-port",
+            str(self.s.triton_metrics_port),
+            "--workspace",
+            str(ws),
+            "--profile",
+            self.s.profile,
+            "--det-instances",
+            str(self.s.detector.instances),
+            "--rec-instances",
+            str(self.s.recogniser.instances),
+            "--threads",
+            str(self.threads),
+        ]
         self._log = open(self.run_dir / "triton.log", "ab")  # noqa: SIM115 - the child writes it
         (self.run_dir / "tmp").mkdir(exist_ok=True)
         repo_root = Path(__file__).resolve().parent.parent
         env = worker_env(self.run_dir)
         env["PYTHONPATH"] = os.pathsep.join(p for p in [str(repo_root), env.get("PYTHONPATH", "")] if p)
         self._launched_at = time.monotonic()
-        self.proc = subprocess.Popen(cmd, env=env, stdout=self._log, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL, start_new_session=True)
+        self.proc = subprocess.Popen(
+            cmd,
+            env=env,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         LOG.warning("triton worker started (pid %d)", self.proc.pid)
 
     def log_tail(self, lines: int = 15) -> str:
@@ -132,8 +156,12 @@ class TritonSupervisor:
             await asyncio.sleep(0.5)
             if self.proc is None or self.proc.poll() is None:
                 continue
-            LOG.warning("triton worker exited with %s; restarting in %.0f s; last log lines:\n%s",
-                        self.proc.returncode, backoff, self.log_tail())
+            LOG.warning(
+                "triton worker exited with %s; restarting in %.0f s; last log lines:\n%s",
+                self.proc.returncode,
+                backoff,
+                self.log_tail(),
+            )
             self._kill_leftovers(self.proc.pid)
             await asyncio.sleep(backoff)
             if self._stopping:
@@ -145,19 +173,15 @@ class TritonSupervisor:
             backoff = min(backoff * 2, 10.0)
 
     def _kill_leftovers(self, pgid: int) -> None:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(pgid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         # A SIGKILLed python backend leaves its shared-memory regions (named after the
         # PyTriton process id) behind.
         self._remove_stub_dirs()
         for name in os.listdir("/dev/shm") if os.path.isdir("/dev/shm") else []:
             if name.startswith(f"pytrtion{pgid}-"):
-                try:
+                with contextlib.suppress(OSError):
                     os.unlink(f"/dev/shm/{name}")
-                except OSError:
-                    pass
 
     async def stop(self, timeout_s: float = 6.0) -> None:
         """SIGINT the worker (PyTriton's own clean stop), SIGKILL its group after a timeout."""
@@ -176,10 +200,8 @@ class TritonSupervisor:
             leftovers = descendants(proc.pid)
             self._kill_leftovers(proc.pid)
             for pid in leftovers:
-                try:
+                with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
             proc.wait(timeout=5)
         if self._log is not None:
             self._log.close()

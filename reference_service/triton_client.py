@@ -23,8 +23,16 @@ class TritonOverloaded(Exception):
 class TritonClient:
     """Detector and recogniser calls over Triton's gRPC endpoint."""
 
-    def __init__(self, url: str, det_model: str, rec_model: str, timeout_s: float, retries: int,
-                 rec_max_batch: int, metrics) -> None:
+    def __init__(
+        self,
+        url: str,
+        det_model: str,
+        rec_model: str,
+        timeout_s: float,
+        retries: int,
+        rec_max_batch: int,
+        metrics,
+    ) -> None:
         import tritonclient.grpc.aio as grpcaio
 
         self._grpc = grpcaio
@@ -69,8 +77,13 @@ class TritonClient:
                     raise TritonOverloaded() from None
                 kind = "deadline" if "DEADLINE" in status or "deadline" in text else "unavailable"
                 self.metrics.triton_errors.labels(model, kind).inc()
-                LOG.warning("triton %s call failed (%s, attempt %d): %s", model, kind, attempt + 1,
-                            (exc.message() or "")[:200])
+                LOG.warning(
+                    "triton %s call failed (%s, attempt %d): %s",
+                    model,
+                    kind,
+                    attempt + 1,
+                    (exc.message() or "")[:200],
+                )
                 if attempt >= self.retries:
                     raise TritonUnavailable() from None
                 attempt += 1
@@ -97,9 +110,9 @@ class TritonClient:
                 calls.append(self._infer(self.rec_model, {"crops": batch, "widths": widths}))
                 order.append(part)
         results: list[tuple[str, float]] = [("", 0.0)] * len(crops)
-        for part, res in zip(order, await asyncio.gather(*calls)):
+        for part, res in zip(order, await asyncio.gather(*calls), strict=False):
             texts = res.as_numpy("text").reshape(-1)
             confs = res.as_numpy("confidence").reshape(-1)
-            for i, t, c in zip(part, texts, confs):
+            for i, t, c in zip(part, texts, confs, strict=False):
                 results[i] = (t.decode("utf-8", "replace") if isinstance(t, bytes) else str(t), float(c))
         return results

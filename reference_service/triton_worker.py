@@ -24,10 +24,17 @@ VERSION = 1
 def _model_config(m: ModelSettings):
     from pytriton.model_config import DynamicBatcher, ModelConfig, QueuePolicy, TimeoutAction
 
-    policy = QueuePolicy(timeout_action=TimeoutAction.REJECT, default_timeout_microseconds=m.queue_timeout_us,
-                         allow_timeout_override=True, max_queue_size=m.max_queue_size)
-    batcher = DynamicBatcher(max_queue_delay_microseconds=m.max_queue_delay_us,
-                             preferred_batch_size=list(m.preferred_batch_sizes), default_queue_policy=policy)
+    policy = QueuePolicy(
+        timeout_action=TimeoutAction.REJECT,
+        default_timeout_microseconds=m.queue_timeout_us,
+        allow_timeout_override=True,
+        max_queue_size=m.max_queue_size,
+    )
+    batcher = DynamicBatcher(
+        max_queue_delay_microseconds=m.max_queue_delay_us,
+        preferred_batch_size=list(m.preferred_batch_sizes),
+        default_queue_policy=policy,
+    )
     return ModelConfig(batching=True, max_batch_size=m.max_batch_size, batcher=batcher)
 
 
@@ -53,7 +60,7 @@ def detector_fn(threads: int):
             sizes = [requests[i]["image"].shape[0] for i in idx]
             results = det(pages)
             pos = 0
-            for i, n in zip(idx, sizes):
+            for i, n in zip(idx, sizes, strict=False):
                 chunk = results[pos : pos + n]
                 pos += n
                 kmax = max(1, max(len(b) for b, _ in chunk))
@@ -127,32 +134,52 @@ def main(argv: list[str] | None = None) -> None:
     signal.signal(signal.SIGTERM, lambda *_: os.kill(os.getpid(), signal.SIGINT))
     threading.Thread(target=_watch_parent, args=(os.getppid(),), daemon=True).start()
 
-    config = TritonConfig(http_address=args.host, http_port=args.http_port, grpc_address=args.host,
-                          grpc_port=args.grpc_port, metrics_address=args.host, metrics_port=args.metrics_port,
-                          allow_gpu_metrics=False, exit_timeout_secs=2, log_verbose=0)
+    config = TritonConfig(
+        http_address=args.host,
+        http_port=args.http_port,
+        grpc_address=args.host,
+        grpc_port=args.grpc_port,
+        metrics_address=args.host,
+        metrics_port=args.metrics_port,
+        allow_gpu_metrics=False,
+        exit_timeout_secs=2,
+        log_verbose=0,
+    )
     import dataclasses
 
     profile = PROFILES[auto_profile() if args.profile == "auto" else args.profile]
     det = dataclasses.replace(profile.detector, instances=args.det_instances or profile.detector.instances)
-    rec = dataclasses.replace(profile.recogniser, instances=args.rec_instances or profile.recogniser.instances)
+    rec = dataclasses.replace(
+        profile.recogniser, instances=args.rec_instances or profile.recogniser.instances
+    )
     with Triton(config=config, workspace=args.workspace) as triton:
         triton.bind(
-            model_name=det.name, model_version=VERSION,
+            model_name=det.name,
+            model_version=VERSION,
             infer_func=[detector_fn(args.threads) for _ in range(det.instances)],
             inputs=[Tensor(name="image", dtype=np.uint8, shape=(-1, -1, 3))],
-            outputs=[Tensor(name="boxes", dtype=np.float32, shape=(-1, 8)),
-                     Tensor(name="scores", dtype=np.float32, shape=(-1,)),
-                     Tensor(name="count", dtype=np.int32, shape=(1,))],
-            config=_model_config(det), strict=False,
+            outputs=[
+                Tensor(name="boxes", dtype=np.float32, shape=(-1, 8)),
+                Tensor(name="scores", dtype=np.float32, shape=(-1,)),
+                Tensor(name="count", dtype=np.int32, shape=(1,)),
+            ],
+            config=_model_config(det),
+            strict=False,
         )
         triton.bind(
-            model_name=rec.name, model_version=VERSION,
+            model_name=rec.name,
+            model_version=VERSION,
             infer_func=[recogniser_fn(args.threads) for _ in range(rec.instances)],
-            inputs=[Tensor(name="crops", dtype=np.uint8, shape=(48, -1, 3)),
-                    Tensor(name="widths", dtype=np.int32, shape=(1,))],
-            outputs=[Tensor(name="text", dtype=bytes, shape=(1,)),
-                     Tensor(name="confidence", dtype=np.float32, shape=(1,))],
-            config=_model_config(rec), strict=False,
+            inputs=[
+                Tensor(name="crops", dtype=np.uint8, shape=(48, -1, 3)),
+                Tensor(name="widths", dtype=np.int32, shape=(1,)),
+            ],
+            outputs=[
+                Tensor(name="text", dtype=bytes, shape=(1,)),
+                Tensor(name="confidence", dtype=np.float32, shape=(1,)),
+            ],
+            config=_model_config(rec),
+            strict=False,
         )
         triton.serve()
 

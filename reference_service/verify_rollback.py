@@ -34,8 +34,12 @@ def _get(url: str, timeout: float = 5.0) -> tuple[int, bytes]:
 
 
 def _ocr(url: str, body: bytes) -> dict:
-    req = urllib.request.Request(f"{url}/v1/ocr", data=body, method="POST",
-                                 headers={"Content-Type": "image/png", "Cache-Control": "no-cache"})
+    req = urllib.request.Request(
+        f"{url}/v1/ocr",
+        data=body,
+        method="POST",
+        headers={"Content-Type": "image/png", "Cache-Control": "no-cache"},
+    )
     with urllib.request.urlopen(req, timeout=120) as r:
         return json.loads(r.read())
 
@@ -57,7 +61,9 @@ def checks_models(url: str, triton_url: str) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m reference_service verify-rollback", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(
+        prog="python -m reference_service verify-rollback", description=__doc__.split("\n\n")[0]
+    )
     ap.add_argument("--url", default="http://127.0.0.1:8080", help="gateway base URL")
     ap.add_argument("--triton-url", default="http://127.0.0.1:8000", help="Triton HTTP base URL")
     ap.add_argument("--expected", type=Path, default=EXPECTED)
@@ -76,8 +82,10 @@ def main(argv: list[str] | None = None) -> int:
         outputs = {}
         for n in names:
             res = _ocr(args.url, (GOLDEN / n).read_bytes())
-            outputs[n] = {"text": res["text"], "lines": [{"box": l["box"], "confidence": l["confidence"]}
-                                                         for l in res["lines"]]}
+            outputs[n] = {
+                "text": res["text"],
+                "lines": [{"box": ln["box"], "confidence": ln["confidence"]} for ln in res["lines"]],
+            }
         args.expected.write_text(json.dumps({"models": models, "outputs": outputs}, indent=1) + "\n")
         print(f"recorded {len(outputs)} golden outputs to {args.expected}")
         return 0
@@ -91,8 +99,15 @@ def main(argv: list[str] | None = None) -> int:
         if got["text"] != want["text"]:
             problems.append(f"{n}: text changed: {got['text']!r} != {want['text']!r}")
             continue
-        for a, b in zip(got["lines"], want["lines"]):
-            if max(abs(x - y) for pa, pb in zip(a["box"], b["box"]) for x, y in zip(pa, pb)) > BOX_TOLERANCE_PX:
+        for a, b in zip(got["lines"], want["lines"], strict=False):
+            if (
+                max(
+                    abs(x - y)
+                    for pa, pb in zip(a["box"], b["box"], strict=False)
+                    for x, y in zip(pa, pb, strict=False)
+                )
+                > BOX_TOLERANCE_PX
+            ):
                 problems.append(f"{n}: box moved more than {BOX_TOLERANCE_PX} px: {a['box']} vs {b['box']}")
             if abs(a["confidence"] - b["confidence"]) > CONFIDENCE_TOLERANCE:
                 problems.append(f"{n}: confidence {a['confidence']} vs {b['confidence']}")

@@ -35,8 +35,12 @@ def pytest_sessionstart(session):
 
 
 def pytest_addoption(parser):
-    parser.addoption("--update-golden", action="store_true", default=False,
-                     help="rewrite golden files from the current output instead of comparing")
+    parser.addoption(
+        "--update-golden",
+        action="store_true",
+        default=False,
+        help="rewrite golden files from the current output instead of comparing",
+    )
 
 
 @pytest.fixture
@@ -56,20 +60,31 @@ class Golden:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(actual.encode("utf-8") if isinstance(actual, str) else actual)
             return
-        assert path.exists(), (f"golden file {path.relative_to(ROOT)} is missing; "
-                               "create it with: .venv/bin/pytest --update-golden " + os.environ.get("PYTEST_CURRENT_TEST", "").split(" ")[0])
+        assert path.exists(), (
+            f"golden file {path.relative_to(ROOT)} is missing; "
+            "create it with: .venv/bin/pytest --update-golden "
+            + os.environ.get("PYTEST_CURRENT_TEST", "").split(" ")[0]
+        )
         expected = path.read_bytes()
         got = actual.encode("utf-8") if isinstance(actual, str) else actual
         if expected != got:
             try:
-                diff = "".join(difflib.unified_diff(
-                    expected.decode().splitlines(True), got.decode().splitlines(True),
-                    str(path.relative_to(ROOT)), "actual", n=2))
+                diff = "".join(
+                    difflib.unified_diff(
+                        expected.decode().splitlines(True),
+                        got.decode().splitlines(True),
+                        str(path.relative_to(ROOT)),
+                        "actual",
+                        n=2,
+                    )
+                )
             except UnicodeDecodeError:
                 diff = f"binary files differ ({len(expected)} vs {len(got)} bytes)"
-            pytest.fail(f"{path.relative_to(ROOT)} differs from the output:\n{diff[:6000]}\n"
-                        "If the change is intended, update with: .venv/bin/pytest --update-golden "
-                        + os.environ.get("PYTEST_CURRENT_TEST", "").split(" ")[0])
+            pytest.fail(
+                f"{path.relative_to(ROOT)} differs from the output:\n{diff[:6000]}\n"
+                "If the change is intended, update with: .venv/bin/pytest --update-golden "
+                + os.environ.get("PYTEST_CURRENT_TEST", "").split(" ")[0]
+            )
 
     def check_tree(self, folder: Path, files: dict[str, str | bytes]) -> None:
         """Golden comparison of a whole tree: fails on missing or extra files too."""
@@ -82,11 +97,16 @@ class Golden:
             for rel, content in files.items():
                 self.check(folder / rel, content)
             return
-        have = {str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file()} if folder.exists() else set()
+        have = (
+            {str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file()}
+            if folder.exists()
+            else set()
+        )
         missing, extra = sorted(set(files) - have), sorted(have - set(files))
         assert not missing and not extra, (
             f"golden tree {folder.relative_to(ROOT)}: missing {missing}, extra {extra}; "
-            "update with: .venv/bin/pytest --update-golden")
+            "update with: .venv/bin/pytest --update-golden"
+        )
         for rel in sorted(files):
             self.check(folder / rel, files[rel])
 

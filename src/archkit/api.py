@@ -6,10 +6,10 @@ import hashlib
 import json
 import os
 import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Iterable, Optional
 
 from archkit.atomic import create_atomic, write_atomic
 from archkit.checks import all_rules, rule_meta, run_rules
@@ -18,15 +18,33 @@ from archkit.spec import LoadResult, Spec, load_file
 from archkit.spec.schema import SCHEMA_ID, schema_text
 
 __all__ = [
-    "CheckReport", "FileReport", "WriteResult", "capacity", "check", "check_spec", "examples",
-    "explain", "generate", "init", "load", "loadtest", "render", "rules", "runbook", "schema",
-    "spec_reference", "verify", "verify_rbac", "write_tree",
+    "CheckReport",
+    "FileReport",
+    "WriteResult",
+    "capacity",
+    "check",
+    "check_spec",
+    "examples",
+    "explain",
+    "generate",
+    "init",
+    "load",
+    "loadtest",
+    "render",
+    "rules",
+    "runbook",
+    "schema",
+    "spec_reference",
+    "verify",
+    "verify_rbac",
+    "write_tree",
 ]
 
 SCHEMA_COMMENT = "# yaml-language-server: $schema={schema}\n"
 
 
 # --------------------------------------------------------------------------- load / check
+
 
 def load(path: str | os.PathLike) -> LoadResult:
     """Load and validate a spec file; the result carries every located diagnostic."""
@@ -36,7 +54,7 @@ def load(path: str | os.PathLike) -> LoadResult:
 @dataclass
 class FileReport:
     file: str
-    spec: Optional[Spec]
+    spec: Spec | None
     diagnostics: list[Diagnostic]
 
 
@@ -53,14 +71,19 @@ class CheckReport:
         return has_errors(self.diagnostics)
 
 
-def check_spec(spec: Spec, select: Optional[list[str]] = None,
-               ignore: Optional[list[str]] = None) -> list[Diagnostic]:
+def check_spec(
+    spec: Spec, select: list[str] | None = None, ignore: list[str] | None = None
+) -> list[Diagnostic]:
     """Run the rule catalogue on a loaded spec."""
     return sort_diagnostics(run_rules(spec, select, ignore))
 
 
-def check(paths: Iterable[str | os.PathLike], select: Optional[list[str]] = None,
-          ignore: Optional[list[str]] = None, env: Optional[str] = None) -> CheckReport:
+def check(
+    paths: Iterable[str | os.PathLike],
+    select: list[str] | None = None,
+    ignore: list[str] | None = None,
+    env: str | None = None,
+) -> CheckReport:
     """Load each spec and run the rules; with `env`, budgets of that environment apply."""
     report = CheckReport()
     for path in paths:
@@ -74,8 +97,17 @@ def check(paths: Iterable[str | os.PathLike], select: Optional[list[str]] = None
         if spec is not None:
             if env:
                 if spec.environment(env) is None:
-                    diags.append(Diagnostic("AK103", Severity.ERROR, f"environment '{env}' is not defined",
-                                            res.file, 1, 1, "environments"))
+                    diags.append(
+                        Diagnostic(
+                            "AK103",
+                            Severity.ERROR,
+                            f"environment '{env}' is not defined",
+                            res.file,
+                            1,
+                            1,
+                            "environments",
+                        )
+                    )
                 else:
                     spec = spec.with_environment(env)
             diags += check_spec(spec, select, ignore)
@@ -85,12 +117,13 @@ def check(paths: Iterable[str | os.PathLike], select: Optional[list[str]] = None
 
 # --------------------------------------------------------------------------- catalogue
 
+
 def rules() -> dict[str, dict]:
     """code -> {name, summary, help, severity} for every registered rule."""
     return rule_meta()
 
 
-def explain(code: str) -> Optional[str]:
+def explain(code: str) -> str | None:
     rule = all_rules().get(code.upper())
     return rule.explain() if rule else None
 
@@ -109,6 +142,7 @@ def spec_reference() -> str:
 
 # --------------------------------------------------------------------------- init
 
+
 def _examples_dir() -> Path:
     packaged = resources.files("archkit") / "_examples"
     if packaged.is_dir():
@@ -121,7 +155,7 @@ def examples() -> dict[str, Path]:
     return {p.stem: p for p in sorted(_examples_dir().glob("*.yaml"))}
 
 
-def init(path: str | os.PathLike, example: Optional[str] = None) -> Path:
+def init(path: str | os.PathLike, example: str | None = None) -> Path:
     """Write a starter spec; never overwrites. Raises FileExistsError / KeyError."""
     target = Path(path)
     if example:
@@ -150,8 +184,8 @@ class WriteResult:
 
     written: list[str] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
-    stale: list[str] = field(default_factory=list)      # differ from what would be written
-    refused: list[str] = field(default_factory=list)    # exist but were not generated by archkit
+    stale: list[str] = field(default_factory=list)  # differ from what would be written
+    refused: list[str] = field(default_factory=list)  # exist but were not generated by archkit
 
     @property
     def ok(self) -> bool:
@@ -162,8 +196,9 @@ def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def write_tree(out_dir: str | os.PathLike, files: dict[str, str | bytes], check: bool = False,
-               force: bool = False) -> WriteResult:
+def write_tree(
+    out_dir: str | os.PathLike, files: dict[str, str | bytes], check: bool = False, force: bool = False
+) -> WriteResult:
     """Write generated files atomically under `out_dir`.
 
     A manifest of what archkit wrote (path -> sha256) lets later runs tell their own files
@@ -206,11 +241,14 @@ def write_tree(out_dir: str | os.PathLike, files: dict[str, str | bytes], check:
             if (root / rel).exists():
                 result.stale.append(rel)  # a file a previous render made that is no longer produced
     elif new_manifest != manifest:
-        write_atomic(manifest_path, (json.dumps(dict(sorted(new_manifest.items())), indent=1) + "\n").encode())
+        write_atomic(
+            manifest_path, (json.dumps(dict(sorted(new_manifest.items())), indent=1) + "\n").encode()
+        )
     return result
 
 
 # --------------------------------------------------------------------------- render
+
 
 @dataclass
 class RenderResult:
@@ -222,10 +260,16 @@ class RenderResult:
     skipped: dict[str, str] = field(default_factory=dict)  # generator -> why
 
 
-def generate(spec: Spec, spec_path: str = "<spec>", only: Optional[list[str]] = None,
-             formats: tuple[str, ...] = ("svg",), measured: Optional[dict] = None,
-             templates_dir: Optional[Path] = None, env: Optional[str] = None,
-             progress=None) -> tuple[dict[str, str | bytes], list[Diagnostic]]:
+def generate(
+    spec: Spec,
+    spec_path: str = "<spec>",
+    only: list[str] | None = None,
+    formats: tuple[str, ...] = ("svg",),
+    measured: dict | None = None,
+    templates_dir: Path | None = None,
+    env: str | None = None,
+    progress=None,
+) -> tuple[dict[str, str | bytes], list[Diagnostic]]:
     """Run the selected generators in memory; returns {relative path: content} and findings."""
     from archkit.generators import RenderContext, all_generators
 
@@ -236,8 +280,16 @@ def generate(spec: Spec, spec_path: str = "<spec>", only: Optional[list[str]] = 
     if env:
         spec = spec.with_environment(env)
     diags = check_spec(spec)
-    ctx = RenderContext(spec=spec, spec_path=spec_path, diagnostics=diags, measured=measured,
-                        formats=formats, templates_dir=templates_dir, env=env, progress=progress)
+    ctx = RenderContext(
+        spec=spec,
+        spec_path=spec_path,
+        diagnostics=diags,
+        measured=measured,
+        formats=formats,
+        templates_dir=templates_dir,
+        env=env,
+        progress=progress,
+    )
     files: dict[str, str | bytes] = {}
     selected = [g for name, g in gens.items() if not only or name in only]
     for i, gen in enumerate(selected):
@@ -260,34 +312,46 @@ def _render_diagrams(files: dict[str, str | bytes], formats: tuple[str, ...], ct
     rendered = render_sources(files, formats, ctx.cache, progress)
     clash = sorted(set(rendered) & set(files))
     if clash:
-        raise RuntimeError(f"generators disagree: a generated file would be overwritten by a rendering: {clash[0]}")
+        raise RuntimeError(
+            f"generators disagree: a generated file would be overwritten by a rendering: {clash[0]}"
+        )
     return rendered
 
 
-def render(spec_path: str | os.PathLike, out_dir: str | os.PathLike, only: Optional[list[str]] = None,
-           formats: tuple[str, ...] = ("svg",), measured: Optional[dict] = None,
-           templates_dir: Optional[Path] = None, check: bool = False, force: bool = False,
-           env: Optional[str] = None, progress=None) -> RenderResult:
+def render(
+    spec_path: str | os.PathLike,
+    out_dir: str | os.PathLike,
+    only: list[str] | None = None,
+    formats: tuple[str, ...] = ("svg",),
+    measured: dict | None = None,
+    templates_dir: Path | None = None,
+    check: bool = False,
+    force: bool = False,
+    env: str | None = None,
+    progress=None,
+) -> RenderResult:
     """Render every artifact of a spec into `out_dir` (or, with `check`, report stale files)."""
     res = load(spec_path)
     if res.spec is None:
         return RenderResult({}, WriteResult(), res.diagnostics)
-    files, diags = generate(res.spec, str(spec_path), only, formats, measured, templates_dir, env,
-                            progress)
+    files, diags = generate(res.spec, str(spec_path), only, formats, measured, templates_dir, env, progress)
     return RenderResult(files, write_tree(out_dir, files, check=check, force=force), diags)
 
 
 # --------------------------------------------------------------------------- verify (issue 8)
 
+
 @dataclass
 class VerifyResult:
     """A verify report, or the spec's load errors when it could not be loaded (report is None)."""
 
-    report: "Optional[object]"
+    report: object | None
     diagnostics: list[Diagnostic] = field(default_factory=list)
 
 
-def expected_rule_groups(spec: Spec, rules_file: Optional[str | os.PathLike] = None) -> tuple[Optional[list[str]], str]:
+def expected_rule_groups(
+    spec: Spec, rules_file: str | os.PathLike | None = None
+) -> tuple[list[str] | None, str]:
     """Rule group names Prometheus should have loaded: from `rules_file`, else from the prometheus generator.
 
     Returns (names, note); names is None (with the reason in note) when they cannot be known.
@@ -306,7 +370,10 @@ def expected_rule_groups(spec: Spec, rules_file: Optional[str | os.PathLike] = N
     try:
         files, _ = generate(spec, only=["prometheus"])
     except KeyError:
-        return None, "the prometheus generator is not available; pass --rules FILE to name the expected groups"
+        return (
+            None,
+            "the prometheus generator is not available; pass --rules FILE to name the expected groups",
+        )
     rules = next((v for k, v in sorted(files.items()) if k.endswith("rules.yaml")), None)
     if rules is None:
         return None, "the prometheus generator produced no rules.yaml"
@@ -314,12 +381,21 @@ def expected_rule_groups(spec: Spec, rules_file: Optional[str | os.PathLike] = N
     return [str(g.get("name")) for g in data.get("groups") or []], ""
 
 
-def verify(spec_path: str | os.PathLike, *, snapshot: Optional[str | os.PathLike] = None,
-           manifests: Optional[str | os.PathLike] = None, live: bool = False,
-           kubeconfig: Optional[str] = None, context: Optional[str] = None, in_cluster: bool = False,
-           triton_url: Optional[str] = None, prometheus_url: Optional[str] = None,
-           rules_file: Optional[str | os.PathLike] = None, timeout_s: float = 10.0,
-           env: Optional[str] = None) -> VerifyResult:
+def verify(
+    spec_path: str | os.PathLike,
+    *,
+    snapshot: str | os.PathLike | None = None,
+    manifests: str | os.PathLike | None = None,
+    live: bool = False,
+    kubeconfig: str | None = None,
+    context: str | None = None,
+    in_cluster: bool = False,
+    triton_url: str | None = None,
+    prometheus_url: str | None = None,
+    rules_file: str | os.PathLike | None = None,
+    timeout_s: float = 10.0,
+    env: str | None = None,
+) -> VerifyResult:
     """Verify a cluster (live, snapshot or manifests), Triton and Prometheus against a spec; read-only.
 
     Raises `archkit.verify.StateError` (or ValueError) when a source cannot be used at all;
@@ -360,6 +436,7 @@ def verify_rbac() -> str:
 
 # --------------------------------------------------------------------------- loadtest (issue 7)
 
+
 class LoadtestError(ValueError):
     """A load test that cannot start: bad spec, non-loopback host, missing payloads, bad options."""
 
@@ -370,33 +447,53 @@ class LoadtestOutcome:
 
     result: object
     report_files: dict = field(default_factory=dict)
-    report_dir: Optional[Path] = None
+    report_dir: Path | None = None
 
     @property
     def passed(self) -> bool:
         return self.result.passed
 
 
-def loadtest_rules(spec: Spec, spec_path: str = "<spec>", rule_paths: Optional[list] = None) -> dict[str, str]:
+def loadtest_rules(spec: Spec, spec_path: str = "<spec>", rule_paths: list | None = None) -> dict[str, str]:
     """Alert rules for the live Prometheus: the given files, else what the prometheus generator makes."""
     if rule_paths:
-        return {f"rules-{i}-{Path(p).name}": Path(p).read_text(encoding="utf-8") for i, p in enumerate(rule_paths)}
+        return {
+            f"rules-{i}-{Path(p).name}": Path(p).read_text(encoding="utf-8") for i, p in enumerate(rule_paths)
+        }
     from archkit.generators import all_generators
 
     if "prometheus" not in all_generators():
         return {}
     files, _ = generate(spec, spec_path, only=["prometheus"])
-    return {Path(rel).name: text for rel, text in sorted(files.items())
-            if rel.endswith(("rules.yaml", "rules.yml")) and isinstance(text, str)}
+    return {
+        Path(rel).name: text
+        for rel, text in sorted(files.items())
+        if rel.endswith(("rules.yaml", "rules.yml")) and isinstance(text, str)
+    }
 
 
-def loadtest(spec_path: str | os.PathLike, level: str = "baseline", *, env: Optional[str] = None,
-             host: Optional[str] = None, users: Optional[int] = None, rate: Optional[float] = None,
-             duration: Optional[float] = None, max_requests: Optional[int] = None,
-             report_dir: Optional[str | os.PathLike] = None, workers: int = 0, master_host: Optional[str] = None,
-             master_port: int = 5557, services: Optional[list[str]] = None, proxies: Optional[list[str]] = None,
-             metrics: Optional[list[str]] = None, rules: Optional[list] = None, prometheus: bool = True,
-             plots: bool = True, progress=None) -> LoadtestOutcome:
+def loadtest(
+    spec_path: str | os.PathLike,
+    level: str = "baseline",
+    *,
+    env: str | None = None,
+    host: str | None = None,
+    users: int | None = None,
+    rate: float | None = None,
+    duration: float | None = None,
+    max_requests: int | None = None,
+    report_dir: str | os.PathLike | None = None,
+    workers: int = 0,
+    master_host: str | None = None,
+    master_port: int = 5557,
+    services: list[str] | None = None,
+    proxies: list[str] | None = None,
+    metrics: list[str] | None = None,
+    rules: list | None = None,
+    prometheus: bool = True,
+    plots: bool = True,
+    progress=None,
+) -> LoadtestOutcome:
     """Load-test the spec's target at one level (baseline, stress, chaos or a level id) and judge its budgets.
 
     Traffic only ever goes to loopback addresses. Raises LoadtestError for anything that keeps
@@ -416,8 +513,10 @@ def loadtest(spec_path: str | os.PathLike, level: str = "baseline", *, env: Opti
     spec = res.spec
     if env:
         if spec.environment(env) is None:
-            raise LoadtestError(f"environment {env!r} is not defined in {spec_path} "
-                                f"(have: {', '.join(e.id for e in spec.environments) or 'none'})")
+            raise LoadtestError(
+                f"environment {env!r} is not defined in {spec_path} "
+                f"(have: {', '.join(e.id for e in spec.environments) or 'none'})"
+            )
         spec = spec.with_environment(env)
     if spec.loadtest is None:
         raise LoadtestError(f"{spec_path} has no loadtest section (target, scenarios, levels)")
@@ -426,21 +525,42 @@ def loadtest(spec_path: str | os.PathLike, level: str = "baseline", *, env: Opti
         rule_files = loadtest_rules(spec, str(spec_path), rules) if prometheus else {}
     except OSError as exc:
         raise LoadtestError(f"cannot read a rules file: {exc}") from None
-    opts = session.Options(level=level, env=env, host=host, users=users, rate=rate, duration=duration,
-                           max_requests=max_requests, workers=workers, master_host=master_host,
-                           master_port=master_port, services=list(services or []), proxies=list(proxies or []),
-                           metrics=list(metrics or []), rule_files=rule_files, prometheus=prometheus)
+    opts = session.Options(
+        level=level,
+        env=env,
+        host=host,
+        users=users,
+        rate=rate,
+        duration=duration,
+        max_requests=max_requests,
+        workers=workers,
+        master_host=master_host,
+        master_port=master_port,
+        services=list(services or []),
+        proxies=list(proxies or []),
+        metrics=list(metrics or []),
+        rule_files=rule_files,
+        prometheus=prometheus,
+    )
     folder = None
     try:
         if report_dir is not None:
             folder = report_mod.prepare_dir(Path(report_dir))
-            result = session.execute(spec, str(spec_path), files["locust/locustfile.py"], opts, folder, progress)
+            result = session.execute(
+                spec, str(spec_path), files["locust/locustfile.py"], opts, folder, progress
+            )
         else:
             with tempfile.TemporaryDirectory(prefix="archkit-loadtest-") as tmp:
-                result = session.execute(spec, str(spec_path), files["locust/locustfile.py"], opts, Path(tmp),
-                                         progress)
-    except (RemoteTargetError, plan_mod.PlanError, chaos_mod.ChaosError, report_mod.ReportDirError,
-            RunError) as exc:
+                result = session.execute(
+                    spec, str(spec_path), files["locust/locustfile.py"], opts, Path(tmp), progress
+                )
+    except (
+        RemoteTargetError,
+        plan_mod.PlanError,
+        chaos_mod.ChaosError,
+        report_mod.ReportDirError,
+        RunError,
+    ) as exc:
         raise LoadtestError(str(exc)) from None
     written = report_mod.write(result, folder, with_plots=plots) if folder is not None else {}
     return LoadtestOutcome(result, written, folder)
@@ -448,32 +568,40 @@ def loadtest(spec_path: str | os.PathLike, level: str = "baseline", *, env: Opti
 
 # --------------------------------------------------------------------------- capacity (issue 3)
 
+
 @dataclass
 class CapacityReport:
     """`archkit capacity`: per model stage, the queueing/batching analysis as plain data."""
 
     file: str
     name: str
-    arrival_rps: Optional[float]
-    p99_budget_ms: Optional[float]
+    arrival_rps: float | None
+    p99_budget_ms: float | None
     stages: list[dict] = field(default_factory=list)
     paths: list[dict] = field(default_factory=list)
-    workers: list[dict] = field(default_factory=list)   # non-model stages with `concurrency` (M/M/c)
+    workers: list[dict] = field(default_factory=list)  # non-model stages with `concurrency` (M/M/c)
     diagnostics: list[Diagnostic] = field(default_factory=list)
 
     @property
     def missed(self) -> bool:
         """True when a model stage's predicted P99 misses its budget or a worker pool is overloaded."""
-        return (any(s["declared"] and not s["declared"]["meets"] for s in self.stages)
-                or any(w["rho"] >= 1 for w in self.workers))
+        return any(s["declared"] and not s["declared"]["meets"] for s in self.stages) or any(
+            w["rho"] >= 1 for w in self.workers
+        )
 
     def as_dict(self) -> dict:
-        return {"file": self.file, "name": self.name, "arrival_rps": self.arrival_rps,
-                "p99_budget_ms": self.p99_budget_ms, "stages": self.stages, "paths": self.paths,
-                "workers": self.workers}
+        return {
+            "file": self.file,
+            "name": self.name,
+            "arrival_rps": self.arrival_rps,
+            "p99_budget_ms": self.p99_budget_ms,
+            "stages": self.stages,
+            "paths": self.paths,
+            "workers": self.workers,
+        }
 
 
-def capacity(path: str | os.PathLike, env: Optional[str] = None) -> CapacityReport:
+def capacity(path: str | os.PathLike, env: str | None = None) -> CapacityReport:
     """Load a spec and analyse every model stage: λ, ρ, P50/P99 per batch size, recommendation."""
     import math
 
@@ -484,8 +612,11 @@ def capacity(path: str | os.PathLike, env: Optional[str] = None) -> CapacityRepo
 
     def sim(p) -> dict:
         r = simulate(cap.table, p.arrival_rps, p.batch_size, p.max_queue_delay_us, p.replicas * p.instances)
-        return {"sim_p50_ms": num(r.p50_ms) if r.stable else None,
-                "sim_p99_ms": num(r.p99_ms) if r.stable else None, "sim_mean_batch": round(r.mean_batch, 2)}
+        return {
+            "sim_p50_ms": num(r.p50_ms) if r.stable else None,
+            "sim_p99_ms": num(r.p99_ms) if r.stable else None,
+            "sim_mean_batch": round(r.mean_batch, 2),
+        }
 
     res = load(path)
     if res.spec is None:
@@ -493,9 +624,23 @@ def capacity(path: str | os.PathLike, env: Optional[str] = None) -> CapacityRepo
     spec = res.spec
     if env:
         if spec.environment(env) is None:
-            return CapacityReport(res.file, spec.metadata.name, None, None, diagnostics=[
-                Diagnostic("AK103", Severity.ERROR, f"environment '{env}' is not defined", res.file, 1, 1,
-                           "environments")])
+            return CapacityReport(
+                res.file,
+                spec.metadata.name,
+                None,
+                None,
+                diagnostics=[
+                    Diagnostic(
+                        "AK103",
+                        Severity.ERROR,
+                        f"environment '{env}' is not defined",
+                        res.file,
+                        1,
+                        1,
+                        "environments",
+                    )
+                ],
+            )
         spec = spec.with_environment(env)
 
     def num(v):
@@ -503,34 +648,68 @@ def capacity(path: str | os.PathLike, env: Optional[str] = None) -> CapacityRepo
 
     report = CapacityReport(res.file, spec.metadata.name, spec.budgets.throughput_rps, spec.budgets.p99_ms)
     for p in dataflow_paths(spec):
-        report.paths.append({"stages": p.stages, "p50_sum_ms": num(p.p50_sum), "p99_sum_ms": num(p.p99_sum),
-                             "p99_independent_ms": num(p.p99_rss), "dominant": p.dominant,
-                             "dominant_p99_ms": num(p.dominant_p99)})
+        report.paths.append(
+            {
+                "stages": p.stages,
+                "p50_sum_ms": num(p.p50_sum),
+                "p99_sum_ms": num(p.p99_sum),
+                "p99_independent_ms": num(p.p99_rss),
+                "dominant": p.dominant,
+                "dominant_p99_ms": num(p.dominant_p99),
+            }
+        )
     for w in worker_capacities(spec):
-        report.workers.append({"stage": w.stage.id, "arrival_rps": w.arrival_rps, "servers": w.servers,
-                               "service_ms": w.service_ms, "rho": round(w.rho, 3),
-                               "wait_mean_ms": num(w.wait_mean_ms), "wait_p99_ms": num(w.wait_p99_ms)})
+        report.workers.append(
+            {
+                "stage": w.stage.id,
+                "arrival_rps": w.arrival_rps,
+                "servers": w.servers,
+                "service_ms": w.service_ms,
+                "rho": round(w.rho, 3),
+                "wait_mean_ms": num(w.wait_mean_ms),
+                "wait_p99_ms": num(w.wait_p99_ms),
+            }
+        )
     for cap in model_capacities(spec):
         st, m = cap.stage, cap.stage.model
         row: dict = {
-            "stage": st.id, "model": m.name, "device": m.device.value, "arrival_rps": cap.arrival_rps,
-            "replicas": cap.replicas, "instances": cap.instances, "gpus_per_replica": cap.gpus_per_replica,
-            "budget_ms": cap.budget_ms, "budget_source": cap.budget_source,
-            "batch_size": cap.batch_size, "max_batch_size": cap.max_batch_size,
-            "max_queue_delay_us": cap.max_queue_delay_us, "ceiling_rps": num(cap.ceiling_rps),
-            "declared": None, "per_batch": [], "recommendations": [], "why": [],
+            "stage": st.id,
+            "model": m.name,
+            "device": m.device.value,
+            "arrival_rps": cap.arrival_rps,
+            "replicas": cap.replicas,
+            "instances": cap.instances,
+            "gpus_per_replica": cap.gpus_per_replica,
+            "budget_ms": cap.budget_ms,
+            "budget_source": cap.budget_source,
+            "batch_size": cap.batch_size,
+            "max_batch_size": cap.max_batch_size,
+            "max_queue_delay_us": cap.max_queue_delay_us,
+            "ceiling_rps": num(cap.ceiling_rps),
+            "declared": None,
+            "per_batch": [],
+            "recommendations": [],
+            "why": [],
         }
         if cap.table is None:
             row["why"].append("no service_time table: nothing to predict (AK210)")
         if cap.declared is not None:
             d = cap.declared
-            row["declared"] = {**_pred(d, num), **sim(d),
-                               "meets": cap.budget_ms is None or d.p99_ms <= cap.budget_ms}
+            row["declared"] = {
+                **_pred(d, num),
+                **sim(d),
+                "meets": cap.budget_ms is None or d.p99_ms <= cap.budget_ms,
+            }
             for p in cap.per_batch:
-                row["per_batch"].append({**_pred(p, num), **sim(p),
-                                         "per_item_ms": num(cap.table.ms(p.batch_size) / p.batch_size),
-                                         "batch_ms": num(cap.table.ms(p.batch_size)),
-                                         "meets": cap.budget_ms is not None and p.p99_ms <= cap.budget_ms})
+                row["per_batch"].append(
+                    {
+                        **_pred(p, num),
+                        **sim(p),
+                        "per_item_ms": num(cap.table.ms(p.batch_size) / p.batch_size),
+                        "batch_ms": num(cap.table.ms(p.batch_size)),
+                        "meets": cap.budget_ms is not None and p.p99_ms <= cap.budget_ms,
+                    }
+                )
             row["why"] = _why(cap, d)
             budgets = []
             if cap.budget_ms is not None:
@@ -538,30 +717,60 @@ def capacity(path: str | os.PathLike, env: Optional[str] = None) -> CapacityRepo
             if spec.budgets.p99_ms is not None and spec.budgets.p99_ms != cap.budget_ms:
                 budgets.append((spec.budgets.p99_ms, "budgets.p99_ms"))
             for b_ms, src in budgets:
-                rec = cap.recommendation if b_ms == cap.budget_ms else recommend(
-                    cap.table, cap.arrival_rps, b_ms, cap.max_batch_size,
-                    m.batching.preferred_batch_sizes if m.batching else (), cap.instances)
+                rec = (
+                    cap.recommendation
+                    if b_ms == cap.budget_ms
+                    else recommend(
+                        cap.table,
+                        cap.arrival_rps,
+                        b_ms,
+                        cap.max_batch_size,
+                        m.batching.preferred_batch_sizes if m.batching else (),
+                        cap.instances,
+                    )
+                )
                 pr = rec.prediction
-                row["recommendations"].append({
-                    "budget_ms": b_ms, "budget_source": src, "met": rec.met, "reason": rec.reason,
-                    "batch_size": pr.batch_size if rec.met else None,
-                    "max_queue_delay_us": pr.max_queue_delay_us if rec.met else None,
-                    "replicas": pr.replicas if rec.met else None,
-                    "gpus": (pr.replicas * cap.gpus_per_replica) if rec.met else None,
-                    "p50_ms": num(pr.p50_ms) if rec.met else None,
-                    "p99_ms": num(pr.p99_ms) if rec.met else None,
-                    **(sim(pr) if rec.met else {"sim_p50_ms": None, "sim_p99_ms": None, "sim_mean_batch": None})})
+                row["recommendations"].append(
+                    {
+                        "budget_ms": b_ms,
+                        "budget_source": src,
+                        "met": rec.met,
+                        "reason": rec.reason,
+                        "batch_size": pr.batch_size if rec.met else None,
+                        "max_queue_delay_us": pr.max_queue_delay_us if rec.met else None,
+                        "replicas": pr.replicas if rec.met else None,
+                        "gpus": (pr.replicas * cap.gpus_per_replica) if rec.met else None,
+                        "p50_ms": num(pr.p50_ms) if rec.met else None,
+                        "p99_ms": num(pr.p99_ms) if rec.met else None,
+                        **(
+                            sim(pr)
+                            if rec.met
+                            else {"sim_p50_ms": None, "sim_p99_ms": None, "sim_mean_batch": None}
+                        ),
+                    }
+                )
         report.stages.append(row)
     return report
 
 
 def _pred(p, num) -> dict:
-    return {"batch_size": p.batch_size, "max_queue_delay_us": p.max_queue_delay_us,
-            "mean_batch": round(p.mean_batch, 2), "p99_batch": p.p99_batch, "service_ms": num(p.service_ms),
-            "rho": round(p.rho, 3), "fill_mean_ms": num(p.fill_mean_ms), "fill_p99_ms": num(p.fill_p99_ms),
-            "wait_mean_ms": num(p.wait_mean_ms), "wait_p99_ms": num(p.wait_p99_ms),
-            "p50_ms": num(p.p50_ms), "mean_ms": num(p.mean_ms), "p99_ms": num(p.p99_ms),
-            "ceiling_rps": num(p.ceiling_rps), "extrapolated": p.extrapolated}
+    return {
+        "batch_size": p.batch_size,
+        "max_queue_delay_us": p.max_queue_delay_us,
+        "mean_batch": round(p.mean_batch, 2),
+        "p99_batch": p.p99_batch,
+        "service_ms": num(p.service_ms),
+        "rho": round(p.rho, 3),
+        "fill_mean_ms": num(p.fill_mean_ms),
+        "fill_p99_ms": num(p.fill_p99_ms),
+        "wait_mean_ms": num(p.wait_mean_ms),
+        "wait_p99_ms": num(p.wait_p99_ms),
+        "p50_ms": num(p.p50_ms),
+        "mean_ms": num(p.mean_ms),
+        "p99_ms": num(p.p99_ms),
+        "ceiling_rps": num(p.ceiling_rps),
+        "extrapolated": p.extrapolated,
+    }
 
 
 def _why(cap, d) -> list[str]:
@@ -573,23 +782,38 @@ def _why(cap, d) -> list[str]:
     if b > 1:
         fill_ms = 1000 * (b - 1) / lam_r if lam_r > 0 else float("inf")
         gain = f"{t1 * b / tb:.1f}×" if tb > 0 else "unbounded"
-        out.append(f"a batch of {b} costs {tb:g} ms ({tb / b:.1f} ms per item) against {t1:g} ms for one item: "
-                   f"{gain} the throughput per instance")
-        out.append(f"each replica sees {lam_r:g} req/s, so the {b - 1} requests after the first take "
-                   f"{fill_ms:.0f} ms on average to arrive; max_queue_delay_us caps the wait at {cap.max_queue_delay_us / 1000:g} ms, so batches "
-                   f"leave at ~{d.mean_batch:.1f} items (99th percentile {d.p99_batch})")
-    out.append(f"batches queue for {cap.servers} instance(s) as M/D/{cap.servers}: ρ = {d.rho:.2f}, "
-               f"mean wait {d.wait_mean_ms:.1f} ms, P99 wait {d.wait_p99_ms:.1f} ms")
-    out.append(f"analytic P99 = fill {d.fill_p99_ms:.1f} ms + wait {d.wait_p99_ms:.1f} ms + service of a "
-               f"{d.p99_batch}-batch {cap.table.ms(d.p99_batch):.1f} ms = {d.p99_ms:.1f} ms"
-               + (f" vs budget {cap.budget_ms:g} ms ({cap.budget_source})" if cap.budget_ms is not None else ""))
+        out.append(
+            f"a batch of {b} costs {tb:g} ms ({tb / b:.1f} ms per item) against {t1:g} ms for one item: "
+            f"{gain} the throughput per instance"
+        )
+        out.append(
+            f"each replica sees {lam_r:g} req/s, so the {b - 1} requests after the first take "
+            f"{fill_ms:.0f} ms on average to arrive; max_queue_delay_us caps the wait at {cap.max_queue_delay_us / 1000:g} ms, so batches "
+            f"leave at ~{d.mean_batch:.1f} items (99th percentile {d.p99_batch})"
+        )
+    out.append(
+        f"batches queue for {cap.servers} instance(s) as M/D/{cap.servers}: ρ = {d.rho:.2f}, "
+        f"mean wait {d.wait_mean_ms:.1f} ms, P99 wait {d.wait_p99_ms:.1f} ms"
+    )
+    out.append(
+        f"analytic P99 = fill {d.fill_p99_ms:.1f} ms + wait {d.wait_p99_ms:.1f} ms + service of a "
+        f"{d.p99_batch}-batch {cap.table.ms(d.p99_batch):.1f} ms = {d.p99_ms:.1f} ms"
+        + (f" vs budget {cap.budget_ms:g} ms ({cap.budget_source})" if cap.budget_ms is not None else "")
+    )
     return out
 
 
 # --------------------------------------------------------------------------- runbook (issue 5)
 
-def runbook(spec_path: str | os.PathLike, tree: Optional[str] = None, run: bool = False,
-            timeout: Optional[float] = None, on_start=None, on_result=None):
+
+def runbook(
+    spec_path: str | os.PathLike,
+    tree: str | None = None,
+    run: bool = False,
+    timeout: float | None = None,
+    on_start=None,
+    on_result=None,
+):
     """Plan (and with `run`, walk) one fault tree's checks; returns a `RunbookReport`.
 
     Raises `archkit.runbook.RunbookError` when the spec does not load or the tree is unknown.

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from enum import Enum
-from typing import Iterable
 
 
 class Severity(str, Enum):
@@ -78,8 +78,14 @@ def summary_line(diags: list[Diagnostic]) -> str:
 
 
 def to_json(diags: list[Diagnostic]) -> str:
-    return json.dumps({"diagnostics": [d.as_dict() for d in diags],
-                       "summary": summary_line(diags)}, indent=2, ensure_ascii=False) + "\n"
+    return (
+        json.dumps(
+            {"diagnostics": [d.as_dict() for d in diags], "summary": summary_line(diags)},
+            indent=2,
+            ensure_ascii=False,
+        )
+        + "\n"
+    )
 
 
 _SARIF_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
@@ -92,8 +98,11 @@ def to_sarif(diags: list[Diagnostic], rules: dict[str, dict], version: str) -> s
     driver_rules = []
     for code in used:
         meta = rules.get(code, {})
-        rule = {"id": code, "name": meta.get("name", code),
-                "shortDescription": {"text": meta.get("summary", code)}}
+        rule = {
+            "id": code,
+            "name": meta.get("name", code),
+            "shortDescription": {"text": meta.get("summary", code)},
+        }
         if meta.get("help"):
             rule["fullDescription"] = {"text": meta["help"]}
         if meta.get("severity"):
@@ -107,18 +116,17 @@ def to_sarif(diags: list[Diagnostic], rules: dict[str, dict], version: str) -> s
             "ruleIndex": index[d.code],
             "level": _SARIF_LEVEL[d.severity],
             "message": {"text": d.message + (f" ({d.path})" if d.path else "")},
-            "locations": [{"physicalLocation": {
-                "artifactLocation": {"uri": d.file},
-                "region": region}}],
+            "locations": [{"physicalLocation": {"artifactLocation": {"uri": d.file}, "region": region}}],
         }
         results.append(result)
     log = {
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
         "version": "2.1.0",
-        "runs": [{
-            "tool": {"driver": {"name": "archkit", "version": version,
-                                "rules": driver_rules}},
-            "results": results,
-        }],
+        "runs": [
+            {
+                "tool": {"driver": {"name": "archkit", "version": version, "rules": driver_rules}},
+                "results": results,
+            }
+        ],
     }
     return json.dumps(log, indent=2, ensure_ascii=False) + "\n"

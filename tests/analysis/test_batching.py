@@ -18,7 +18,7 @@ from archkit.analysis.batching import (
     recommend,
 )
 
-SEED = ServiceTable([(1, 1.2 + 32 + 13.8), (8, 8.3 + 176 + 39.7)])   # seed 000 §2.1: 47 ms, 224 ms
+SEED = ServiceTable([(1, 1.2 + 32 + 13.8), (8, 8.3 + 176 + 39.7)])  # seed 000 §2.1: 47 ms, 224 ms
 
 
 def test_linear_interpolation_between_measured_sizes_and_extrapolation_beyond():
@@ -42,8 +42,8 @@ def test_batch_one_without_delay_is_plain_md1():
 
 def test_seed_batch8_misses_50ms_and_batch1_with_six_gpus_meets_it():
     b8 = predict(SEED, 30, batch_size=8, max_queue_delay_us=100_000, instances=1, replicas=2)
-    assert b8.fill_p99_ms == pytest.approx(100)          # the timer, not a full batch
-    assert 2 < b8.mean_batch < 3                          # 15 req/s per replica × 100 ms
+    assert b8.fill_p99_ms == pytest.approx(100)  # the timer, not a full batch
+    assert 2 < b8.mean_batch < 3  # 15 req/s per replica × 100 ms
     assert b8.p99_ms > 50 and b8.p50_ms > 50
     rec = recommend(SEED, 30, 50, max_batch_size=8, preferred=[8], instances=1)
     assert rec.met and rec.prediction.batch_size == 1 and rec.prediction.replicas == 6

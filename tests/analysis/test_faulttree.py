@@ -34,10 +34,13 @@ def tree_of(name: str) -> FaultTree:
 
 # ---------------------------------------------------------------- OpenFTA "Theatre"
 
+
 def test_theatre_cut_sets_match_openfta():
     # OpenFTA_Report.txt: order 2: GEN_FAIL MAINS_FAIL; MAINS_FAIL RELAY_FAIL; nothing else
     assert minimal_cut_sets(tree_of("theatre.yaml")) == [
-        frozenset({"Gen_Fail", "Mains_Fail"}), frozenset({"Mains_Fail", "Relay_Fail"})]
+        frozenset({"Gen_Fail", "Mains_Fail"}),
+        frozenset({"Mains_Fail", "Relay_Fail"}),
+    ]
 
 
 def test_theatre_rate_becomes_probability_over_mission_time():
@@ -51,7 +54,9 @@ def test_theatre_probabilities_match_openfta():
     assert a.probability == pytest.approx(2.064338e-3, abs=5e-10)
     assert a.method == "bdd-exact"
     assert a.rare_event == pytest.approx(2.094040e-3, abs=5e-10)
-    assert a.cut_set_probability(frozenset({"Gen_Fail", "Mains_Fail"})) == pytest.approx(5.940398e-4, abs=5e-11)
+    assert a.cut_set_probability(frozenset({"Gen_Fail", "Mains_Fail"})) == pytest.approx(
+        5.940398e-4, abs=5e-11
+    )
     # Primary event analysis: GEN_FAIL 28.78 %, RELAY_FAIL 72.66 % (single-cut-set events: exact FV)
     assert a.fussell_vesely["Gen_Fail"] == pytest.approx(0.2878, abs=5e-5)
     assert a.fussell_vesely["Relay_Fail"] == pytest.approx(0.7266, abs=5e-5)
@@ -77,6 +82,7 @@ def test_theatre_birnbaum():
 
 # ---------------------------------------------------------------- OpenFTA "Three Motor"
 
+
 def test_three_motor_cut_sets_match_openfta():
     cs = minimal_cut_sets(tree_of("three-motor.yaml"))
     assert len(cs) == 54
@@ -93,8 +99,8 @@ def test_three_motor_cut_sets_match_openfta():
 def test_three_motor_probabilities_match_openfta():
     a = analyse(tree_of("three-motor.yaml"))
     # OpenFTA works in single precision: its figures agree with ours to ~1e-6 relative.
-    assert a.rare_event == pytest.approx(2.824405e-3, rel=1e-6)      # "1 term (upper bound)"
-    assert a.probability == pytest.approx(2.720245e-3, rel=1e-6)     # 6-term inclusion-exclusion
+    assert a.rare_event == pytest.approx(2.824405e-3, rel=1e-6)  # "1 term (upper bound)"
+    assert a.probability == pytest.approx(2.720245e-3, rel=1e-6)  # 6-term inclusion-exclusion
     assert a.mcub is not None and a.probability < a.mcub < a.rare_event
 
 
@@ -105,14 +111,22 @@ def test_cut_sets_are_sorted_deterministically():
 
 # ---------------------------------------------------------------- gates, errors, ranking
 
+
 def _tree(gates, events, top="top", mission=None) -> FaultTree:
-    return FaultTree(id="t", top=top, mission_time_h=mission,
-                     gates=[Gate(**g) for g in gates], events=[BasicEvent(**e) for e in events])
+    return FaultTree(
+        id="t",
+        top=top,
+        mission_time_h=mission,
+        gates=[Gate(**g) for g in gates],
+        events=[BasicEvent(**e) for e in events],
+    )
 
 
 def test_atleast_gate_two_of_three():
-    t = _tree([{"id": "top", "type": "atleast", "k": 2, "inputs": ["a", "b", "c"]}],
-              [{"id": x, "probability": 0.1} for x in "abc"])
+    t = _tree(
+        [{"id": "top", "type": "atleast", "k": 2, "inputs": ["a", "b", "c"]}],
+        [{"id": x, "probability": 0.1} for x in "abc"],
+    )
     assert minimal_cut_sets(t) == [frozenset("ab"), frozenset("ac"), frozenset("bc")]
     assert top_probability(t) == pytest.approx(3 * 0.01 * 0.9 + 0.001)
 
@@ -125,8 +139,10 @@ def test_single_points_of_failure_and_examples():
 
 
 def test_unknown_probability_is_reported_not_guessed():
-    t = _tree([{"id": "top", "type": "or", "inputs": ["a", "b"]}],
-              [{"id": "a", "probability": 0.1}, {"id": "b", "rate_per_hour": 0.001}])
+    t = _tree(
+        [{"id": "top", "type": "or", "inputs": ["a", "b"]}],
+        [{"id": "a", "probability": 0.1}, {"id": "b", "rate_per_hour": 0.001}],
+    )
     a = analyse(t)
     assert a.probability is None and a.missing_probability == ["b"]
     assert a.cut_sets == [frozenset("a"), frozenset("b")]
@@ -136,19 +152,28 @@ def test_unknown_input_and_cycle_raise():
     with pytest.raises(FaultTreeError, match="neither a gate nor an event"):
         minimal_cut_sets(_tree([{"id": "top", "type": "or", "inputs": ["ghost"]}], []))
     with pytest.raises(FaultTreeError, match="cycle"):
-        minimal_cut_sets(_tree([{"id": "top", "type": "or", "inputs": ["g"]},
-                                {"id": "g", "type": "and", "inputs": ["top"]}], []))
+        minimal_cut_sets(
+            _tree(
+                [{"id": "top", "type": "or", "inputs": ["g"]}, {"id": "g", "type": "and", "inputs": ["top"]}],
+                [],
+            )
+        )
 
 
 def test_ranking_uses_importance_per_second_of_check():
-    t = _tree([{"id": "top", "type": "or", "inputs": ["slow", "fast", "rare"]}],
-              [{"id": "slow", "probability": 0.02, "cost_s": 600},
-               {"id": "fast", "probability": 0.01, "cost_s": 10},
-               {"id": "rare", "probability": 0.001, "cost_s": 10}])
+    t = _tree(
+        [{"id": "top", "type": "or", "inputs": ["slow", "fast", "rare"]}],
+        [
+            {"id": "slow", "probability": 0.02, "cost_s": 600},
+            {"id": "fast", "probability": 0.01, "cost_s": 10},
+            {"id": "rare", "probability": 0.001, "cost_s": 10},
+        ],
+    )
     assert [e.id for e in ranked_events(t)] == ["fast", "rare", "slow"]  # 1e-4/s beats 3.3e-5/s
 
 
 # ---------------------------------------------------------------- brute-force oracle
+
 
 @st.composite
 def random_trees(draw):
@@ -189,12 +214,14 @@ def test_bdd_and_cut_sets_agree_with_enumeration(tree):
     exact = 0.0
     failing = []
     for bits in itertools.product([0, 1], repeat=len(used)):
-        failed = {e for e, b in zip(used, bits) if b}
+        failed = {e for e, b in zip(used, bits, strict=False) if b}
         w = math.prod(probs[e] if e in failed else 1 - probs[e] for e in used)
         if _truth(tree, failed):
             exact += w
             failing.append(frozenset(failed))
-    minimal = sorted({f for f in failing if not any(o < f for o in failing)}, key=lambda c: (len(c), sorted(c)))
+    minimal = sorted(
+        {f for f in failing if not any(o < f for o in failing)}, key=lambda c: (len(c), sorted(c))
+    )
     assert minimal_cut_sets(tree) == minimal
     p = top_probability(tree)
     assert p == pytest.approx(exact, abs=1e-12)

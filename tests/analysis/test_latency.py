@@ -45,11 +45,11 @@ def spec():
 
 def test_critical_path_takes_the_heavier_branch_and_skips_async(spec):
     paths = dataflow_paths(spec)
-    assert [p.stages for p in paths] == [["in", "slow", "out"]]   # archive is async: off the path
+    assert [p.stages for p in paths] == [["in", "slow", "out"]]  # archive is async: off the path
     p = critical_path(spec)
     assert p.p50_sum == pytest.approx(5 + 1 + 30 + 5)
     assert p.p99_sum == pytest.approx(10 + 4 + 90 + 10)
-    assert p.p99_rss == pytest.approx(41 + math.sqrt(5 ** 2 + 3 ** 2 + 60 ** 2 + 5 ** 2))
+    assert p.p99_rss == pytest.approx(41 + math.sqrt(5**2 + 3**2 + 60**2 + 5**2))
     assert p.p99_rss < p.p99_sum
     assert p.dominant == "slow"
 

@@ -12,12 +12,16 @@ from archkit.analysis import queueing as q
 
 # --- textbook values (Erlang B/C tables; e.g. Kleinrock, Queueing Systems Vol. 1, §3.5)
 
-@pytest.mark.parametrize("c,a,expected", [
-    (1, 0.5, 0.5),        # M/M/1: P(wait) = ρ
-    (3, 2.0, 0.4444),     # C(3, 2 Erl) = 4/9
-    (5, 4.0, 0.5541),
-    (10, 8.0, 0.4092),
-])
+
+@pytest.mark.parametrize(
+    "c,a,expected",
+    [
+        (1, 0.5, 0.5),  # M/M/1: P(wait) = ρ
+        (3, 2.0, 0.4444),  # C(3, 2 Erl) = 4/9
+        (5, 4.0, 0.5541),
+        (10, 8.0, 0.4092),
+    ],
+)
 def test_erlang_c_table(c, a, expected):
     assert q.erlang_c(c, a) == pytest.approx(expected, abs=5e-4)
 
@@ -28,21 +32,21 @@ def test_erlang_b_table(c, a, expected):
 
 
 def test_mm1_closed_forms_and_littles_law():
-    lam, s = 8.0, 0.1                      # ρ = 0.8
+    lam, s = 8.0, 0.1  # ρ = 0.8
     rho = q.utilisation(lam, s)
     assert rho == pytest.approx(0.8)
     wq = q.mmc_wait(lam, s, 1)
-    assert wq == pytest.approx(rho * s / (1 - rho))          # Wq = ρ/(μ − λ) = 0.4 s
+    assert wq == pytest.approx(rho * s / (1 - rho))  # Wq = ρ/(μ − λ) = 0.4 s
     lq = q.little_l(lam, wq)
-    assert lq == pytest.approx(rho ** 2 / (1 - rho))         # Lq = ρ²/(1 − ρ) = 3.2
+    assert lq == pytest.approx(rho**2 / (1 - rho))  # Lq = ρ²/(1 − ρ) = 3.2
     assert q.little_w(lq, lam) == pytest.approx(wq)
     # L = λW for the whole system too: W = Wq + S, L = Lq + ρ
     assert q.little_l(lam, wq + s) == pytest.approx(lq + rho)
 
 
 def test_md1_is_pollaczek_khinchine_and_half_of_mm1():
-    lam, s = 0.5, 1.0                                         # ρ = 0.5
-    assert q.md1_wait(lam, s) == pytest.approx(0.5)           # ρS / 2(1 − ρ)
+    lam, s = 0.5, 1.0  # ρ = 0.5
+    assert q.md1_wait(lam, s) == pytest.approx(0.5)  # ρS / 2(1 − ρ)
     assert q.md1_wait(lam, s) == pytest.approx(q.mmc_wait(lam, s, 1) / 2)
     assert q.mg1_wait(lam, s, scv=0) == pytest.approx(q.md1_wait(lam, s))
     assert q.mg1_wait(lam, s, scv=1) == pytest.approx(q.mmc_wait(lam, s, 1))
@@ -61,7 +65,7 @@ def test_wait_quantile_matches_the_exponential_tail():
     a = lam * s
     tail = q.erlang_c(c, a) * math.exp(-(c / s - lam) * t)
     assert tail == pytest.approx(0.01, rel=1e-9)
-    assert q.mmc_wait_quantile(1.0, 0.01, 4, 0.99) == 0.0   # almost nobody waits
+    assert q.mmc_wait_quantile(1.0, 0.01, 4, 0.99) == 0.0  # almost nobody waits
 
 
 def test_poisson_and_erlang_helpers():
@@ -69,7 +73,7 @@ def test_poisson_and_erlang_helpers():
     assert q.poisson_cdf(2, 2.0) == pytest.approx(5 * math.exp(-2))
     assert q.poisson_quantile(1.5, 0.99) == 5
     assert q.erlang_time_quantile(1, 10.0, 0.99) == pytest.approx(-math.log(0.01) / 10, rel=1e-6)
-    assert q.mean_min_erlang(3, 10.0, 1e6) == pytest.approx(0.3, rel=1e-6)   # E[T_3] = 3/λ
+    assert q.mean_min_erlang(3, 10.0, 1e6) == pytest.approx(0.3, rel=1e-6)  # E[T_3] = 3/λ
     assert q.mean_min_erlang(3, 10.0, 0.0) == 0.0
     assert q.mean_min_poisson(2.0, 10_000) == pytest.approx(2.0)
 

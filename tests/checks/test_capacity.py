@@ -30,14 +30,21 @@ def test_industrial_report_explains_batch8_and_what_meets_the_budget():
     assert d["fill_p99_ms"] == 100.0 and d["p99_ms"] > 50
     rows = {r["batch_size"]: r for r in det["per_batch"]}
     assert rows[1]["batch_ms"] == 47 and rows[8]["batch_ms"] == 224 and rows[8]["per_item_ms"] == 28
-    assert rows[8]["ceiling_rps"] > rows[1]["ceiling_rps"]       # bigger batches: more throughput …
-    assert rows[8]["p99_ms"] > rows[1]["p99_ms"]                 # … and a worse tail
+    assert rows[8]["ceiling_rps"] > rows[1]["ceiling_rps"]  # bigger batches: more throughput …
+    assert rows[8]["p99_ms"] > rows[1]["p99_ms"]  # … and a worse tail
     stage_rec, e2e_rec = det["recommendations"]
     assert not stage_rec["met"] and "47 ms" in stage_rec["reason"]
     assert e2e_rec["met"] and e2e_rec["budget_source"] == "budgets.p99_ms"
-    assert (e2e_rec["batch_size"], e2e_rec["max_queue_delay_us"], e2e_rec["replicas"], e2e_rec["gpus"]) == (1, 0, 6, 6.0)
+    assert (e2e_rec["batch_size"], e2e_rec["max_queue_delay_us"], e2e_rec["replicas"], e2e_rec["gpus"]) == (
+        1,
+        0,
+        6,
+        6.0,
+    )
     assert e2e_rec["p99_ms"] <= 50 and e2e_rec["sim_p99_ms"] <= 50
-    assert d["sim_p99_ms"] > 50 and d["sim_p99_ms"] < d["p99_ms"]   # simulation confirms; bound is conservative
+    assert (
+        d["sim_p99_ms"] > 50 and d["sim_p99_ms"] < d["p99_ms"]
+    )  # simulation confirms; bound is conservative
 
 
 def test_cli_text_golden_and_exit_code(golden, monkeypatch):
@@ -74,12 +81,15 @@ def test_bad_input_exits_2_without_traceback(tmp_path):
 
 def test_cpu_worker_stages_are_mmc_and_overload_fails(tmp_path):
     spec = tmp_path / "w.yaml"
-    spec.write_text("apiVersion: archkit/v1\nmetadata: {name: t}\nbudgets: {throughput_rps: 100}\n"
-                    "dataflow:\n  stages:\n    - {id: parse, kind: preprocess, p50_ms: 30, concurrency: 2}\n"
-                    "    - {id: rules, kind: rules, p50_ms: 30, concurrency: 8}\n", encoding="utf-8")
+    spec.write_text(
+        "apiVersion: archkit/v1\nmetadata: {name: t}\nbudgets: {throughput_rps: 100}\n"
+        "dataflow:\n  stages:\n    - {id: parse, kind: preprocess, p50_ms: 30, concurrency: 2}\n"
+        "    - {id: rules, kind: rules, p50_ms: 30, concurrency: 8}\n",
+        encoding="utf-8",
+    )
     rep = api.capacity(spec)
     workers = {w["stage"]: w for w in rep.workers}
-    assert workers["parse"]["rho"] == 1.5 and workers["parse"]["wait_mean_ms"] is None   # overloaded
+    assert workers["parse"]["rho"] == 1.5 and workers["parse"]["wait_mean_ms"] is None  # overloaded
     assert workers["rules"]["rho"] == pytest.approx(0.375) and workers["rules"]["wait_mean_ms"] < 1
     assert rep.missed
     res = _run("capacity", str(spec))

@@ -71,44 +71,107 @@ def test_industrial_batch8_is_flagged_and_the_recommended_configuration_passes()
 
 RECOMMENDATION = {
     # seed 000 §3.2: the feature-service call's 800 ms timeout and its degraded path
-    "drop the feature-service timeout": (lambda d: _find(d["controlflow"]["calls"], "id", "call-features").pop("timeout_ms"), "AK401"),
-    "drop the feature-service fallback": (lambda d: _find(d["controlflow"]["calls"], "id", "call-features").pop("on_failure"), "AK403"),
-    "retry the ranker 5 times": (lambda d: _find(d["controlflow"]["calls"], "id", "call-rank")["retry"].update(attempts=5), "AK402"),
+    "drop the feature-service timeout": (
+        lambda d: _find(d["controlflow"]["calls"], "id", "call-features").pop("timeout_ms"),
+        "AK401",
+    ),
+    "drop the feature-service fallback": (
+        lambda d: _find(d["controlflow"]["calls"], "id", "call-features").pop("on_failure"),
+        "AK403",
+    ),
+    "retry the ranker 5 times": (
+        lambda d: _find(d["controlflow"]["calls"], "id", "call-rank")["retry"].update(attempts=5),
+        "AK402",
+    ),
     # seed 004 §2.3: GPU requests must equal limits
-    "GPU request 0.5": (lambda d: _find(d["topology"]["services"], "id", "ranker")["resources"]["requests"].update(gpu=0.5), "AK301"),
+    "GPU request 0.5": (
+        lambda d: _find(d["topology"]["services"], "id", "ranker")["resources"]["requests"].update(gpu=0.5),
+        "AK301",
+    ),
     # seed 000 §3.3: NFS soft,timeo,retrans and the liveness probe that times out on the mount
-    "hard NFS mount": (lambda d: _find(d["topology"]["storage"], "id", "model-repo").update(mount_options=["hard"]), "AK305"),
-    "HTTP liveness on the ranker": (lambda d: _find(d["topology"]["services"], "id", "ranker")["probes"].update(liveness={"http_path": "/healthz", "port": 8000}), "AK306"),
+    "hard NFS mount": (
+        lambda d: _find(d["topology"]["storage"], "id", "model-repo").update(mount_options=["hard"]),
+        "AK305",
+    ),
+    "HTTP liveness on the ranker": (
+        lambda d: _find(d["topology"]["services"], "id", "ranker")["probes"].update(
+            liveness={"http_path": "/healthz", "port": 8000}
+        ),
+        "AK306",
+    ),
     # seed 000 §5.5, §2.2, §5.12
     "RDMA MTU 1500": (lambda d: _find(d["topology"]["networks"], "id", "rdma").update(mtu=1500), "AK308"),
-    "one model version": (lambda d: _find(d["dataflow"]["stages"], "id", "rank")["model"]["version_policy"].update(latest_num_versions=1), "AK312"),
-    "no rollback golden set": (lambda d: _find(d["dataflow"]["stages"], "id", "rank")["model"]["rollback"].pop("golden_set"), "AK313"),
+    "one model version": (
+        lambda d: _find(d["dataflow"]["stages"], "id", "rank")["model"]["version_policy"].update(
+            latest_num_versions=1
+        ),
+        "AK312",
+    ),
+    "no rollback golden set": (
+        lambda d: _find(d["dataflow"]["stages"], "id", "rank")["model"]["rollback"].pop("golden_set"),
+        "AK313",
+    ),
     # seed 000 §5.6: nofile 1024 on the gateway at 2000 QPS peak
-    "gateway without nofile": (lambda d: _find(d["topology"]["services"], "id", "gateway").pop("ulimits"), "AK309"),
+    "gateway without nofile": (
+        lambda d: _find(d["topology"]["services"], "id", "gateway").pop("ulimits"),
+        "AK309",
+    ),
 }
 
 LOAN = {
     # seed 004 §2.1: the external public-security registry call
-    "no breaker on the registry call": (lambda d: _find(d["controlflow"]["calls"], "id", "call-registry").pop("circuit_breaker"), "AK406"),
-    "no timeout on the registry call": (lambda d: _find(d["controlflow"]["calls"], "id", "call-registry").pop("timeout_ms"), "AK401"),
-    "no failure path from the registry call": (lambda d: _find(d["controlflow"]["calls"], "id", "call-registry").pop("on_failure"), "AK403"),
+    "no breaker on the registry call": (
+        lambda d: _find(d["controlflow"]["calls"], "id", "call-registry").pop("circuit_breaker"),
+        "AK406",
+    ),
+    "no timeout on the registry call": (
+        lambda d: _find(d["controlflow"]["calls"], "id", "call-registry").pop("timeout_ms"),
+        "AK401",
+    ),
+    "no failure path from the registry call": (
+        lambda d: _find(d["controlflow"]["calls"], "id", "call-registry").pop("on_failure"),
+        "AK403",
+    ),
     # seed 000 §2.4: biometric ID photos encrypted, tagged, never leaving the domain
-    "unencrypted biometric intake": (lambda d: _find(d["dataflow"]["stages"], "id", "frontend-check").pop("encryption"), "AK501"),
-    "biometric egress": (lambda d: _find(d["dataflow"]["stages"], "id", "frontend-check").update(egress=True), "AK502"),
-    "no compliance tag": (lambda d: _find(d["dataflow"]["stages"], "id", "frontend-check").pop("compliance"), "AK503"),
+    "unencrypted biometric intake": (
+        lambda d: _find(d["dataflow"]["stages"], "id", "frontend-check").pop("encryption"),
+        "AK501",
+    ),
+    "biometric egress": (
+        lambda d: _find(d["dataflow"]["stages"], "id", "frontend-check").update(egress=True),
+        "AK502",
+    ),
+    "no compliance tag": (
+        lambda d: _find(d["dataflow"]["stages"], "id", "frontend-check").pop("compliance"),
+        "AK503",
+    ),
     # seed 004 §4.2, §4.3
-    "base64 images in the OCR log": (lambda d: _find(d["dataflow"]["stages"], "id", "ocr").update(logs_payload=True), "AK506"),
+    "base64 images in the OCR log": (
+        lambda d: _find(d["dataflow"]["stages"], "id", "ocr").update(logs_payload=True),
+        "AK506",
+    ),
     "yearly key rotation": (lambda d: d["policies"]["security"].update(kms_key_rotation_days=365), "AK507"),
     # seed 000 §2.4: JWT on the public entry
-    "anonymous public intake": (lambda d: _find(d["topology"]["services"], "id", "intake")["ingress"][0].update(auth="none"), "AK505"),
+    "anonymous public intake": (
+        lambda d: _find(d["topology"]["services"], "id", "intake")["ingress"][0].update(auth="none"),
+        "AK505",
+    ),
     # seed 004 §2.3
-    "OCR GPU request 0.5": (lambda d: _find(d["topology"]["services"], "id", "ocr")["resources"]["requests"].update(gpu=0.5), "AK301"),
-    "OCR on the CPU pool": (lambda d: _find(d["topology"]["services"], "id", "ocr").update(pool="cpu-post"), "AK302"),
+    "OCR GPU request 0.5": (
+        lambda d: _find(d["topology"]["services"], "id", "ocr")["resources"]["requests"].update(gpu=0.5),
+        "AK301",
+    ),
+    "OCR on the CPU pool": (
+        lambda d: _find(d["topology"]["services"], "id", "ocr").update(pool="cpu-post"),
+        "AK302",
+    ),
 }
 
 
-@pytest.mark.parametrize("example,mutation", [("recommendation", m) for m in RECOMMENDATION] +
-                         [("loan-preapproval", m) for m in LOAN])
+@pytest.mark.parametrize(
+    "example,mutation",
+    [("recommendation", m) for m in RECOMMENDATION] + [("loan-preapproval", m) for m in LOAN],
+)
 def test_removing_a_guard_brings_back_the_seed_pitfall(example, mutation):
     data = _data(example)
     before = _codes(data)

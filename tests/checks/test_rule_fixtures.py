@@ -39,8 +39,9 @@ def test_rule_case(rule, case):
     assert got == want, "findings: " + "; ".join(d.text() for d in found)
     for exp in case.get("expect", []):
         if "message" in exp:
-            assert any(exp["message"] in d.message and (d.line, d.col) == (exp["line"], exp["col"])
-                       for d in found), f"no finding at {exp['line']}:{exp['col']} says {exp['message']!r}"
+            assert any(
+                exp["message"] in d.message and (d.line, d.col) == (exp["line"], exp["col"]) for d in found
+            ), f"no finding at {exp['line']}:{exp['col']} says {exp['message']!r}"
 
 
 def test_every_rule_has_a_fixture_with_pass_and_fail_cases():

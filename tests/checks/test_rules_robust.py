@@ -59,10 +59,25 @@ ms = st.floats(0, 5000, allow_nan=False).map(lambda x: round(x, 2))
 
 
 @settings(max_examples=12, deadline=None)
-@given(p50=ms, p99=ms, sp99=ms, rate=ms, peak=ms, inst=st.integers(1, 8), reload=ms,
-       maxb=st.integers(1, 64), pref=st.integers(1, 64), delay=st.integers(0, 1_000_000),
-       c1=ms, b2=st.integers(1, 64), c2=ms, reps=st.integers(0, 20), deadline=ms, timeout=ms,
-       att=st.integers(0, 10))
+@given(
+    p50=ms,
+    p99=ms,
+    sp99=ms,
+    rate=ms,
+    peak=ms,
+    inst=st.integers(1, 8),
+    reload=ms,
+    maxb=st.integers(1, 64),
+    pref=st.integers(1, 64),
+    delay=st.integers(0, 1_000_000),
+    c1=ms,
+    b2=st.integers(1, 64),
+    c2=ms,
+    reps=st.integers(0, 20),
+    deadline=ms,
+    timeout=ms,
+    att=st.integers(0, 10),
+)
 def test_odd_numbers_never_crash_a_rule_or_the_capacity_report(tmp_path_factory, **kw):
     text = SPEC.format(**kw)
     res = load_text(text, "x.yaml")

@@ -125,27 +125,45 @@ def test_colour_only_on_a_terminal(monkeypatch):
 
 
 def _exe(*args, **kw):
-    return subprocess.run([sys.executable, "-m", "archkit.cli.__main__", *args], capture_output=True,
-                          text=True, cwd=ROOT, timeout=60, **kw)
+    return subprocess.run(
+        [sys.executable, "-m", "archkit.cli.__main__", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+        **kw,
+    )
 
 
 def test_bad_input_never_prints_a_traceback(tmp_path):
     garbage = tmp_path / "garbage.yaml"
     garbage.write_bytes(bytes(range(256)) * 4)
-    for args in (["check", str(garbage)], ["check", str(tmp_path)], ["check", str(tmp_path / "nope.yaml")],
-                 ["check", "--format", "bogus", STARTER], ["explain"]):
+    for args in (
+        ["check", str(garbage)],
+        ["check", str(tmp_path)],
+        ["check", str(tmp_path / "nope.yaml")],
+        ["check", "--format", "bogus", STARTER],
+        ["explain"],
+    ):
         res = _exe(*args)
         assert res.returncode in (1, 2), (args, res.stderr)
         assert "Traceback" not in res.stdout + res.stderr, (args, res.stderr)
 
 
 def test_help_does_not_import_heavy_clients():
-    code = ("import sys\nfrom archkit.cli import main\nsys.argv=['archkit','--help']\n"
-            "try:\n    main()\nexcept SystemExit:\n    pass\n"
-            "heavy=[m for m in ('locust','kubernetes','tritonclient','gevent','matplotlib','diagrams')"
-            " if m in sys.modules]\nprint('HEAVY', heavy)\n")
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
-                         env={**os.environ, "NO_COLOR": "1"})
+    code = (
+        "import sys\nfrom archkit.cli import main\nsys.argv=['archkit','--help']\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "heavy=[m for m in ('locust','kubernetes','tritonclient','gevent','matplotlib','diagrams')"
+        " if m in sys.modules]\nprint('HEAVY', heavy)\n"
+    )
+    res = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "NO_COLOR": "1"},
+    )
     assert "HEAVY []" in res.stdout, res.stdout + res.stderr
 
 

@@ -102,4 +102,5 @@ def wait_until():
                 return True
             time.sleep(0.05)
         return False
+
     return wait

@@ -30,13 +30,16 @@ def test_spec_that_does_not_load_names_the_line(cli, tmp_path) -> None:
     assert r.exit_code == 2 and "s.yaml:3" in r.output and "budgets.p99_ms" in r.output
 
 
-@pytest.mark.parametrize("args,message", [
-    (["--env", "gpu"], "environment 'gpu' is not defined"),
-    (["--level", "soak"], "no level 'soak'"),
-    (["--level", "chaos", "--service", "toy"], "--service expects NAME=PID"),
-    (["--level", "chaos", "--service", "toy=999999999"], "process 999999999 is not running"),
-    (["--master-host", "10.1.1.1", "--workers", "1"], "refusing to send load to locust master"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--env", "gpu"], "environment 'gpu' is not defined"),
+        (["--level", "soak"], "no level 'soak'"),
+        (["--level", "chaos", "--service", "toy"], "--service expects NAME=PID"),
+        (["--level", "chaos", "--service", "toy=999999999"], "process 999999999 is not running"),
+        (["--master-host", "10.1.1.1", "--workers", "1"], "refusing to send load to locust master"),
+    ],
+)
 def test_bad_options(cli, tmp_path, args, message) -> None:
     r = cli(toy_spec(tmp_path, 9), *args)
     assert r.exit_code == 2, r.output

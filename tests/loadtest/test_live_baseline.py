@@ -26,8 +26,16 @@ def _pct(values: list[float], p: float) -> float:
 
 def test_baseline_passes_loose_budgets_and_writes_every_report(toy_server, tmp_path) -> None:
     toy = toy_server(delay_ms=5)
-    spec = toy_spec(tmp_path, toy.port, **{"budgets.p50_ms": 500, "budgets.p95_ms": 800, "budgets.p99_ms": 1000,
-                                          "dataflow.stages.0.p99_ms": 1000})
+    spec = toy_spec(
+        tmp_path,
+        toy.port,
+        **{
+            "budgets.p50_ms": 500,
+            "budgets.p95_ms": 800,
+            "budgets.p99_ms": 1000,
+            "dataflow.stages.0.p99_ms": 1000,
+        },
+    )
     out = api.loadtest(spec, "baseline", duration=3, report_dir=tmp_path / "rep", prometheus=False)
     res = out.result
     assert res.passed, [v.why for v in res.verdicts if v.passed is False]
@@ -38,8 +46,13 @@ def test_baseline_passes_loose_budgets_and_writes_every_report(toy_server, tmp_p
     # the traffic mix: 3:1 weights
     assert res.measured["scenarios"]["work"]["requests"] > res.measured["scenarios"]["peek"]["requests"]
     ids = {v.id for v in res.verdicts}
-    assert {"end_to_end.p50_ms", "end_to_end.p99_ms", "end_to_end.error_rate", "end_to_end.throughput_rps",
-            "stage.api.p99_ms"} <= ids
+    assert {
+        "end_to_end.p50_ms",
+        "end_to_end.p99_ms",
+        "end_to_end.error_rate",
+        "end_to_end.throughput_rps",
+        "stage.api.p99_ms",
+    } <= ids
     files = {p.name for p in (tmp_path / "rep").iterdir()}
     assert {"result.json", "junit.xml", "report.md", "report.html", "measured.json", "locustfile.py"} <= files
     html = (tmp_path / "rep" / "report.html").read_text()
@@ -56,18 +69,24 @@ def test_too_tight_budget_exits_1_and_the_report_says_why(toy_server, tmp_path) 
     toy = toy_server(delay_ms=20)
     spec = toy_spec(tmp_path, toy.port, **{"budgets.p99_ms": 5})
     _load_commands()
-    r = CliRunner().invoke(app, ["loadtest", str(spec), "--duration", "2", "--report", str(tmp_path / "rep"),
-                                 "--no-prometheus"])
+    r = CliRunner().invoke(
+        app, ["loadtest", str(spec), "--duration", "2", "--report", str(tmp_path / "rep"), "--no-prometheus"]
+    )
     assert r.exit_code == 1, r.output
     assert "FAIL  end_to_end.p99_ms" in r.output
     md = (tmp_path / "rep" / "report.md").read_text()
     assert "Missed budgets" in md and "end_to_end.p99_ms" in md and "> budget 5 ms" in md
-    case = [c for c in ET.parse(tmp_path / "rep" / "junit.xml").getroot().iter("testcase")
-            if c.get("name") == "end_to_end.p99_ms"][0]
+    case = [
+        c
+        for c in ET.parse(tmp_path / "rep" / "junit.xml").getroot().iter("testcase")
+        if c.get("name") == "end_to_end.p99_ms"
+    ][0]
     assert "budget 5 ms" in case.find("failure").get("message")
 
 
-def test_percentiles_agree_with_raw_latencies_and_the_servers_own_log(toy_server, tmp_path, monkeypatch) -> None:
+def test_percentiles_agree_with_raw_latencies_and_the_servers_own_log(
+    toy_server, tmp_path, monkeypatch
+) -> None:
     toy = toy_server(delay_ms=30, jitter_ms=60)  # a spread of 30..90 ms so percentiles differ
     spec = toy_spec(tmp_path, toy.port)
     raw = tmp_path / "raw"
@@ -110,7 +129,9 @@ def test_cli_json_output(toy_server, tmp_path) -> None:
     toy = toy_server(delay_ms=5)
     spec = toy_spec(tmp_path, toy.port)
     _load_commands()
-    r = CliRunner().invoke(app, ["loadtest", str(spec), "--duration", "2", "--format", "json", "--no-prometheus"])
+    r = CliRunner().invoke(
+        app, ["loadtest", str(spec), "--duration", "2", "--format", "json", "--no-prometheus"]
+    )
     assert r.exit_code in (0, 1), r.output
     data = json.loads(r.output)
     assert data["kind"] == "loadtest-result" and data["passed"] is (r.exit_code == 0)

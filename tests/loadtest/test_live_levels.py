@@ -47,14 +47,18 @@ def test_stress_sees_fast_bounded_errors_when_the_service_sheds_load(toy_server,
 def test_latency_alert_fires_under_stress_and_not_at_baseline(toy_server, tmp_path) -> None:
     """The rules are archkit's own (the prometheus generator), with alert_for 5s from the toy spec."""
     toy = toy_server(delay_ms=20, workers=2)
-    spec = toy_spec(tmp_path, toy.port, **{"loadtest.levels.1.step_duration_s": 3,
-                                           "loadtest.levels.1.duration_s": 15})
+    spec = toy_spec(
+        tmp_path, toy.port, **{"loadtest.levels.1.step_duration_s": 3, "loadtest.levels.1.duration_s": 15}
+    )
     base = api.loadtest(spec, "baseline", duration=4, plots=False).result
     assert base.alerts == [], base.alerts
     assert not [n for n in base.alert_notes if "not started" in n or "is err" in n], base.alert_notes
     stress = api.loadtest(spec, "stress", plots=False).result
-    fired = [a for a in stress.alerts if "Latency" in a["alert"] and a["labels"].get("stage") == "api"
-             and a["firing_s"] is not None]
+    fired = [
+        a
+        for a in stress.alerts
+        if "Latency" in a["alert"] and a["labels"].get("stage") == "api" and a["firing_s"] is not None
+    ]
     assert fired, (stress.alerts, stress.alert_notes, stress.measured["phases"])
     assert fired[0]["labels"]["stage"] == "api" and fired[0]["firing_s"] > fired[0]["pending_s"] >= 0
 
@@ -62,8 +66,10 @@ def test_latency_alert_fires_under_stress_and_not_at_baseline(toy_server, tmp_pa
 def _supervised_toy(tmp_path: Path, port: int) -> tuple[subprocess.Popen, Path]:
     """A shell loop that restarts the toy service when it dies and writes its pid (a mini supervisor)."""
     pidfile = tmp_path / "toy.pid"
-    script = (f'while true; do "{sys.executable}" "{HERE / "toyserver.py"}" --port {port} --delay-ms 5 '
-              f'--max-inflight 4 & echo $! > "{pidfile}"; wait $!; sleep 0.2; done')
+    script = (
+        f'while true; do "{sys.executable}" "{HERE / "toyserver.py"}" --port {port} --delay-ms 5 '
+        f'--max-inflight 4 & echo $! > "{pidfile}"; wait $!; sleep 0.2; done'
+    )
     sup = subprocess.Popen(["bash", "-c", script], start_new_session=True, stdout=subprocess.DEVNULL)
     end = time.monotonic() + 10
     while time.monotonic() < end:
@@ -97,8 +103,18 @@ def test_chaos_kill_under_a_supervisor_counts_errors_until_it_is_back(tmp_path) 
     sup, pidfile = _supervised_toy(tmp_path, port)
     try:
         first = int(pidfile.read_text())
-        spec = toy_spec(tmp_path, port, **{"loadtest.levels.2.faults.0": {"at_s": 1.5, "action": "kill",
-                                                                           "target": "toy", "duration_s": 5}})
+        spec = toy_spec(
+            tmp_path,
+            port,
+            **{
+                "loadtest.levels.2.faults.0": {
+                    "at_s": 1.5,
+                    "action": "kill",
+                    "target": "toy",
+                    "duration_s": 5,
+                }
+            },
+        )
         res = api.loadtest(spec, "chaos", services=[f"toy=@{pidfile}"], prometheus=False, plots=False).result
         (f,) = res.measured["chaos"]
         assert f["applied"] and f["burst_errors"] > 0, f
@@ -119,8 +135,19 @@ def test_chaos_without_a_process_for_the_service_is_a_clear_error(tmp_path) -> N
 
 def test_chaos_delay_through_archkits_proxy(toy_server, tmp_path) -> None:
     toy = toy_server(delay_ms=5)
-    spec = toy_spec(tmp_path, toy.port, **{"loadtest.levels.2.faults.0": {
-        "at_s": 1.5, "action": "delay", "target": "toy", "delay_ms": 300, "duration_s": 1.5}})
+    spec = toy_spec(
+        tmp_path,
+        toy.port,
+        **{
+            "loadtest.levels.2.faults.0": {
+                "at_s": 1.5,
+                "action": "delay",
+                "target": "toy",
+                "delay_ms": 300,
+                "duration_s": 1.5,
+            }
+        },
+    )
     res = api.loadtest(spec, "chaos", prometheus=False, plots=False).result
     (f,) = res.measured["chaos"]
     assert f["applied"] and f["worst_p99_ms"] >= 300, f

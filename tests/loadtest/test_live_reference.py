@@ -17,8 +17,11 @@ from .conftest import HERE, free_port
 ROOT = HERE.parents[1]
 REF_PY = ROOT / "reference_service" / ".venv" / "bin" / "python"
 
-pytestmark = [pytest.mark.live, pytest.mark.slow,
-              pytest.mark.skipif(not REF_PY.exists(), reason="reference_service/.venv not built (make reference-venv)")]
+pytestmark = [
+    pytest.mark.live,
+    pytest.mark.slow,
+    pytest.mark.skipif(not REF_PY.exists(), reason="reference_service/.venv not built (make reference-venv)"),
+]
 
 
 @pytest.fixture(scope="module")
@@ -27,10 +30,27 @@ def reference(tmp_path_factory):
     ports = {k: free_port() for k in ("http", "triton_http", "triton_grpc", "metrics")}
     log = tmp_path_factory.mktemp("reference") / "serve.log"
     with open(log, "w") as fh:
-        proc = subprocess.Popen([str(REF_PY), "-m", "reference_service", "serve", "--http-port", str(ports["http"]),
-                                 "--triton-http-port", str(ports["triton_http"]), "--triton-grpc-port",
-                                 str(ports["triton_grpc"]), "--triton-metrics-port", str(ports["metrics"]),
-                                 "--ready-timeout", "90"], cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            [
+                str(REF_PY),
+                "-m",
+                "reference_service",
+                "serve",
+                "--http-port",
+                str(ports["http"]),
+                "--triton-http-port",
+                str(ports["triton_http"]),
+                "--triton-grpc-port",
+                str(ports["triton_grpc"]),
+                "--triton-metrics-port",
+                str(ports["metrics"]),
+                "--ready-timeout",
+                "90",
+            ],
+            cwd=ROOT,
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+        )
     try:
         end = time.monotonic() + 100
         while "ready:" not in log.read_text() and proc.poll() is None and time.monotonic() < end:
@@ -47,7 +67,9 @@ def _spec(reference, tmp_path: Path) -> Path:
     data["loadtest"]["target"]["host"] = f"http://127.0.0.1:{reference['http']}"
     data["observability"]["scrape"][0]["port"] = reference["http"]
     data["observability"]["scrape"][1]["port"] = reference["metrics"]
-    data["loadtest"]["scenarios"][0]["payload"]["folder"] = str(ROOT / "reference_service" / "golden" / "images")
+    data["loadtest"]["scenarios"][0]["payload"]["folder"] = str(
+        ROOT / "reference_service" / "golden" / "images"
+    )
     spec = tmp_path / "ocr.yaml"
     spec.write_text(yaml.safe_dump(data, sort_keys=False))
     return spec
@@ -57,8 +79,9 @@ def test_baseline_against_the_reference_service(reference, tmp_path) -> None:
     spec = _spec(reference, tmp_path)
     # a P99 budget no OCR can meet: the run must fail and say why (other budgets are loose)
     spec.write_text(spec.read_text().replace("p99_ms: 20000", "p99_ms: 1"))
-    res = api.loadtest(spec, "baseline", duration=8, users=2, rate=0.5, report_dir=tmp_path / "rep",
-                       prometheus=False).result
+    res = api.loadtest(
+        spec, "baseline", duration=8, users=2, rate=0.5, report_dir=tmp_path / "rep", prometheus=False
+    ).result
     e2e = res.measured["end_to_end"]
     assert e2e["requests"] >= 2 and e2e["errors"] == 0, (e2e, res.data.log[-2000:])
     dec = res.measured["decomposition"]
@@ -86,17 +109,35 @@ def test_triton_targets_through_tritonclient(reference, tmp_path, protocol) -> N
     (tmp_path / "page.rgb").write_bytes(img.resize((128, 96)).tobytes())
     port = reference["triton_http"] if protocol == "triton-http" else reference["triton_grpc"]
     spec = tmp_path / "triton.yaml"
-    spec.write_text(yaml.safe_dump({
-        "apiVersion": "archkit/v1", "metadata": {"name": "det"},
-        "budgets": {"error_rate": 0.0},
-        "dataflow": {"stages": [{"id": "detect", "kind": "model", "model": {"name": "ocr_detector"}}]},
-        "observability": {"scrape": [{"service": "triton", "port": reference["metrics"]}]},
-        "loadtest": {"target": {"protocol": protocol, "host": f"http://127.0.0.1:{port}"},
-                     "scenarios": [{"id": "detect", "model": "ocr_detector", "payload": {"file": "page.rgb"},
-                                    "inputs": [{"name": "image", "datatype": "UINT8", "shape": [1, 96, 128, 3]}],
-                                    "outputs": ["boxes", "count"]}],
-                     "levels": [{"id": "baseline", "kind": "baseline", "users": 2, "rate_rps": 4,
-                                 "duration_s": 3}]}}, sort_keys=False))
+    spec.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "archkit/v1",
+                "metadata": {"name": "det"},
+                "budgets": {"error_rate": 0.0},
+                "dataflow": {
+                    "stages": [{"id": "detect", "kind": "model", "model": {"name": "ocr_detector"}}]
+                },
+                "observability": {"scrape": [{"service": "triton", "port": reference["metrics"]}]},
+                "loadtest": {
+                    "target": {"protocol": protocol, "host": f"http://127.0.0.1:{port}"},
+                    "scenarios": [
+                        {
+                            "id": "detect",
+                            "model": "ocr_detector",
+                            "payload": {"file": "page.rgb"},
+                            "inputs": [{"name": "image", "datatype": "UINT8", "shape": [1, 96, 128, 3]}],
+                            "outputs": ["boxes", "count"],
+                        }
+                    ],
+                    "levels": [
+                        {"id": "baseline", "kind": "baseline", "users": 2, "rate_rps": 4, "duration_s": 3}
+                    ],
+                },
+            },
+            sort_keys=False,
+        )
+    )
     res = api.loadtest(spec, "baseline", prometheus=False, plots=False).result
     e2e = res.measured["end_to_end"]
     assert e2e["requests"] >= 6 and e2e["errors"] == 0, (e2e, res.data.total.msgs, res.data.log[-2000:])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import pytest
 
@@ -22,10 +23,20 @@ def toy() -> Spec:
     return load_file(TOY_SPEC).spec
 
 
-@pytest.mark.parametrize("url,ok", [
-    ("http://127.0.0.1:8000", True), ("http://127.5.6.7", True), ("localhost:9", True), ("http://[::1]:80/x", True),
-    ("http://10.1.2.3", False), ("http://example.com", False), ("http://localhost.evil.com", False),
-    ("http://0.0.0.0:80", False), ("grpc://[2001:db8::1]:8001", False)])
+@pytest.mark.parametrize(
+    "url,ok",
+    [
+        ("http://127.0.0.1:8000", True),
+        ("http://127.5.6.7", True),
+        ("localhost:9", True),
+        ("http://[::1]:80/x", True),
+        ("http://10.1.2.3", False),
+        ("http://example.com", False),
+        ("http://localhost.evil.com", False),
+        ("http://0.0.0.0:80", False),
+        ("grpc://[2001:db8::1]:8001", False),
+    ],
+)
 def test_only_loopback_hosts_pass(url, ok) -> None:
     assert safety.is_loopback(url) is ok
     if not ok:
@@ -68,9 +79,13 @@ def test_stress_schedule_matches_the_generated_locustfile() -> None:
     assert rates[0] == 10 and rates[-1] == 120 and len(rates) == 12  # 10 → 120 req/s in 20 s steps
     files, _ = api.generate(spec, only=["locust"])
     tree = ast.parse(files["locust/locustfile.py"])
-    steps = next(ast.literal_eval(v) for node in ast.walk(tree) if isinstance(node, ast.Dict)
-                 for k, v in zip(node.keys, node.values)
-                 if isinstance(k, ast.Constant) and k.value == "steps" and ast.literal_eval(v))
+    steps = next(
+        ast.literal_eval(v)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Dict)
+        for k, v in zip(node.keys, node.values, strict=False)
+        if isinstance(k, ast.Constant) and k.value == "steps" and ast.literal_eval(v)
+    )
     assert [rate for _, rate in steps] == rates
 
 
@@ -146,8 +161,10 @@ def test_process_refs() -> None:
 
 
 def _rows(spec_errors: list[int], p99: list[float], statuses=None) -> list[dict]:
-    return [{"t": i + 1, "requests": 10, "errors": e, "p99_ms": p, "statuses": statuses or {"200": 10 - e}}
-            for i, (e, p) in enumerate(zip(spec_errors, p99))]
+    return [
+        {"t": i + 1, "requests": 10, "errors": e, "p99_ms": p, "statuses": statuses or {"200": 10 - e}}
+        for i, (e, p) in enumerate(zip(spec_errors, p99, strict=False))
+    ]
 
 
 def test_chaos_analysis_burst_recovery_and_fallback(toy) -> None:
@@ -173,12 +190,30 @@ def _result(toy, passed_p99: bool) -> session.Result:
     b.n, b.st = 3, {"200": 3}
     data = RunData(plan=p, scenarios={"work": b}, wall_s=4.0)
     data.total = b
-    measured = {"kind": "baseline", "level": "baseline", "offered_rps": 40, "duration_s": 4.0,
-                "end_to_end": {**b.stats(4.0), "p99_ms": 30.0 if passed_p99 else 300.0},
-                "scenarios": {"work": b.stats(4.0)}, "seconds": [], "phases": [], "stopped": "duration",
-                "decomposition": {}, "stages": {}}
-    return session.Result("toy.yaml", "toy", None, p, data, measured, judge(toy, measured),
-                          environment={"cpu": "x", "cores": 2, "versions": {}}, budgets={"p99_ms": 100.0})
+    measured = {
+        "kind": "baseline",
+        "level": "baseline",
+        "offered_rps": 40,
+        "duration_s": 4.0,
+        "end_to_end": {**b.stats(4.0), "p99_ms": 30.0 if passed_p99 else 300.0},
+        "scenarios": {"work": b.stats(4.0)},
+        "seconds": [],
+        "phases": [],
+        "stopped": "duration",
+        "decomposition": {},
+        "stages": {},
+    }
+    return session.Result(
+        "toy.yaml",
+        "toy",
+        None,
+        p,
+        data,
+        measured,
+        judge(toy, measured),
+        environment={"cpu": "x", "cores": 2, "versions": {}},
+        budgets={"p99_ms": 100.0},
+    )
 
 
 def test_reports_junit_and_measured_overlay(toy, tmp_path) -> None:
@@ -208,11 +243,15 @@ def test_report_folder_with_foreign_files_is_refused(tmp_path) -> None:
 
 def test_missing_payload_names_the_spec_line(tmp_path) -> None:
     spec_file = tmp_path / "s.yaml"
-    text = TOY_SPEC.read_text().replace("payload: {template: '{\"x\": 1}', content_type: application/json}",
-                                        "payload: {folder: golden, glob: '*.png'}")
+    text = TOY_SPEC.read_text().replace(
+        "payload: {template: '{\"x\": 1}', content_type: application/json}",
+        "payload: {folder: golden, glob: '*.png'}",
+    )
     spec_file.write_text(text)
     spec = load_file(spec_file).spec
-    with pytest.raises(plan.PlanError, match=r"s.yaml:\d+: loadtest.scenarios\[0\].payload.folder: no file matches"):
+    with pytest.raises(
+        plan.PlanError, match=r"s.yaml:\d+: loadtest.scenarios\[0\].payload.folder: no file matches"
+    ):
         session.check_payloads(spec, tmp_path)
     (tmp_path / "golden").mkdir()
     (tmp_path / "golden" / "a.png").write_bytes(b"x")
@@ -224,17 +263,27 @@ def test_model_stages_get_triton_queue_and_compute(toy) -> None:
     from archkit.spec.model import ModelInfo, Stage
 
     spec.dataflow.stages.append(Stage(id="detect", kind="model", model=ModelInfo(name="det")))
-    dec = scrape.decompose(spec, {"u": scrape.parse(EXPO_BEFORE)}, {"u": scrape.parse(EXPO_AFTER)}, {"mean_ms": 40.0})
-    assert dec["stages"]["detect"] == {"count": 100, "mean_ms": 14.0, "queue_ms": 3.0, "compute_ms": 10.0,
-                                       "metric": "nv_inference_*_duration_us"}
+    dec = scrape.decompose(
+        spec, {"u": scrape.parse(EXPO_BEFORE)}, {"u": scrape.parse(EXPO_AFTER)}, {"mean_ms": 40.0}
+    )
+    assert dec["stages"]["detect"] == {
+        "count": 100,
+        "mean_ms": 14.0,
+        "queue_ms": 3.0,
+        "compute_ms": 10.0,
+        "metric": "nv_inference_*_duration_us",
+    }
 
 
 def test_payloads_resolve_from_the_spec_folder_then_the_working_directory(tmp_path, monkeypatch) -> None:
     spec_dir = tmp_path / "specs"
     spec_dir.mkdir()
     spec_file = spec_dir / "s.yaml"
-    spec_file.write_text(TOY_SPEC.read_text().replace(
-        "payload: {template: '{\"x\": 1}', content_type: application/json}", "payload: {file: data/a.bin}"))
+    spec_file.write_text(
+        TOY_SPEC.read_text().replace(
+            "payload: {template: '{\"x\": 1}', content_type: application/json}", "payload: {file: data/a.bin}"
+        )
+    )
     spec = load_file(spec_file).spec
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "a.bin").write_bytes(b"x")
@@ -255,7 +304,9 @@ def test_a_service_found_by_its_command_line(tmp_path) -> None:
         import time
 
         end = time.monotonic() + 5  # until the child has exec'd (its cmdline is the parent's before)
-        while marker.encode() not in open(f"/proc/{proc.pid}/cmdline", "rb").read() and time.monotonic() < end:
+        while (
+            marker.encode() not in Path(f"/proc/{proc.pid}/cmdline").read_bytes() and time.monotonic() < end
+        ):
             time.sleep(0.02)
         assert ProcessRef.parse(f"svc=~{marker}").current() == proc.pid
         with pytest.raises(ValueError, match="no process"):
@@ -266,8 +317,12 @@ def test_a_service_found_by_its_command_line(tmp_path) -> None:
 
 
 def test_a_counter_reset_counts_from_zero() -> None:
-    before = scrape.parse('nv_inference_request_success{model="m"} 500\nnv_inference_request_duration_us{model="m"} 9e6\n')
-    after = scrape.parse('nv_inference_request_success{model="m"} 10\nnv_inference_request_duration_us{model="m"} 50000\n')
+    before = scrape.parse(
+        'nv_inference_request_success{model="m"} 500\nnv_inference_request_duration_us{model="m"} 9e6\n'
+    )
+    after = scrape.parse(
+        'nv_inference_request_success{model="m"} 10\nnv_inference_request_duration_us{model="m"} 50000\n'
+    )
     spec = Spec.model_validate({"apiVersion": "archkit/v1", "metadata": {"name": "m"}})
     dec = scrape.decompose(spec, {"u": before}, {"u": after}, {"mean_ms": 9.0})
     assert dec["models"]["m"] == {"requests": 10, "request_ms": 5.0}
@@ -282,10 +337,21 @@ def test_stage_queue_and_compute_bindings(toy) -> None:
     from archkit.spec.model import MetricRef, StageMetrics
 
     ref = {"type": "counter_us", "count_metric": "nv_inference_request_success", "labels": {"model": "det"}}
-    spec.observability.stages.append(StageMetrics(
-        stage="api2", latency=MetricRef(metric="nv_inference_request_duration_us", **ref),
-        queue=MetricRef(metric="nv_inference_queue_duration_us", **ref),
-        compute=MetricRef(metric="nv_inference_compute_infer_duration_us", **ref)))
-    dec = scrape.decompose(spec, {"u": scrape.parse(EXPO_BEFORE)}, {"u": scrape.parse(EXPO_AFTER)}, {"mean_ms": 40.0})
-    assert dec["stages"]["api2"] == {"count": 100, "mean_ms": 14.0, "queue_ms": 3.0, "compute_ms": 10.0,
-                                     "metric": "nv_inference_request_duration_us"}
+    spec.observability.stages.append(
+        StageMetrics(
+            stage="api2",
+            latency=MetricRef(metric="nv_inference_request_duration_us", **ref),
+            queue=MetricRef(metric="nv_inference_queue_duration_us", **ref),
+            compute=MetricRef(metric="nv_inference_compute_infer_duration_us", **ref),
+        )
+    )
+    dec = scrape.decompose(
+        spec, {"u": scrape.parse(EXPO_BEFORE)}, {"u": scrape.parse(EXPO_AFTER)}, {"mean_ms": 40.0}
+    )
+    assert dec["stages"]["api2"] == {
+        "count": 100,
+        "mean_ms": 14.0,
+        "queue_ms": 3.0,
+        "compute_ms": 10.0,
+        "metric": "nv_inference_request_duration_us",
+    }

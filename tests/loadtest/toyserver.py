@@ -29,7 +29,12 @@ class State:
     def __init__(self, delay_ms: float, jitter_ms: float, max_inflight: int, workers: int = 0) -> None:
         self.lock = threading.Lock()
         self.capacity = threading.Semaphore(workers) if workers else None
-        self.delay_ms, self.jitter_ms, self.max_inflight, self.error_rate = delay_ms, jitter_ms, max_inflight, 0.0
+        self.delay_ms, self.jitter_ms, self.max_inflight, self.error_rate = (
+            delay_ms,
+            jitter_ms,
+            max_inflight,
+            0.0,
+        )
         self.inflight = 0
         self.timings: list[float] = []
         self.bucket_counts = [0] * len(BUCKETS)
@@ -50,7 +55,7 @@ class State:
     def exposition(self) -> str:
         with self.lock:
             lines = ["# TYPE toy_request_duration_seconds histogram"]
-            for b, c in zip(BUCKETS, self.bucket_counts):
+            for b, c in zip(BUCKETS, self.bucket_counts, strict=False):
                 lines.append(f'toy_request_duration_seconds_bucket{{le="{b}"}} {c}')
             lines.append(f'toy_request_duration_seconds_bucket{{le="+Inf"}} {self.count}')
             lines.append(f"toy_request_duration_seconds_sum {self.sum_s}")

@@ -76,9 +76,9 @@ def png_stream(width: int, height: int, bit_depth: int = 8, rows: int | None = N
 
     ``rows`` < height writes fewer rows than the header declares (a truncated image).
     """
+
     def chunk(kind: bytes, data: bytes) -> bytes:
-        return (len(data).to_bytes(4, "big") + kind + data
-                + zlib.crc32(kind + data).to_bytes(4, "big"))
+        return len(data).to_bytes(4, "big") + kind + data + zlib.crc32(kind + data).to_bytes(4, "big")
 
     ihdr = width.to_bytes(4, "big") + height.to_bytes(4, "big") + bytes([bit_depth, 0, 0, 0, 0])
     row = b"\x00" * (1 + (width * bit_depth + 7) // 8)
@@ -155,8 +155,11 @@ def redis_server():
         return
     port = free_ports(1)[0]
     tmp = tempfile.mkdtemp(prefix="ocr-redis-")
-    proc = subprocess.Popen([exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-                             "--dir", tmp], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", tmp],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
@@ -187,19 +190,41 @@ def service(redis_server, tmp_path_factory):
     # Short, because PyTriton puts unix sockets (108-byte path limit) in its workspace.
     private_tmp = Path(tempfile.mkdtemp(prefix="ocrt-", dir="/tmp"))
     env = {**os.environ, "TMPDIR": str(private_tmp)}
-    cmd = [str(SERVICE_PY), "-m", "reference_service", "serve", "--http-port", str(http),
-           "--triton-http-port", str(t_http), "--triton-grpc-port", str(t_grpc),
-           "--triton-metrics-port", str(t_metrics), "--max-inflight", str(MAX_INFLIGHT)]
+    cmd = [
+        str(SERVICE_PY),
+        "-m",
+        "reference_service",
+        "serve",
+        "--http-port",
+        str(http),
+        "--triton-http-port",
+        str(t_http),
+        "--triton-grpc-port",
+        str(t_grpc),
+        "--triton-metrics-port",
+        str(t_metrics),
+        "--max-inflight",
+        str(MAX_INFLIGHT),
+    ]
     if redis_server is not None:
         cmd += ["--redis-url", f"redis://127.0.0.1:{redis_server['port']}/0"]
     with open(log, "wb") as out:
-        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-                                env=env)
+        proc = subprocess.Popen(
+            cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, env=env
+        )
     url = f"http://127.0.0.1:{http}"
     try:
         _wait_ready(url, proc, 120)
-        svc = Service(url, proc.pid, f"http://127.0.0.1:{t_http}", f"http://127.0.0.1:{t_metrics}",
-                      redis_server["port"] if redis_server else None, log, proc, private_tmp)
+        svc = Service(
+            url,
+            proc.pid,
+            f"http://127.0.0.1:{t_http}",
+            f"http://127.0.0.1:{t_metrics}",
+            redis_server["port"] if redis_server else None,
+            log,
+            proc,
+            private_tmp,
+        )
     except BaseException:
         stop_service(proc, private_tmp)
         shutil.rmtree(private_tmp, ignore_errors=True)
@@ -215,8 +240,11 @@ def stop_service(proc: subprocess.Popen, private_tmp: Path) -> dict:
     """SIGTERM the service; report how long it took and what it left behind."""
     children = {p: comm(p) for p in descendants(proc.pid)}
     stubs = stub_dirs(proc.pid)
-    cmdlines = {p: Path(f"/proc/{p}/cmdline").read_bytes().replace(b"\0", b" ")[:120].decode(errors="replace")
-                for p in children if Path(f"/proc/{p}/cmdline").exists()}
+    cmdlines = {
+        p: Path(f"/proc/{p}/cmdline").read_bytes().replace(b"\0", b" ")[:120].decode(errors="replace")
+        for p in children
+        if Path(f"/proc/{p}/cmdline").exists()
+    }
     started = time.monotonic()
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)
@@ -233,7 +261,12 @@ def stop_service(proc: subprocess.Popen, private_tmp: Path) -> dict:
             os.kill(p, signal.SIGKILL)
     files = sorted(str(p.relative_to(private_tmp)) for p in private_tmp.iterdir())
     files += [str(d) for d in stubs if d.exists()]
-    return {"stop_s": stop_s, "leftover_processes": left, "leftover_tmp": files, "returncode": proc.returncode}
+    return {
+        "stop_s": stop_s,
+        "leftover_processes": left,
+        "leftover_tmp": files,
+        "returncode": proc.returncode,
+    }
 
 
 @pytest.fixture(scope="session")

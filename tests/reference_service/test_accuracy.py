@@ -23,8 +23,12 @@ def test_golden_set_character_accuracy(service, golden_pngs):
         names = names[::3]
 
     def run(name):
-        r = httpx.post(f"{service.url}/v1/ocr", content=golden_pngs[name],
-                       headers={"Content-Type": "image/png", "Cache-Control": "no-cache"}, timeout=120)
+        r = httpx.post(
+            f"{service.url}/v1/ocr",
+            content=golden_pngs[name],
+            headers={"Content-Type": "image/png", "Cache-Control": "no-cache"},
+            timeout=120,
+        )
         assert r.status_code == 200, r.text
         return name, r.json()
 
@@ -46,8 +50,9 @@ def test_blank_page_returns_no_lines(service):
 
     buf = io.BytesIO()
     Image.new("L", (300, 200), 255).save(buf, format="PNG")
-    r = httpx.post(f"{service.url}/v1/ocr", content=buf.getvalue(), headers={"Content-Type": "image/png"},
-                   timeout=30)
+    r = httpx.post(
+        f"{service.url}/v1/ocr", content=buf.getvalue(), headers={"Content-Type": "image/png"}, timeout=30
+    )
     assert r.status_code == 200, r.text
     assert r.json()["lines"] == [] and r.json()["text"] == ""
 
@@ -58,8 +63,24 @@ def test_rollback_verification_passes(service):
 
     from .conftest import ROOT, SERVICE_PY
 
-    out = subprocess.run([str(SERVICE_PY), "-m", "reference_service", "verify-rollback", "--url", service.url,
-                          "--triton-url", service.triton_http, "--limit", "6"],
-                         cwd=ROOT, capture_output=True, text=True, timeout=180, check=False)
+    out = subprocess.run(
+        [
+            str(SERVICE_PY),
+            "-m",
+            "reference_service",
+            "verify-rollback",
+            "--url",
+            service.url,
+            "--triton-url",
+            service.triton_http,
+            "--limit",
+            "6",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
     assert out.returncode == 0, out.stdout + out.stderr
     assert "rollback verified" in out.stdout

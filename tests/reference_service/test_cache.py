@@ -16,8 +16,12 @@ def test_second_request_is_a_cache_hit_stored_in_redis(service, golden_pngs, red
     import redis
 
     body = unique_png(golden_pngs["images/doc_010.png"], 1)
-    first = httpx.post(f"{service.url}/v1/ocr", content=body, headers={"Content-Type": "image/png"}, timeout=60)
-    second = httpx.post(f"{service.url}/v1/ocr", content=body, headers={"Content-Type": "image/png"}, timeout=60)
+    first = httpx.post(
+        f"{service.url}/v1/ocr", content=body, headers={"Content-Type": "image/png"}, timeout=60
+    )
+    second = httpx.post(
+        f"{service.url}/v1/ocr", content=body, headers={"Content-Type": "image/png"}, timeout=60
+    )
     assert first.status_code == second.status_code == 200
     assert first.headers["X-Cache"] == "miss" and second.headers["X-Cache"] == "hit"
     assert first.json() == second.json()

@@ -75,7 +75,20 @@ def test_archkit_verify_finds_no_drift_between_spec_and_manifests():
         exe = shutil.which("archkit")
     if exe is None:
         pytest.skip("archkit CLI not installed in this environment")
-    out = subprocess.run([str(exe), "verify", str(ROOT / "specs" / "ocr-reference.yaml"), "--manifests",
-                          str(DEPLOY), "-f", "json"], capture_output=True, text=True, timeout=120, check=False)
+    out = subprocess.run(
+        [
+            str(exe),
+            "verify",
+            str(ROOT / "specs" / "ocr-reference.yaml"),
+            "--manifests",
+            str(DEPLOY),
+            "-f",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
     json.loads(out.stdout)  # a well-formed report

@@ -28,8 +28,11 @@ def test_overload_is_refused_fast(service, golden_pngs):
                 if time.monotonic() > stop_at:
                     break
                 t = time.perf_counter()
-                r = c.post(f"{service.url}/v1/ocr", content=payloads[i],
-                           headers={"Content-Type": "image/png", "Cache-Control": "no-cache"})
+                r = c.post(
+                    f"{service.url}/v1/ocr",
+                    content=payloads[i],
+                    headers={"Content-Type": "image/png", "Cache-Control": "no-cache"},
+                )
                 seen.append((r.status_code, time.perf_counter() - t, r.headers.get("Retry-After")))
                 if r.status_code == 429:
                     time.sleep(0.05)

@@ -25,9 +25,23 @@ def _archkit() -> str:
 
 def test_archkit_verify_finds_no_drift_against_live_triton(service):
     """Batching, queue policy, instances and versions that Triton reports equal the spec's."""
-    out = subprocess.run([_archkit(), "verify", str(ROOT / "specs" / "ocr-reference.yaml"), "--triton-url",
-                          service.triton_http, "--manifests", str(ROOT / "reference_service" / "deploy"),
-                          "-f", "json"], capture_output=True, text=True, timeout=120, check=False)
+    out = subprocess.run(
+        [
+            _archkit(),
+            "verify",
+            str(ROOT / "specs" / "ocr-reference.yaml"),
+            "--triton-url",
+            service.triton_http,
+            "--manifests",
+            str(ROOT / "reference_service" / "deploy"),
+            "-f",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
     assert "ocr_recogniser" in out.stdout and "ocr_detector" in out.stdout
     json.loads(out.stdout)

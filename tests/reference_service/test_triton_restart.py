@@ -29,8 +29,12 @@ def test_triton_killed_gives_503_then_recovers(service, golden_pngs):
     salt = 0
     while time.monotonic() < deadline:
         salt += 1
-        r = httpx.post(f"{service.url}/v1/ocr", content=unique_png(body, salt),
-                       headers={"Content-Type": "image/png"}, timeout=30)
+        r = httpx.post(
+            f"{service.url}/v1/ocr",
+            content=unique_png(body, salt),
+            headers={"Content-Type": "image/png"},
+            timeout=30,
+        )
         codes.append(r.status_code)
         if r.status_code == 503:
             assert r.headers.get("Retry-After") == "1"
@@ -45,9 +49,9 @@ def test_triton_killed_gives_503_then_recovers(service, golden_pngs):
     # The crashed server's python-backend copies are removed by the supervisor.
     assert not [d for d in old_stub_dirs if d.exists()]
     metrics = httpx.get(f"{service.url}/metrics", timeout=5).text
-    restarts = [l for l in metrics.splitlines() if l.startswith("ocr_triton_restarts_total")]
+    restarts = [ln for ln in metrics.splitlines() if ln.startswith("ocr_triton_restarts_total")]
     assert restarts and float(restarts[0].split()[-1]) >= 1
-    cold = [l for l in metrics.splitlines() if l.startswith("ocr_cold_start_seconds")]
+    cold = [ln for ln in metrics.splitlines() if ln.startswith("ocr_cold_start_seconds")]
     assert cold and 0 < float(cold[0].split()[-1]) < 60
 
 

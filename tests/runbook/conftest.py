@@ -28,17 +28,42 @@ def live_service(tmp_path_factory):
     http, t_http, t_grpc, t_metrics = free_ports(4)
     log = tmp_path_factory.mktemp("runbook_live") / "serve.log"
     private_tmp = Path(tempfile.mkdtemp(prefix="ocrr-", dir="/tmp"))  # short: PyTriton's unix sockets
-    cmd = [str(SERVICE_PY), "-m", "reference_service", "serve", "--http-port", str(http),
-           "--triton-http-port", str(t_http), "--triton-grpc-port", str(t_grpc),
-           "--triton-metrics-port", str(t_metrics)]
+    cmd = [
+        str(SERVICE_PY),
+        "-m",
+        "reference_service",
+        "serve",
+        "--http-port",
+        str(http),
+        "--triton-http-port",
+        str(t_http),
+        "--triton-grpc-port",
+        str(t_grpc),
+        "--triton-metrics-port",
+        str(t_metrics),
+    ]
     with open(log, "wb") as out:
-        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-                                env={**os.environ, "TMPDIR": str(private_tmp)})
+        proc = subprocess.Popen(
+            cmd,
+            cwd=ROOT,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env={**os.environ, "TMPDIR": str(private_tmp)},
+        )
     url = f"http://127.0.0.1:{http}"
     try:
         _wait_ready(url, proc, 120)
-        svc = Service(url, proc.pid, f"http://127.0.0.1:{t_http}", f"http://127.0.0.1:{t_metrics}", None, log,
-                      proc, private_tmp)
+        svc = Service(
+            url,
+            proc.pid,
+            f"http://127.0.0.1:{t_http}",
+            f"http://127.0.0.1:{t_metrics}",
+            None,
+            log,
+            proc,
+            private_tmp,
+        )
         yield svc
     finally:
         stop_service(proc, private_tmp)

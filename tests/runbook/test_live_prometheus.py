@@ -26,9 +26,11 @@ from tests.reference_service.conftest import free_ports
 
 SPEC = ROOT / "specs" / "ocr-reference.yaml"
 PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
-pytestmark = [pytest.mark.live,
-              pytest.mark.skipif(not SPEC.exists(), reason="specs/ocr-reference.yaml is not written yet"),
-              pytest.mark.skipif(not Path(PROMETHEUS).exists(), reason="prometheus is not installed (make setup)")]
+pytestmark = [
+    pytest.mark.live,
+    pytest.mark.skipif(not SPEC.exists(), reason="specs/ocr-reference.yaml is not written yet"),
+    pytest.mark.skipif(not Path(PROMETHEUS).exists(), reason="prometheus is not installed (make setup)"),
+]
 
 
 def _get(url: str) -> dict:
@@ -47,18 +49,37 @@ def prometheus(live_service, tmp_path_factory):
     files, _ = api.generate(spec, SPEC.name, only=["prometheus"])
     folder = tmp_path_factory.mktemp("prometheus")
     (folder / "rules.yaml").write_text(files["prometheus/rules.yaml"], encoding="utf-8")
-    host = lambda url: url.split("://", 1)[1]
-    (folder / "prometheus.yml").write_text(yaml.safe_dump({
-        "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
-        "rule_files": ["rules.yaml"],
-        "scrape_configs": [
-            {"job_name": "gateway", "static_configs": [{"targets": [host(live_service.url)]}]},
-            {"job_name": "triton", "static_configs": [{"targets": [host(live_service.triton_metrics)]}]},
-        ]}), encoding="utf-8")
+
+    def host(url):
+        return url.split("://", 1)[1]
+
+    (folder / "prometheus.yml").write_text(
+        yaml.safe_dump(
+            {
+                "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+                "rule_files": ["rules.yaml"],
+                "scrape_configs": [
+                    {"job_name": "gateway", "static_configs": [{"targets": [host(live_service.url)]}]},
+                    {
+                        "job_name": "triton",
+                        "static_configs": [{"targets": [host(live_service.triton_metrics)]}],
+                    },
+                ],
+            }
+        ),
+        encoding="utf-8",
+    )
     port = free_ports(1)[0]
-    proc = subprocess.Popen([PROMETHEUS, f"--config.file={folder / 'prometheus.yml'}",
-                             f"--storage.tsdb.path={folder / 'data'}", f"--web.listen-address=127.0.0.1:{port}"],
-                            stdout=subprocess.DEVNULL, stderr=(folder / "prometheus.log").open("wb"))
+    proc = subprocess.Popen(
+        [
+            PROMETHEUS,
+            f"--config.file={folder / 'prometheus.yml'}",
+            f"--storage.tsdb.path={folder / 'data'}",
+            f"--web.listen-address=127.0.0.1:{port}",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=(folder / "prometheus.log").open("wb"),
+    )
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 30
@@ -98,11 +119,17 @@ def test_declared_series_exist_and_rules_evaluate(prometheus):
     spec, base, svc = prometheus
     images = sorted((ROOT / "reference_service" / "golden" / "images").glob("*.png"))[:4]
     for img in images:  # a few real requests, so stage histograms and Triton counters move
-        r = httpx.post(f"{svc.url}/v1/ocr", content=img.read_bytes(),
-                       headers={"Content-Type": "image/png", "Cache-Control": "no-cache"}, timeout=60)
+        r = httpx.post(
+            f"{svc.url}/v1/ocr",
+            content=img.read_bytes(),
+            headers={"Content-Type": "image/png", "Cache-Control": "no-cache"},
+            timeout=60,
+        )
         assert r.status_code == 200, r.text
     # and one rejected request: labelled error counters export a series only once a label is used
-    r = httpx.post(f"{svc.url}/v1/ocr", content=b"not an image", headers={"Content-Type": "text/plain"}, timeout=10)
+    r = httpx.post(
+        f"{svc.url}/v1/ocr", content=b"not an image", headers={"Content-Type": "text/plain"}, timeout=10
+    )
     assert r.status_code == 415
     # GPU series exist only where Triton sees a GPU
     wanted = {n for n in _declared(spec) if not n.startswith("nv_gpu_")}
@@ -118,8 +145,13 @@ def test_declared_series_exist_and_rules_evaluate(prometheus):
     time.sleep(3)
     groups = _get(f"{base}/api/v1/rules")["data"]["groups"]
     rules = [r for g in groups for r in g["rules"]]
-    assert len(rules) == sum(1 for line in api.generate(spec, SPEC.name, only=["prometheus"])[0]
-                             ["prometheus/rules.yaml"].splitlines() if line.lstrip().startswith(("- record:", "- alert:")))
+    assert len(rules) == sum(
+        1
+        for line in api.generate(spec, SPEC.name, only=["prometheus"])[0][
+            "prometheus/rules.yaml"
+        ].splitlines()
+        if line.lstrip().startswith(("- record:", "- alert:"))
+    )
     bad = [(r["name"], r.get("lastError")) for r in rules if r.get("health") != "ok"]
     assert not bad, bad
     # the per-stage latency recording rules produce numbers from the real histograms

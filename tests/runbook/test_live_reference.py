@@ -25,9 +25,14 @@ HOSTPORT = re.compile(r"\b(localhost|127\.0\.0\.1):(\d+)")
 
 
 def _ports(svc) -> dict[int, int]:
-    port = lambda url: int(url.rsplit(":", 1)[1])
-    return {DEFAULT_PORTS["gateway"]: port(svc.url), DEFAULT_PORTS["triton_http"]: port(svc.triton_http),
-            DEFAULT_PORTS["triton_metrics"]: port(svc.triton_metrics)}
+    def port(url):
+        return int(url.rsplit(":", 1)[1])
+
+    return {
+        DEFAULT_PORTS["gateway"]: port(svc.url),
+        DEFAULT_PORTS["triton_http"]: port(svc.triton_http),
+        DEFAULT_PORTS["triton_metrics"]: port(svc.triton_metrics),
+    }
 
 
 def _retarget(spec, mapping: dict[int, int], gateway: str | None = None, triton: str | None = None):
@@ -40,10 +45,13 @@ def _retarget(spec, mapping: dict[int, int], gateway: str | None = None, triton:
     for tree in copy.faulttrees:
         for e in tree.events:
             if e.check:
-                e.check = HOSTPORT.sub(lambda m: f"127.0.0.1:{mapping.get(int(m.group(2)), int(m.group(2)))}",
-                                       e.check)
+                e.check = HOSTPORT.sub(
+                    lambda m: f"127.0.0.1:{mapping.get(int(m.group(2)), int(m.group(2)))}", e.check
+                )
                 if gateway and triton and "verify-rollback" in e.check and "--url" not in e.check:
-                    e.check = e.check.replace("verify-rollback", f"verify-rollback --url {gateway} --triton-url {triton}")
+                    e.check = e.check.replace(
+                        "verify-rollback", f"verify-rollback --url {gateway} --triton-url {triton}"
+                    )
     return copy
 
 
@@ -76,8 +84,10 @@ faulttrees:
 def test_walk_a_tree_against_the_live_service(live_service, tmp_path):
     service = live_service
     path = tmp_path / "live.yaml"
-    path.write_text(OWN_TREE.format(gateway=service.url, triton=service.triton_http,
-                                    metrics=service.triton_metrics), encoding="utf-8")
+    path.write_text(
+        OWN_TREE.format(gateway=service.url, triton=service.triton_http, metrics=service.triton_metrics),
+        encoding="utf-8",
+    )
     report = api.runbook(path, run=True)
     assert [r.status for r in report.results] == ["healthy"] * 3, [r.reason for r in report.results]
     assert report.cause is None

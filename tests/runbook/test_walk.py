@@ -110,6 +110,7 @@ def test_unknown_tree_is_an_error(tmp_path):
 
 # ---------------------------------------------------------------- the CLI
 
+
 @pytest.fixture(scope="module")
 def cli():
     _load_commands()

@@ -34,9 +34,11 @@ def test_source_map_points_at_keys_and_values():
 
 def test_yaml_1_1_booleans_stay_text():
     """`when: yes` is the text 'yes' (YAML 1.2), not True as PyYAML's 1.1 resolver would make it."""
-    text = MINIMAL + ("controlflow:\n  start: d\n  decisions:\n    - id: d\n      branches:\n"
-                      "        - {when: yes, next: a}\n        - {when: no, next: a}\n      on_failure: a\n"
-                      "  terminals: [{id: a}]\n")
+    text = MINIMAL + (
+        "controlflow:\n  start: d\n  decisions:\n    - id: d\n      branches:\n"
+        "        - {when: yes, next: a}\n        - {when: no, next: a}\n      on_failure: a\n"
+        "  terminals: [{id: a}]\n"
+    )
     res = load_text(text)
     assert res.ok, res.diagnostics
     assert [b.when for b in res.spec.controlflow.decisions[0].branches] == ["yes", "no"]
@@ -87,6 +89,7 @@ def test_examples_load():
 
 # ---------------------------------------------------------------------------- properties
 
+
 def _assert_clean(res):
     assert (res.spec is None) == bool(res.diagnostics) or res.spec is not None
     for d in res.diagnostics:
@@ -99,14 +102,46 @@ def test_any_text_gives_a_model_or_located_errors(text):
     _assert_clean(load_text(text, "fuzz.yaml"))
 
 
-_scalars = st.one_of(st.none(), st.booleans(), st.integers(-10**6, 10**6),
-                     st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=20))
-_keys = st.sampled_from(["apiVersion", "metadata", "name", "budgets", "p99_ms", "dataflow", "stages",
-                         "edges", "id", "kind", "from", "to", "model", "batching", "topology",
-                         "services", "pool", "controlflow", "calls", "target", "faulttrees",
-                         "gates", "inputs", "xyz"]) | st.text(max_size=8)
-_docs = st.recursive(_scalars, lambda inner: st.lists(inner, max_size=4)
-                     | st.dictionaries(_keys, inner, max_size=5), max_leaves=30)
+_scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(10**6), 10**6),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=20),
+)
+_keys = st.sampled_from(
+    [
+        "apiVersion",
+        "metadata",
+        "name",
+        "budgets",
+        "p99_ms",
+        "dataflow",
+        "stages",
+        "edges",
+        "id",
+        "kind",
+        "from",
+        "to",
+        "model",
+        "batching",
+        "topology",
+        "services",
+        "pool",
+        "controlflow",
+        "calls",
+        "target",
+        "faulttrees",
+        "gates",
+        "inputs",
+        "xyz",
+    ]
+) | st.text(max_size=8)
+_docs = st.recursive(
+    _scalars,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_keys, inner, max_size=5),
+    max_leaves=30,
+)
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -16,7 +16,8 @@ SCHEMA_FILE = ROOT / "specs" / "archkit.schema.json"
 def test_committed_schema_is_current():
     assert SCHEMA_FILE.read_text(encoding="utf-8") == schema_text(), (
         "specs/archkit.schema.json is stale; regenerate with: "
-        ".venv/bin/archkit schema -o specs/archkit.schema.json")
+        ".venv/bin/archkit schema -o specs/archkit.schema.json"
+    )
 
 
 def test_examples_validate_against_the_json_schema():
@@ -45,4 +46,5 @@ def test_committed_field_reference_is_current():
     from archkit.spec.reference import markdown
 
     assert (ROOT / "docs" / "spec.md").read_text(encoding="utf-8") == markdown(), (
-        "docs/spec.md is stale; regenerate with: .venv/bin/archkit schema --format markdown -o docs/spec.md")
+        "docs/spec.md is stale; regenerate with: .venv/bin/archkit schema --format markdown -o docs/spec.md"
+    )

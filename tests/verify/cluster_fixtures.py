@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import copy
 from pathlib import Path
-from typing import Optional
 
 import yaml
 
@@ -21,23 +20,35 @@ INDUSTRIAL = HERE / "industrial-inspection"
 INDUSTRIAL_SPEC = Path(__file__).resolve().parents[2] / "examples" / "industrial-inspection.yaml"
 
 
-def _node(name: str, labels: dict, taints: list, gpus: Optional[int], cpu: float, mem_gib: float) -> dict:
+def _node(name: str, labels: dict, taints: list, gpus: int | None, cpu: float, mem_gib: float) -> dict:
     alloc = {"cpu": f"{cpu:g}", "memory": f"{int(mem_gib)}Gi", "pods": "110"}
     if gpus:
         alloc["nvidia.com/gpu"] = str(gpus)
-    node = {"apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
-                                                  **labels}},
-            "spec": {},
-            "status": {"allocatable": alloc, "capacity": dict(alloc),
-                       "conditions": [{"type": "Ready", "status": "True"}]}}
+    node = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", **labels},
+        },
+        "spec": {},
+        "status": {
+            "allocatable": alloc,
+            "capacity": dict(alloc),
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }
     if taints:
         node["spec"]["taints"] = taints
     return node
 
 
-def cluster_objects(spec_path: Path = INDUSTRIAL_SPEC, manifests: Path = INDUSTRIAL / "manifests",
-                    filler_nodes: int = 0, filler_pods: int = 0) -> list[dict]:
+def cluster_objects(
+    spec_path: Path = INDUSTRIAL_SPEC,
+    manifests: Path = INDUSTRIAL / "manifests",
+    filler_nodes: int = 0,
+    filler_pods: int = 0,
+) -> list[dict]:
     """Nodes for every pool, the manifests' objects with status, and their running pods."""
     spec = load_file(spec_path).spec
     assert spec is not None
@@ -46,15 +57,32 @@ def cluster_objects(spec_path: Path = INDUSTRIAL_SPEC, manifests: Path = INDUSTR
     for pool in spec.topology.node_pools:
         names = [f"{pool.id}-{i + 1}" for i in range(pool.count)]
         pool_nodes[pool.id] = names
-        taints = [{"key": t.key, **({"value": t.value} if t.value else {}), "effect": t.effect} for t in pool.taints]
+        taints = [
+            {"key": t.key, **({"value": t.value} if t.value else {}), "effect": t.effect} for t in pool.taints
+        ]
         for n in names:
-            objs.append(_node(n, dict(pool.labels), taints, pool.gpu.count if pool.gpu else None,
-                              pool.cpu_cores or 8, pool.memory_gib or 32))
+            objs.append(
+                _node(
+                    n,
+                    dict(pool.labels),
+                    taints,
+                    pool.gpu.count if pool.gpu else None,
+                    pool.cpu_cores or 8,
+                    pool.memory_gib or 32,
+                )
+            )
     for i in range(filler_nodes):
         objs.append(_node(f"general-{i:04d}", {"hardware-type": "general"}, [], None, 16, 64))
     state = load_manifests(manifests)
-    for kind in ("PersistentVolume", "PersistentVolumeClaim", "Service", "NetworkPolicy", "Deployment",
-                 "StatefulSet", "DaemonSet"):
+    for kind in (
+        "PersistentVolume",
+        "PersistentVolumeClaim",
+        "Service",
+        "NetworkPolicy",
+        "Deployment",
+        "StatefulSet",
+        "DaemonSet",
+    ):
         for obj in state.items(kind):
             obj = copy.deepcopy(obj)
             if kind in ("Deployment", "StatefulSet"):
@@ -64,24 +92,50 @@ def cluster_objects(spec_path: Path = INDUSTRIAL_SPEC, manifests: Path = INDUSTR
                 nodes = pool_nodes.get(svc.pool, []) if svc else []
                 tmpl = obj["spec"]["template"]
                 for r in range(n):
-                    objs.append({
-                        "apiVersion": "v1", "kind": "Pod",
-                        "metadata": {"name": f"{obj['metadata']['name']}-{r}", "namespace": obj["metadata"].get(
-                            "namespace", "default"), "labels": dict(tmpl["metadata"]["labels"])},
-                        "spec": {**copy.deepcopy(tmpl["spec"]), "nodeName": nodes[r % len(nodes)] if nodes else None},
-                        "status": {"phase": "Running",
-                                   "conditions": [{"type": "Ready", "status": "True"}]}})
+                    objs.append(
+                        {
+                            "apiVersion": "v1",
+                            "kind": "Pod",
+                            "metadata": {
+                                "name": f"{obj['metadata']['name']}-{r}",
+                                "namespace": obj["metadata"].get("namespace", "default"),
+                                "labels": dict(tmpl["metadata"]["labels"]),
+                            },
+                            "spec": {
+                                **copy.deepcopy(tmpl["spec"]),
+                                "nodeName": nodes[r % len(nodes)] if nodes else None,
+                            },
+                            "status": {
+                                "phase": "Running",
+                                "conditions": [{"type": "Ready", "status": "True"}],
+                            },
+                        }
+                    )
             objs.append(obj)
     for i in range(filler_pods):
-        objs.append({"apiVersion": "v1", "kind": "Pod",
-                     # one in ten filler pods shares the services' namespace, as in a real cluster
-                     "metadata": {"name": f"batch-{i:05d}",
-                                  "namespace": "default" if i % 10 == 0 else f"team-{i % 20:02d}",
-                                  "labels": {"app": f"batch-{i % 50}"}},
-                     "spec": {"nodeName": f"general-{i % max(filler_nodes, 1):04d}",
-                              "containers": [{"name": "main", "image": "busybox:1.36",
-                                              "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}]},
-                     "status": {"phase": "Running"}})
+        objs.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                # one in ten filler pods shares the services' namespace, as in a real cluster
+                "metadata": {
+                    "name": f"batch-{i:05d}",
+                    "namespace": "default" if i % 10 == 0 else f"team-{i % 20:02d}",
+                    "labels": {"app": f"batch-{i % 50}"},
+                },
+                "spec": {
+                    "nodeName": f"general-{i % max(filler_nodes, 1):04d}",
+                    "containers": [
+                        {
+                            "name": "main",
+                            "image": "busybox:1.36",
+                            "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}},
+                        }
+                    ],
+                },
+                "status": {"phase": "Running"},
+            }
+        )
     return objs
 
 

@@ -15,7 +15,6 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Optional
 from urllib.parse import parse_qs, urlparse
 
 TOKEN = "archkit-test-token"
@@ -37,21 +36,28 @@ RESOURCES = {
 
 
 def _status(code: int, reason: str, message: str) -> dict:
-    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-            "message": message, "reason": reason, "code": code}
+    return {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": message,
+        "reason": reason,
+        "code": code,
+    }
 
 
 class StandIn:
     """The stand-in server: objects to serve, faults to inject, and a log of calls."""
 
-    def __init__(self, objects: list[dict], tls: Optional[tuple[str, str]] = None):
+    def __init__(self, objects: list[dict], tls: tuple[str, str] | None = None):
         self.objects = objects
         self.calls: list[tuple[str, dict]] = []
-        self.forbidden_all: set[str] = set()        # resources whose all-namespaces list answers 403
-        self.forbidden: set[str] = set()            # resources forbidden everywhere
-        self.expire_on_page: dict[str, int] = {}    # resource -> page number that answers 410
-        self.error_on_page: dict[str, int] = {}     # resource -> page number that answers 500
-        self.delay_s: dict[str, float] = {}         # resource -> seconds to wait before answering
+        self.forbidden_all: set[str] = set()  # resources whose all-namespaces list answers 403
+        self.forbidden: set[str] = set()  # resources forbidden everywhere
+        self.expire_on_page: dict[str, int] = {}  # resource -> page number that answers 410
+        self.error_on_page: dict[str, int] = {}  # resource -> page number that answers 500
+        self.delay_s: dict[str, float] = {}  # resource -> seconds to wait before answering
         self.lock = threading.Lock()
         self._by_kind: dict[str, list[dict]] = {}
         for o in objects:
@@ -68,10 +74,11 @@ class StandIn:
             ctx.load_cert_chain(*tls)
             self.server.socket = ctx.wrap_socket(self.server.socket, server_side=True)
             self.url = f"https://127.0.0.1:{self.port}"
-        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05},
-                                       daemon=True)
+        self.thread = threading.Thread(
+            target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
 
-    def __enter__(self) -> "StandIn":
+    def __enter__(self) -> StandIn:
         self.thread.start()
         return self
 
@@ -85,23 +92,29 @@ class StandIn:
     def kubeconfig(self, path: Path, token: str = TOKEN) -> Path:
         """A kubeconfig with two contexts: `standin` (good token) and `stranger` (a token it refuses)."""
         cfg = {
-            "apiVersion": "v1", "kind": "Config", "current-context": "standin",
+            "apiVersion": "v1",
+            "kind": "Config",
+            "current-context": "standin",
             "clusters": [{"name": "standin", "cluster": {"server": self.url}}],
-            "users": [{"name": "reader", "user": {"token": token}},
-                      {"name": "stranger", "user": {"token": "not-the-token"}}],
-            "contexts": [{"name": "standin", "context": {"cluster": "standin", "user": "reader"}},
-                         {"name": "stranger", "context": {"cluster": "standin", "user": "stranger"}}],
+            "users": [
+                {"name": "reader", "user": {"token": token}},
+                {"name": "stranger", "user": {"token": "not-the-token"}},
+            ],
+            "contexts": [
+                {"name": "standin", "context": {"cluster": "standin", "user": "reader"}},
+                {"name": "stranger", "context": {"cluster": "standin", "user": "stranger"}},
+            ],
         }
         path.write_text(json.dumps(cfg), encoding="utf-8")
         return path
 
     # ---- request handling
-    def _route(self, path: str) -> Optional[tuple[str, Optional[str]]]:
+    def _route(self, path: str) -> tuple[str, str | None] | None:
         for resource, (prefix, _kind, namespaced) in RESOURCES.items():
             if path == f"{prefix}/{resource}":
                 return resource, None
             if namespaced and path.startswith(f"{prefix}/namespaces/") and path.endswith(f"/{resource}"):
-                ns = path[len(f"{prefix}/namespaces/"):-len(f"/{resource}")]
+                ns = path[len(f"{prefix}/namespaces/") : -len(f"/{resource}")]
                 if "/" not in ns:
                     return resource, ns
         return None
@@ -119,11 +132,18 @@ class StandIn:
         prefix, kind, namespaced = RESOURCES[resource]
         group = prefix.split("/")[2] if prefix.startswith("/apis/") else ""
         who = "system:serviceaccount:archkit:verify"
-        if resource in self.forbidden or resource == "secrets" or (ns is None and namespaced
-                                                                     and resource in self.forbidden_all):
+        if (
+            resource in self.forbidden
+            or resource == "secrets"
+            or (ns is None and namespaced and resource in self.forbidden_all)
+        ):
             scope = f'in the namespace "{ns}"' if ns else "at the cluster scope"
-            return 403, _status(403, "Forbidden", f'{resource}{"." + group if group else ""} is forbidden: User '
-                                f'"{who}" cannot list resource "{resource}" in API group "{group}" {scope}')
+            return 403, _status(
+                403,
+                "Forbidden",
+                f"{resource}{'.' + group if group else ''} is forbidden: User "
+                f'"{who}" cannot list resource "{resource}" in API group "{group}" {scope}',
+            )
         if resource in self.delay_s:
             time.sleep(self.delay_s[resource])
         items = [o for o in self._by_kind.get(kind, []) if ns is None or o["metadata"].get("namespace") == ns]
@@ -132,8 +152,12 @@ class StandIn:
         start = int(base64.b64decode(token).decode()) if token else 0
         page = start // limit + 1 if limit else 1
         if self.expire_on_page.get(resource) == page:
-            return 410, _status(410, "Expired", "The provided continue parameter is too old to display a "
-                                "consistent list result. You can start a new list without the continue parameter.")
+            return 410, _status(
+                410,
+                "Expired",
+                "The provided continue parameter is too old to display a "
+                "consistent list result. You can start a new list without the continue parameter.",
+            )
         if self.error_on_page.get(resource) == page:
             return 500, _status(500, "InternalError", "etcdserver: request timed out")
         end = start + limit if limit else len(items)
@@ -147,8 +171,12 @@ class StandIn:
         if end < len(items):
             meta["continue"] = base64.b64encode(str(end).encode()).decode()
             meta["remainingItemCount"] = len(items) - end
-        return 200, {"kind": f"{kind}List", "apiVersion": prefix.split("/", 2)[-1] if group else "v1",
-                     "metadata": meta, "items": body_items}
+        return 200, {
+            "kind": f"{kind}List",
+            "apiVersion": prefix.split("/", 2)[-1] if group else "v1",
+            "metadata": meta,
+            "items": body_items,
+        }
 
     def _handler(self):
         standin = self
@@ -156,7 +184,9 @@ class StandIn:
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self):  # noqa: N802 - http.server's naming
                 url = urlparse(self.path)
-                code, body = standin.answer(url.path, parse_qs(url.query), self.headers.get("Authorization", ""))
+                code, body = standin.answer(
+                    url.path, parse_qs(url.query), self.headers.get("Authorization", "")
+                )
                 data = json.dumps(body).encode()
                 try:
                     self.send_response(code)

@@ -41,8 +41,13 @@ def test_clean_exit_0_and_drift_exit_1(drifted):
     assert verify(SPEC, "--manifests", f"{FIX}/manifests").exit_code == 0
     res = verify(SPEC, "--manifests", drifted)
     assert res.exit_code == 1
-    assert "service 'triton' requests nvidia.com/gpu 1 but limits 2: Kubernetes refuses to schedule it" in res.output
-    assert res.output.rstrip().endswith("kube: 46 pass, 3 drift, 5 unknown; total: 46 pass, 3 drift, 5 unknown")
+    assert (
+        "service 'triton' requests nvidia.com/gpu 1 but limits 2: Kubernetes refuses to schedule it"
+        in res.output
+    )
+    assert res.output.rstrip().endswith(
+        "kube: 46 pass, 3 drift, 5 unknown; total: 46 pass, 3 drift, 5 unknown"
+    )
 
 
 def test_fail_on(drifted):
@@ -63,11 +68,19 @@ def test_json_report(drifted):
     assert data["totals"] == {"pass": 46, "drift": 3, "unknown": 5}
     gpu = next(f for f in data["findings"] if f["code"] == "VK121")
     assert gpu == {
-        "area": "kube", "object": "service/triton", "code": "VK121", "check": "GPU requests = limits",
-        "status": "drift", "file": SPEC, "line": 191, "col": 19, "path": "topology.services[2].resources.requests",
+        "area": "kube",
+        "object": "service/triton",
+        "code": "VK121",
+        "check": "GPU requests = limits",
+        "status": "drift",
+        "file": SPEC,
+        "line": 191,
+        "col": 19,
+        "path": "topology.services[2].resources.requests",
         "message": "service 'triton' requests nvidia.com/gpu 1 but limits 2: Kubernetes refuses to schedule it "
-                   "(seed 004 §2.3: GPU requests must equal limits)",
-        "where": f"{drifted}/all.yaml:245"}
+        "(seed 004 §2.3: GPU requests must equal limits)",
+        "where": f"{drifted}/all.yaml:245",
+    }
     assert data["sources"][0]["mode"] == "manifests"
 
 
@@ -78,8 +91,11 @@ def test_junit_report_and_output_file(drifted, tmp_path):
     root = ET.fromstring(out.read_text(encoding="utf-8"))
     assert (root.get("tests"), root.get("failures"), root.get("skipped")) == ("54", "3", "5")
     failures = root.findall(".//testcase[failure]")
-    assert sorted(c.get("name") for c in failures) == ["VK120 requests and limits", "VK121 GPU requests = limits",
-                                                      "VK130 liveness probe"]
+    assert sorted(c.get("name") for c in failures) == [
+        "VK120 requests and limits",
+        "VK121 GPU requests = limits",
+        "VK130 liveness probe",
+    ]
     assert failures[0].get("file") == SPEC and int(failures[0].get("line")) > 1
     assert len(root.findall(".//testcase[skipped]")) == 5
 
@@ -90,15 +106,23 @@ def test_print_rbac():
     assert res.output == (ROOT / "docs/verify-clusterrole.yaml").read_text(encoding="utf-8")
 
 
-@pytest.mark.parametrize("args,fragment", [
-    (["--snapshot", "nope.yaml"], "archkit: nope.yaml: file not found"),
-    (["--manifests", "nope/"], "archkit: nope: folder not found"),
-    (["--snapshot", f"{FIX}/snapshot.yaml", "--manifests", f"{FIX}/manifests"], "give one cluster source"),
-    (["--live", "--kubeconfig", "missing-kubeconfig"], "kubeconfig missing-kubeconfig not found"),
-    (["--prometheus-url", "http://127.0.0.1:9", "--rules", "nope.yaml"], "cannot read the rules file"),
-    (["--manifests", f"{FIX}/manifests", "--env", "h100"],
-     "environment 'h100' is not defined in examples/industrial-inspection.yaml (environments: t4)"),
-])
+@pytest.mark.parametrize(
+    "args,fragment",
+    [
+        (["--snapshot", "nope.yaml"], "archkit: nope.yaml: file not found"),
+        (["--manifests", "nope/"], "archkit: nope: folder not found"),
+        (
+            ["--snapshot", f"{FIX}/snapshot.yaml", "--manifests", f"{FIX}/manifests"],
+            "give one cluster source",
+        ),
+        (["--live", "--kubeconfig", "missing-kubeconfig"], "kubeconfig missing-kubeconfig not found"),
+        (["--prometheus-url", "http://127.0.0.1:9", "--rules", "nope.yaml"], "cannot read the rules file"),
+        (
+            ["--manifests", f"{FIX}/manifests", "--env", "h100"],
+            "environment 'h100' is not defined in examples/industrial-inspection.yaml (environments: t4)",
+        ),
+    ],
+)
 def test_input_errors_exit_2_without_traceback(args, fragment):
     res = verify(SPEC, *args)
     assert res.exit_code == 2, res.output

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from archkit.verify import Status
@@ -15,8 +17,13 @@ def test_clean_manifests_have_no_drift(cluster):
     assert drifts(report) == []
     unknown = {(f.object, f.code) for f in report.findings if f.status is Status.UNKNOWN}
     # manifests carry no nodes and no status: pool checks and ready replicas are unknown, not drift
-    assert unknown == {("pool/gpu-node-t4", "VK101"), ("pool/cpu-node", "VK101"), ("service/edge-gateway", "VK112"),
-                       ("service/preprocess", "VK112"), ("service/triton", "VK112")}
+    assert unknown == {
+        ("pool/gpu-node-t4", "VK101"),
+        ("pool/cpu-node", "VK101"),
+        ("service/edge-gateway", "VK112"),
+        ("service/preprocess", "VK112"),
+        ("service/triton", "VK112"),
+    }
     assert len([f for f in report.findings if f.status is Status.PASS]) >= 45
 
 
@@ -30,12 +37,13 @@ def test_clean_snapshot_passes_everything(cluster):
 def test_findings_point_at_the_spec_line(cluster):
     report = cluster.snapshot()
     f = next(f for f in report.findings if f.object == "service/triton" and f.code == "VK111")
-    lines = open(f.file, encoding="utf-8").read().splitlines()
+    lines = Path(f.file).read_text(encoding="utf-8").splitlines()
     assert lines[f.line - 1].strip() == "replicas: 2"
     assert f.path == "topology.services[2].replicas"
 
 
 # ------------------------------------------------------------------------- one mutation per kind of drift
+
 
 def _set_replicas(o):
     find(o, "Deployment", "triton")["spec"]["replicas"] = 3
@@ -90,8 +98,9 @@ def _nfs_no_soft(o):
 
 
 def _nfs_inline(o):
-    pod_spec(o, "triton")["volumes"] = [{"name": "model-repo",
-                                         "nfs": {"server": "nfs.factory.example", "path": "/models"}}]
+    pod_spec(o, "triton")["volumes"] = [
+        {"name": "model-repo", "nfs": {"server": "nfs.factory.example", "path": "/models"}}
+    ]
 
 
 def _no_mount(o):
@@ -119,7 +128,9 @@ def _no_toleration(o):
 
 
 def _no_container_port(o):
-    container(o, "triton")["ports"] = [p for p in container(o, "triton")["ports"] if p["containerPort"] != 8001]
+    container(o, "triton")["ports"] = [
+        p for p in container(o, "triton")["ports"] if p["containerPort"] != 8001
+    ]
 
 
 def _service_port(o):
@@ -145,7 +156,8 @@ def _netpol_open(o):
 
 def _netpol_wrong_peer(o):
     find(o, "NetworkPolicy", "triton-ingress")["spec"]["ingress"][0]["from"] = [
-        {"podSelector": {"matchLabels": {"app": "edge-gateway"}}}]
+        {"podSelector": {"matchLabels": {"app": "edge-gateway"}}}
+    ]
 
 
 def _netpol_wrong_port(o):
@@ -178,49 +190,135 @@ def _pod_elsewhere(o):
 
 # (id, mutation, source, code, message fragment)
 CASES = [
-    ("replicas", _set_replicas, "manifests", "VK111", "service 'triton' runs 3 replica(s), the spec declares 2"),
+    (
+        "replicas",
+        _set_replicas,
+        "manifests",
+        "VK111",
+        "service 'triton' runs 3 replica(s), the spec declares 2",
+    ),
     ("not-ready", _not_ready, "snapshot", "VK112", "only 1 of 2 replica(s) of 'triton' are ready"),
-    ("gpu-requests-ne-limits", _gpu_limit_2, "manifests", "VK121",
-     "service 'triton' requests nvidia.com/gpu 1 but limits 2: Kubernetes refuses to schedule it (seed 004 §2.3"),
+    (
+        "gpu-requests-ne-limits",
+        _gpu_limit_2,
+        "manifests",
+        "VK121",
+        "service 'triton' requests nvidia.com/gpu 1 but limits 2: Kubernetes refuses to schedule it (seed 004 §2.3",
+    ),
     ("gpu-no-limit", _gpu_no_limit, "manifests", "VK121", "requests nvidia.com/gpu 1 but sets no limit"),
     ("memory", _memory, "manifests", "VK120", "limits.memory is 4Gi, the spec declares 8192 MiB"),
-    ("no-liveness", _no_liveness, "manifests", "VK130",
-     "service 'triton' has no liveness probe (livenessProbe): a hung process (e.g. stuck on NFS) is never restarted"),
-    ("readiness-path", _readiness_path, "manifests", "VK131", "path /v2/health/live instead of /v2/health/ready"),
+    (
+        "no-liveness",
+        _no_liveness,
+        "manifests",
+        "VK130",
+        "service 'triton' has no liveness probe (livenessProbe): a hung process (e.g. stuck on NFS) is never restarted",
+    ),
+    (
+        "readiness-path",
+        _readiness_path,
+        "manifests",
+        "VK131",
+        "path /v2/health/live instead of /v2/health/ready",
+    ),
     ("liveness-timeout", _liveness_timeout, "manifests", "VK130", "timeoutSeconds 1 instead of 6"),
     ("root", _root, "manifests", "VK140", "service 'triton' runs as root (runAsUser 0)"),
     ("no-run-as-non-root", _no_nonroot, "manifests", "VK140", "does not set runAsNonRoot: true"),
     ("privileged", _privileged, "manifests", "VK142", "container of 'edge-gateway' is privileged"),
     ("sysctls", _no_sysctl, "manifests", "VK144", "lack net.core.somaxconn=65535 (not set)"),
-    ("nfs-options", _nfs_no_soft, "manifests", "VK151",
-     "NFS volume 'model-repo' (PersistentVolume 'model-repo') is mounted without soft, intr, timeo=10, retrans=3"),
-    ("nfs-inline", _nfs_inline, "manifests", "VK151", "inline nfs volume in 'triton', which cannot carry mount options"),
+    (
+        "nfs-options",
+        _nfs_no_soft,
+        "manifests",
+        "VK151",
+        "NFS volume 'model-repo' (PersistentVolume 'model-repo') is mounted without soft, intr, timeo=10, retrans=3",
+    ),
+    (
+        "nfs-inline",
+        _nfs_inline,
+        "manifests",
+        "VK151",
+        "inline nfs volume in 'triton', which cannot carry mount options",
+    ),
     ("no-mount", _no_mount, "manifests", "VK150", "does not mount 'model-repo' at /mnt/model"),
     ("mount-rw", _mount_rw, "manifests", "VK150", "mounted read-write, the spec declares read-only"),
     ("tmpfs", _tmpfs_on_disk, "manifests", "VK150", "the emptyDir is not medium: Memory (tmpfs)"),
-    ("wrong-selector", _wrong_selector, "manifests", "VK113",
-     "nodeSelector hardware-type=cpu of 'triton' does not match pool 'gpu-node-t4' labels hardware-type=t4-gpu"),
-    ("wrong-selector-live", _wrong_selector, "snapshot", "VK113",
-     "nodeSelector hardware-type=cpu of 'triton' matches no node of pool 'gpu-node-t4'"),
-    ("no-selector", _no_selector, "manifests", "VK113", "its pods can land on any node, not only on pool 'gpu-node-t4'"),
-    ("no-toleration", _no_toleration, "manifests", "VK114",
-     "does not tolerate the taint(s) nvidia.com/gpu=present:NoSchedule of pool 'gpu-node-t4'"),
+    (
+        "wrong-selector",
+        _wrong_selector,
+        "manifests",
+        "VK113",
+        "nodeSelector hardware-type=cpu of 'triton' does not match pool 'gpu-node-t4' labels hardware-type=t4-gpu",
+    ),
+    (
+        "wrong-selector-live",
+        _wrong_selector,
+        "snapshot",
+        "VK113",
+        "nodeSelector hardware-type=cpu of 'triton' matches no node of pool 'gpu-node-t4'",
+    ),
+    (
+        "no-selector",
+        _no_selector,
+        "manifests",
+        "VK113",
+        "its pods can land on any node, not only on pool 'gpu-node-t4'",
+    ),
+    (
+        "no-toleration",
+        _no_toleration,
+        "manifests",
+        "VK114",
+        "does not tolerate the taint(s) nvidia.com/gpu=present:NoSchedule of pool 'gpu-node-t4'",
+    ),
     ("container-port", _no_container_port, "manifests", "VK160", "does not expose port 8001/TCP (grpc)"),
     ("service-port", _service_port, "manifests", "VK161", "no Service of 'triton' serves port 8001 (grpc)"),
-    ("no-service", _no_service, "manifests", "VK161", "no Kubernetes Service selects the pods of 'edge-gateway'"),
-    ("nodeport", _nodeport, "manifests", "VK162", "Service triton is NodePort: 'triton' is reachable from outside"),
-    ("no-netpol", _no_netpol, "manifests", "VK170",
-     "no NetworkPolicy restricts ingress of 'triton': every pod can connect to it; the spec allows only "
-     "service:preprocess on 8001"),
+    (
+        "no-service",
+        _no_service,
+        "manifests",
+        "VK161",
+        "no Kubernetes Service selects the pods of 'edge-gateway'",
+    ),
+    (
+        "nodeport",
+        _nodeport,
+        "manifests",
+        "VK162",
+        "Service triton is NodePort: 'triton' is reachable from outside",
+    ),
+    (
+        "no-netpol",
+        _no_netpol,
+        "manifests",
+        "VK170",
+        "no NetworkPolicy restricts ingress of 'triton': every pod can connect to it; the spec allows only "
+        "service:preprocess on 8001",
+    ),
     ("netpol-open", _netpol_open, "manifests", "VK171", "triton-ingress admits every source"),
-    ("netpol-wrong-peer", _netpol_wrong_peer, "manifests", "VK170",
-     "does not allow ingress from service:preprocess on 8001 for 'triton'"),
+    (
+        "netpol-wrong-peer",
+        _netpol_wrong_peer,
+        "manifests",
+        "VK170",
+        "does not allow ingress from service:preprocess on 8001 for 'triton'",
+    ),
     ("netpol-wrong-port", _netpol_wrong_port, "manifests", "VK170", "ingress from 10.20.0.0/16 on 8080"),
-    ("no-workload", _no_workload, "manifests", "VK110",
-     "service 'triton' is not deployed: no Deployment named 'triton' in namespace 'default'"),
+    (
+        "no-workload",
+        _no_workload,
+        "manifests",
+        "VK110",
+        "service 'triton' is not deployed: no Deployment named 'triton' in namespace 'default'",
+    ),
     ("image", _image, "manifests", "VK116", "runs image nginx:latest"),
-    ("pool-count", _one_gpu_node, "snapshot", "VK101",
-     "pool 'gpu-node-t4' has 1 node(s) labelled hardware-type=t4-gpu (gpu-node-t4-1), the spec declares 2"),
+    (
+        "pool-count",
+        _one_gpu_node,
+        "snapshot",
+        "VK101",
+        "pool 'gpu-node-t4' has 1 node(s) labelled hardware-type=t4-gpu (gpu-node-t4-1), the spec declares 2",
+    ),
     ("pool-gpu", _no_gpu_alloc, "snapshot", "VK102", "gpu-node-t4-1 has none"),
     ("pool-taint", _untainted, "snapshot", "VK103", "gpu-node-t4-2 lacks nvidia.com/gpu=present:NoSchedule"),
     ("pod-off-pool", _pod_elsewhere, "snapshot", "VK115", "triton-1 on cpu-node-1"),
@@ -247,6 +345,7 @@ def test_a_mutation_only_touches_its_own_checks(cluster):
 
 # ------------------------------------------------------------------------- namespaces, port ranges, hosts
 
+
 def _with_rules(cluster, ingress=(), egress=()):
     from archkit.spec.model import EgressRule, IngressRule
 
@@ -258,16 +357,29 @@ def _with_rules(cluster, ingress=(), egress=()):
 def test_namespace_sources_and_port_ranges(cluster):
     _with_rules(cluster, ingress=[{"from": "namespace:monitoring", "ports": [9100]}])
     pol = find(cluster.objs, "NetworkPolicy", "preprocess-ingress")
-    pol["spec"]["ingress"].append({
-        "from": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}},
-                  "podSelector": {"matchLabels": {"app": "prometheus"}}}],
-        "ports": [{"port": 9000, "endPort": 9200}]})
+    pol["spec"]["ingress"].append(
+        {
+            "from": [
+                {
+                    "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}},
+                    "podSelector": {"matchLabels": {"app": "prometheus"}},
+                }
+            ],
+            "ports": [{"port": 9000, "endPort": 9200}],
+        }
+    )
     assert drifts(cluster.manifests()) == []
-    pol["spec"]["ingress"][1]["from"][0]["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"] = "ops"
+    pol["spec"]["ingress"][1]["from"][0]["namespaceSelector"]["matchLabels"][
+        "kubernetes.io/metadata.name"
+    ] = "ops"
     found = {(f.code, f.message) for f in drifts(cluster.manifests())}
-    assert any(c == "VK170" and "does not allow ingress from namespace:monitoring on 9100" in m for c, m in found)
-    assert any(c == "VK171" and "preprocess-ingress admits namespace ops / pods app=prometheus" in m
-               for c, m in found)
+    assert any(
+        c == "VK170" and "does not allow ingress from namespace:monitoring on 9100" in m for c, m in found
+    )
+    assert any(
+        c == "VK171" and "preprocess-ingress admits namespace ops / pods app=prometheus" in m
+        for c, m in found
+    )
 
 
 def test_egress_to_a_service_and_to_a_host(cluster):
@@ -275,11 +387,20 @@ def test_egress_to_a_service_and_to_a_host(cluster):
     report = cluster.manifests()
     f = next(f for f in drifts(report) if f.code == "VK172")
     assert "no NetworkPolicy restricts egress of 'preprocess'" in f.message
-    cluster.objs.append({"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
-                         "metadata": {"name": "preprocess-egress", "namespace": "default"},
-                         "spec": {"podSelector": {"matchLabels": {"app": "preprocess"}}, "policyTypes": ["Egress"],
-                                  "egress": [{"to": [{"podSelector": {"matchLabels": {"app": "triton"}}}],
-                                              "ports": [{"port": 8001}]}]}})
+    cluster.objs.append(
+        {
+            "apiVersion": "networking.k8s.io/v1",
+            "kind": "NetworkPolicy",
+            "metadata": {"name": "preprocess-egress", "namespace": "default"},
+            "spec": {
+                "podSelector": {"matchLabels": {"app": "preprocess"}},
+                "policyTypes": ["Egress"],
+                "egress": [
+                    {"to": [{"podSelector": {"matchLabels": {"app": "triton"}}}], "ports": [{"port": 8001}]}
+                ],
+            },
+        }
+    )
     report = cluster.manifests()
     assert drifts(report) == []
     host = next(f for f in report.findings if f.code == "VK172" and f.status is Status.UNKNOWN)
@@ -287,6 +408,7 @@ def test_egress_to_a_service_and_to_a_host(cluster):
 
 
 # ------------------------------------------------------------------------- finding workloads
+
 
 def test_workload_found_by_labels_and_kind(cluster):
     from archkit.spec.model import KubeRef
@@ -298,8 +420,10 @@ def test_workload_found_by_labels_and_kind(cluster):
     svc.kubernetes = KubeRef(labels={"app": "triton"})
     report = cluster.manifests()
     assert drifts(report) == []
-    assert next(f for f in report.findings if f.code == "VK110" and f.object == "service/triton").message == \
-        "Deployment default/triton-inference-server"
+    assert (
+        next(f for f in report.findings if f.code == "VK110" and f.object == "service/triton").message
+        == "Deployment default/triton-inference-server"
+    )
 
 
 def test_statefulset_where_the_spec_says_deployment(cluster):

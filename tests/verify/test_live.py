@@ -40,8 +40,9 @@ def test_live_read_equals_the_snapshot_and_paginates(standin, tmp_path, cluster)
     report = run(SPEC, state)
     assert [f for f in report.findings if f.status is not Status.PASS] == []
     # same verdicts as from the snapshot file of the same objects
-    assert {k[:2]: v for k, v in _statuses(report).items()} == \
-        {k[:2]: v for k, v in _statuses(cluster.snapshot()).items()}
+    assert {k[:2]: v for k, v in _statuses(report).items()} == {
+        k[:2]: v for k, v in _statuses(cluster.snapshot()).items()
+    }
     # one chain of list calls per kind: ceil(n / limit) pages (at least one), never one call per object
     for k in KINDS:
         n = sum(1 for o in OBJECTS if o["kind"] == k.kind)
@@ -92,8 +93,9 @@ def test_expired_continue_token_gives_a_partial_list(standin, tmp_path):
     report = run(SPEC, state)
     assert [f for f in report.findings if f.status is Status.DRIFT] == []
     on_pool = [f for f in report.findings if f.code == "VK115"]
-    assert on_pool and all(f.status is Status.UNKNOWN and "not every pod could be read" in f.message
-                           for f in on_pool)
+    assert on_pool and all(
+        f.status is Status.UNKNOWN and "not every pod could be read" in f.message for f in on_pool
+    )
 
 
 def test_server_error_mid_list_is_partial(standin, tmp_path):
@@ -146,9 +148,28 @@ def test_in_cluster_service_account_over_tls(tmp_path, monkeypatch):
     if shutil.which("openssl") is None:
         pytest.skip("openssl is needed to make the stand-in's TLS certificate")
     cert, key = tmp_path / "ca.crt", tmp_path / "key.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
-                    "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key),
-                    "-out", str(cert)], check=True, capture_output=True)
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+        ],
+        check=True,
+        capture_output=True,
+    )
     from tests.verify.k8s_standin import TOKEN
 
     (tmp_path / "token").write_text(TOKEN, encoding="utf-8")
@@ -163,9 +184,26 @@ def test_in_cluster_service_account_over_tls(tmp_path, monkeypatch):
         # a wrong CA is refused, not ignored: the read fails with a clear message
         other = tmp_path / "other"
         other.mkdir()
-        subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
-                        "/CN=other", "-keyout", str(other / "k.pem"), "-out", str(other / "ca.crt")],
-                       check=True, capture_output=True)
+        subprocess.run(
+            [
+                "openssl",
+                "req",
+                "-x509",
+                "-newkey",
+                "rsa:2048",
+                "-nodes",
+                "-days",
+                "1",
+                "-subj",
+                "/CN=other",
+                "-keyout",
+                str(other / "k.pem"),
+                "-out",
+                str(other / "ca.crt"),
+            ],
+            check=True,
+            capture_output=True,
+        )
         (other / "token").write_text(TOKEN, encoding="utf-8")
         state = read_live(in_cluster=True, service_account_dir=str(other), timeout_s=2)
         assert state.reads["Node"].status == "failed"
@@ -176,5 +214,7 @@ def test_in_cluster_without_the_environment(monkeypatch, tmp_path):
     from archkit.verify.state import StateError
 
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
-    with pytest.raises(StateError, match="cannot use the cluster configuration: Service host/port is not set"):
+    with pytest.raises(
+        StateError, match="cannot use the cluster configuration: Service host/port is not set"
+    ):
         read_live(in_cluster=True, service_account_dir=str(tmp_path))

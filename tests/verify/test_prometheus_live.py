@@ -64,15 +64,30 @@ def running_prometheus(tmp: Path, rule_files: list[str], jobs: dict[str, str], t
     if not Path(PROMETHEUS).exists():
         pytest.skip("prometheus is not installed (Debian package 'prometheus'; `make setup`)")
     port = _free_port()
-    (tmp / "prometheus.yml").write_text(yaml.safe_dump({
-        "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
-        "rule_files": rule_files,
-        "scrape_configs": [{"job_name": job, "scrape_timeout": "500ms", "static_configs": [{"targets": [target]}]}
-                           for job, target in jobs.items()]}), encoding="utf-8")
-    log = open(tmp / "prometheus.log", "wb")
-    proc = subprocess.Popen([PROMETHEUS, f"--config.file={tmp / 'prometheus.yml'}",
-                             f"--storage.tsdb.path={tmp / 'data'}", f"--web.listen-address=127.0.0.1:{port}"],
-                            stdout=subprocess.DEVNULL, stderr=log)
+    (tmp / "prometheus.yml").write_text(
+        yaml.safe_dump(
+            {
+                "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+                "rule_files": rule_files,
+                "scrape_configs": [
+                    {"job_name": job, "scrape_timeout": "500ms", "static_configs": [{"targets": [target]}]}
+                    for job, target in jobs.items()
+                ],
+            }
+        ),
+        encoding="utf-8",
+    )
+    log = open(tmp / "prometheus.log", "wb")  # noqa: SIM115 - the server writes to it until stopped
+    proc = subprocess.Popen(
+        [
+            PROMETHEUS,
+            f"--config.file={tmp / 'prometheus.yml'}",
+            f"--storage.tsdb.path={tmp / 'data'}",
+            f"--web.listen-address=127.0.0.1:{port}",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=log,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + timeout_s
@@ -81,8 +96,11 @@ def running_prometheus(tmp: Path, rule_files: list[str], jobs: dict[str, str], t
             try:
                 targets = _get_json(f"{url}/api/v1/targets")["data"]["activeTargets"]
                 rules = _get_json(f"{url}/api/v1/rules")["data"]["groups"]
-                if (len(targets) == len(jobs) and all(t["health"] != "unknown" for t in targets)
-                        and all(r.get("health") != "unknown" for g in rules for r in g["rules"])):
+                if (
+                    len(targets) == len(jobs)
+                    and all(t["health"] != "unknown" for t in targets)
+                    and all(r.get("health") != "unknown" for g in rules for r in g["rules"])
+                ):
                     break
             except OSError:
                 pass
@@ -121,13 +139,22 @@ def _by(report, code: str) -> list:
 
 
 def test_fixture_rules_loaded_and_broken_rule_found(prometheus):
-    report = run(SPEC, prometheus_url=prometheus["url"],
-                 expected_groups=["inspection-healthy", "inspection-broken", "inspection-missing"])
+    report = run(
+        SPEC,
+        prometheus_url=prometheus["url"],
+        expected_groups=["inspection-healthy", "inspection-broken", "inspection-missing"],
+    )
     loaded = {f.object: f.status for f in _by(report, "VP301")}
-    assert loaded == {"rules/inspection-healthy": Status.PASS, "rules/inspection-broken": Status.PASS,
-                      "rules/inspection-missing": Status.DRIFT}
+    assert loaded == {
+        "rules/inspection-healthy": Status.PASS,
+        "rules/inspection-broken": Status.PASS,
+        "rules/inspection-missing": Status.DRIFT,
+    }
     missing = next(f for f in _by(report, "VP301") if f.status is Status.DRIFT)
-    assert "rule group 'inspection-missing' generated from the spec is not loaded in Prometheus" in missing.message
+    assert (
+        "rule group 'inspection-missing' generated from the spec is not loaded in Prometheus"
+        in missing.message
+    )
     health = {f.object: f for f in _by(report, "VP302")}
     assert health["rules/inspection-healthy"].status is Status.PASS
     broken = health["rules/inspection-broken"]
@@ -153,8 +180,10 @@ def test_a_scrape_job_that_does_not_exist(prometheus):
     report = run(spec, prometheus_url=prometheus["url"], expected_groups=[])
     f = next(f for f in _by(report, "VP310") if f.object == "scrape/triton:8002")
     assert f.status is Status.DRIFT
-    assert "Prometheus scrapes no target for service 'triton' (job 'triton-metrics'); jobs: preprocess, triton" \
+    assert (
+        "Prometheus scrapes no target for service 'triton' (job 'triton-metrics'); jobs: preprocess, triton"
         in f.message
+    )
 
 
 def test_generated_rule_groups_are_loaded(prometheus):
@@ -181,8 +210,19 @@ def test_cli_with_a_rules_file(prometheus):
     from archkit.cli import _load_commands, app
 
     _load_commands()
-    res = CliRunner().invoke(app, ["verify", str(INDUSTRIAL_SPEC), "--prometheus-url", prometheus["url"],
-                                   "--rules", str(FIXTURE_RULES), "--format", "json"])
+    res = CliRunner().invoke(
+        app,
+        [
+            "verify",
+            str(INDUSTRIAL_SPEC),
+            "--prometheus-url",
+            prometheus["url"],
+            "--rules",
+            str(FIXTURE_RULES),
+            "--format",
+            "json",
+        ],
+    )
     assert res.exit_code == 1, res.output
     data = json.loads(res.output)
     drift = sorted((f["object"], f["code"]) for f in data["findings"] if f["status"] == "drift")

@@ -15,8 +15,14 @@ from tests.verify.cluster_fixtures import INDUSTRIAL_SPEC, cluster_objects
 
 SPEC = load_file(INDUSTRIAL_SPEC).spec
 CLEAN = cluster_objects()
-JUNK = st.one_of(st.none(), st.booleans(), st.integers(-3, 70000), st.text(max_size=8),
-                 st.lists(st.text(max_size=3), max_size=2), st.dictionaries(st.text(max_size=3), st.none(), max_size=2))
+JUNK = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-3, 70000),
+    st.text(max_size=8),
+    st.lists(st.text(max_size=3), max_size=2),
+    st.dictionaries(st.text(max_size=3), st.none(), max_size=2),
+)
 
 
 def _paths(obj, path=()):
@@ -44,8 +50,18 @@ def test_damaged_objects_never_crash(seed, junk):
     state = ClusterState("snapshot", "damaged")
     for o in objs:
         state.add(o)
-    for kind in ("Node", "Pod", "Service", "Deployment", "StatefulSet", "DaemonSet", "NetworkPolicy",
-                 "PersistentVolume", "PersistentVolumeClaim", "StorageClass"):
+    for kind in (
+        "Node",
+        "Pod",
+        "Service",
+        "Deployment",
+        "StatefulSet",
+        "DaemonSet",
+        "NetworkPolicy",
+        "PersistentVolume",
+        "PersistentVolumeClaim",
+        "StorageClass",
+    ):
         state.reads[kind] = KindRead()
     report = run(SPEC, state)
     assert report.findings

@@ -16,7 +16,8 @@ from tests.verify.cluster_fixtures import INDUSTRIAL, as_list, cluster_objects, 
 def test_snapshot_fixture_is_current():
     """The committed snapshot is what the builder makes from the committed manifests."""
     assert (INDUSTRIAL / "snapshot.yaml").read_text(encoding="utf-8") == snapshot_text(cluster_objects()), (
-        "regenerate with: .venv/bin/python -m tests.verify.cluster_fixtures")
+        "regenerate with: .venv/bin/python -m tests.verify.cluster_fixtures"
+    )
 
 
 def test_snapshot_yaml_and_json_read_the_same(tmp_path):
@@ -28,13 +29,19 @@ def test_snapshot_yaml_and_json_read_the_same(tmp_path):
         assert len(a.items(k.kind)) == len(b.items(k.kind)) == sum(o["kind"] == k.kind for o in objs)
     assert a.read("Node").status == "complete"
     assert a.read("StorageClass").status == "absent"
-    assert "kubectl get nodes,deploy,sts,ds,svc,netpol,pods,pvc,pv,sc -A -o yaml" in a.read("StorageClass").message
+    assert (
+        "kubectl get nodes,deploy,sts,ds,svc,netpol,pods,pvc,pv,sc -A -o yaml"
+        in a.read("StorageClass").message
+    )
 
 
 def test_typed_lists_and_multi_document_snapshots(tmp_path):
     p = tmp_path / "s.yaml"
-    p.write_text("kind: NodeList\napiVersion: v1\nitems:\n- metadata: {name: n1}\n---\n"
-                 "kind: Pod\napiVersion: v1\nmetadata: {name: p1, namespace: x}\n", encoding="utf-8")
+    p.write_text(
+        "kind: NodeList\napiVersion: v1\nitems:\n- metadata: {name: n1}\n---\n"
+        "kind: Pod\napiVersion: v1\nmetadata: {name: p1, namespace: x}\n",
+        encoding="utf-8",
+    )
     s = load_snapshot(p)
     assert [n["metadata"]["name"] for n in s.items("Node")] == ["n1"]
     assert [n["metadata"]["name"] for n in s.items("Pod")] == ["p1"]
@@ -44,7 +51,9 @@ def test_secrets_in_manifests_are_dropped_unread(tmp_path):
     (tmp_path / "a.yaml").write_text(
         "apiVersion: v1\nkind: Secret\nmetadata: {name: db}\ndata: {password: aHVudGVyMg==}\n---\n"
         "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n---\n"
-        "apiVersion: v1\nkind: Service\nmetadata: {name: s}\nspec: {ports: [{port: 80}]}\n", encoding="utf-8")
+        "apiVersion: v1\nkind: Service\nmetadata: {name: s}\nspec: {ports: [{port: 80}]}\n",
+        encoding="utf-8",
+    )
     s = load_manifests(tmp_path)
     assert set(s.objects) == {"Service"}
     assert "aHVudGVyMg" not in repr(s.objects)
@@ -60,10 +69,13 @@ def test_manifest_origins_name_file_and_line():
     assert s.read("Node").status == "absent"
 
 
-@pytest.mark.parametrize("content,fragment", [
-    ("kind: List\nitems: [\n", "s.yaml:3:1: YAML syntax error"),
-    ("{not json", "not valid JSON"),
-])
+@pytest.mark.parametrize(
+    "content,fragment",
+    [
+        ("kind: List\nitems: [\n", "s.yaml:3:1: YAML syntax error"),
+        ("{not json", "not valid JSON"),
+    ],
+)
 def test_bad_snapshot_is_a_located_error(tmp_path, content, fragment):
     p = tmp_path / "s.yaml"
     p.write_text(content, encoding="utf-8")
@@ -93,7 +105,8 @@ def test_clusterrole_is_read_only_and_matches_docs():
     assert resources == {k.resource for k in KINDS}
     assert "secrets" not in resources
     assert (ROOT / "docs" / "verify-clusterrole.yaml").read_text(encoding="utf-8") == text, (
-        "regenerate with: .venv/bin/archkit verify --print-rbac > docs/verify-clusterrole.yaml")
+        "regenerate with: .venv/bin/archkit verify --print-rbac > docs/verify-clusterrole.yaml"
+    )
 
 
 def test_clusterrole_validates_against_the_kubernetes_schema():
@@ -115,8 +128,11 @@ def test_yaml_snapshot_skips_pods_of_other_namespaces_unparsed(tmp_path):
 
 def test_yaml_snapshot_with_anchors_falls_back_to_a_whole_parse(tmp_path):
     p = tmp_path / "a.yaml"
-    p.write_text("apiVersion: v1\nitems:\n- kind: Pod\n  metadata: {name: a, namespace: x, labels: &l {app: a}}\n"
-                 "- kind: Pod\n  metadata: {name: b, namespace: default, labels: *l}\nkind: List\n", encoding="utf-8")
+    p.write_text(
+        "apiVersion: v1\nitems:\n- kind: Pod\n  metadata: {name: a, namespace: x, labels: &l {app: a}}\n"
+        "- kind: Pod\n  metadata: {name: b, namespace: default, labels: *l}\nkind: List\n",
+        encoding="utf-8",
+    )
     s = load_snapshot(p, pod_namespaces=["default"])
     assert [o["metadata"]["labels"] for o in s.items("Pod")] == [{"app": "a"}, {"app": "a"}]
 
@@ -132,7 +148,9 @@ def test_docs_list_every_code():
 def test_unrendered_helm_template_is_named(tmp_path):
     (tmp_path / "deployment.yaml").write_text(
         "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Release.Name }}\n"
-        "spec:\n  replicas: {{ .Values.replicas }}\n", encoding="utf-8")
+        "spec:\n  replicas: {{ .Values.replicas }}\n",
+        encoding="utf-8",
+    )
     with pytest.raises(StateError) as err:
         load_manifests(tmp_path)
     assert "deployment.yaml:4:" in str(err.value)

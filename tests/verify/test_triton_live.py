@@ -59,8 +59,10 @@ def _profile(service):
 
 
 def spec_text(det, rec, det_version: str = "1") -> str:
-    stages = [STAGE.format(id=i, m=m, version=v, preferred=", ".join(map(str, m.preferred_batch_sizes)))
-              for i, m, v in (("detect", det, det_version), ("recognise", rec, "1"))]
+    stages = [
+        STAGE.format(id=i, m=m, version=v, preferred=", ".join(map(str, m.preferred_batch_sizes)))
+        for i, m, v in (("detect", det, det_version), ("recognise", rec, "1"))
+    ]
     return TEMPLATE.format(stages="\n".join(stages))
 
 
@@ -83,37 +85,69 @@ def test_reference_triton_matches_the_spec(service):
     assert {"VT201", "VT202", "VT210", "VT211", "VT220", "VT221", "VT222", "VT223", "VT224", "VT225"} <= codes
 
 
-@pytest.mark.parametrize("case", ["renamed-model", "queue-delay", "max-batch", "preferred-sizes", "instances",
-                                  "version"])
+@pytest.mark.parametrize(
+    "case", ["renamed-model", "queue-delay", "max-batch", "preferred-sizes", "instances", "version"]
+)
 def test_spec_changes_show_as_drift(service, case):
     prof = _profile(service)
     det, rec = prof.detector, prof.recogniser
     version = "1"
     if case == "renamed-model":
         rec = dataclasses.replace(rec, name="ocr_recognizer")
-        code, fragment, where = "VT210", "stage 'recognise' declares model 'ocr_recognizer' but Triton does not " \
-            "have it", ("name: ocr_recognizer", 0)
+        code, fragment, where = (
+            "VT210",
+            "stage 'recognise' declares model 'ocr_recognizer' but Triton does not have it",
+            ("name: ocr_recognizer", 0),
+        )
     elif case == "queue-delay":
         det = dataclasses.replace(det, max_queue_delay_us=det.max_queue_delay_us + 100)
-        code, fragment, where = "VT221", (f"model 'ocr_detector' waits up to {prof.detector.max_queue_delay_us} µs "
-                                          f"to fill a batch (max_queue_delay_microseconds), the spec declares "
-                                          f"{det.max_queue_delay_us} µs"), ("max_queue_delay_us", 0)
+        code, fragment, where = (
+            "VT221",
+            (
+                f"model 'ocr_detector' waits up to {prof.detector.max_queue_delay_us} µs "
+                f"to fill a batch (max_queue_delay_microseconds), the spec declares "
+                f"{det.max_queue_delay_us} µs"
+            ),
+            ("max_queue_delay_us", 0),
+        )
     elif case == "max-batch":
         rec = dataclasses.replace(rec, max_batch_size=rec.max_batch_size * 4)
-        code, fragment, where = "VT220", (f"model 'ocr_recogniser' has max_batch_size {prof.recogniser.max_batch_size}"
-                                          f", the spec declares {rec.max_batch_size}"), ("max_batch_size", 1)
+        code, fragment, where = (
+            "VT220",
+            (
+                f"model 'ocr_recogniser' has max_batch_size {prof.recogniser.max_batch_size}"
+                f", the spec declares {rec.max_batch_size}"
+            ),
+            ("max_batch_size", 1),
+        )
     elif case == "preferred-sizes":
         det = dataclasses.replace(det, preferred_batch_sizes=(det.max_batch_size + 1,))
-        code, fragment, where = "VT222", (f"model 'ocr_detector' prefers batches "
-                                          f"{sorted(prof.detector.preferred_batch_sizes)}, the spec declares "
-                                          f"[{det.max_batch_size + 1}]"), ("preferred_batch_sizes", 0)
+        code, fragment, where = (
+            "VT222",
+            (
+                f"model 'ocr_detector' prefers batches "
+                f"{sorted(prof.detector.preferred_batch_sizes)}, the spec declares "
+                f"[{det.max_batch_size + 1}]"
+            ),
+            ("preferred_batch_sizes", 0),
+        )
     elif case == "instances":
         rec = dataclasses.replace(rec, instances=rec.instances + 1)
-        code, fragment, where = "VT223", (f"model 'ocr_recogniser' runs {prof.recogniser.instances} instance(s), the "
-                                          f"spec declares {rec.instances}"), ("instances:", 1)
+        code, fragment, where = (
+            "VT223",
+            (
+                f"model 'ocr_recogniser' runs {prof.recogniser.instances} instance(s), the "
+                f"spec declares {rec.instances}"
+            ),
+            ("instances:", 1),
+        )
     else:
         version = "3"
-        code, fragment, where = "VT211", "model 'ocr_detector' version(s) 3 not READY; READY: 1", ('version: "3"', 0)
+        code, fragment, where = (
+            "VT211",
+            "model 'ocr_detector' version(s) 3 not READY; READY: 1",
+            ('version: "3"', 0),
+        )
     text = spec_text(det, rec, version)
     report = _verify(text, service.triton_http)
     drift = [f for f in report.findings if f.status is Status.DRIFT]
@@ -160,9 +194,15 @@ def test_reference_spec_and_manifests_verify_clean(service, tmp_path):
     spec = loaded.spec
     assert spec is not None, "\n".join(d.text() for d in loaded.diagnostics)
     # the spec's ports, as the test's service runs them on free loopback ports
-    live_port = {8080: urlparse(service.url).port, 8000: urlparse(service.triton_http).port,
-                 8002: urlparse(service.triton_metrics).port}
-    jobs = {(st.job or st.service): f"127.0.0.1:{live_port.get(st.port, st.port)}" for st in spec.observability.scrape}
+    live_port = {
+        8080: urlparse(service.url).port,
+        8000: urlparse(service.triton_http).port,
+        8002: urlparse(service.triton_metrics).port,
+    }
+    jobs = {
+        (st.job or st.service): f"127.0.0.1:{live_port.get(st.port, st.port)}"
+        for st in spec.observability.scrape
+    }
     rules_files = []
     groups, _ = api.expected_rule_groups(spec)
     if groups is not None:
@@ -173,8 +213,9 @@ def test_reference_spec_and_manifests_verify_clean(service, tmp_path):
     # the test's service runs the cpu profile: hold it to the spec's cpu environment when there is one
     env = "cpu" if spec.environment("cpu") is not None else None
     with running_prometheus(tmp_path, rules_files, jobs) as prom:
-        result = api.verify(spec_file, manifests=deploy, triton_url=service.triton_http, prometheus_url=prom,
-                            env=env)
+        result = api.verify(
+            spec_file, manifests=deploy, triton_url=service.triton_http, prometheus_url=prom, env=env
+        )
     assert result.report is not None, result.diagnostics
     drift = [f for f in result.report.findings if f.status is Status.DRIFT]
     unexpected = [f for f in drift if (f.object, f.code) not in KNOWN_REFERENCE_DRIFT]

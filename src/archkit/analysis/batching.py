@@ -23,8 +23,8 @@ The model (stated in docs/checks.md and printed by `archkit capacity`):
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
-from typing import Iterable, Optional, Sequence
 
 from archkit.analysis import queueing as q
 
@@ -68,7 +68,7 @@ class ServiceTable:
             return t0 * max(batch_size, 1) / b0 if batch_size > b0 else t0
         if batch_size <= pts[0][0]:
             return pts[0][1]
-        for (b0, t0), (b1, t1) in zip(pts, pts[1:]):
+        for (b0, t0), (b1, t1) in zip(pts, pts[1:], strict=False):
             if batch_size <= b1:
                 return t0 + (t1 - t0) * (batch_size - b0) / (b1 - b0)
         (b0, t0), (b1, t1) = pts[-2], pts[-1]
@@ -83,20 +83,20 @@ class BatchPrediction:
     batch_size: int
     max_queue_delay_us: int
     replicas: int
-    instances: int              # per replica
+    instances: int  # per replica
     arrival_rps: float
-    mean_batch: float           # realised mean batch size
+    mean_batch: float  # realised mean batch size
     p99_batch: int
-    service_ms: float           # service time of a mean batch
-    fill_mean_ms: float         # mean wait of a request for its batch to form
-    fill_p99_ms: float          # fill-time bound: first request's P99 wait, ≤ D
-    wait_mean_ms: float         # queueing for a free instance (M/D/c)
+    service_ms: float  # service time of a mean batch
+    fill_mean_ms: float  # mean wait of a request for its batch to form
+    fill_p99_ms: float  # fill-time bound: first request's P99 wait, ≤ D
+    wait_mean_ms: float  # queueing for a free instance (M/D/c)
     wait_p99_ms: float
     rho: float
     p50_ms: float
     mean_ms: float
     p99_ms: float
-    ceiling_rps: float          # throughput with full batches of `batch_size`
+    ceiling_rps: float  # throughput with full batches of `batch_size`
     extrapolated: bool
 
     @property
@@ -105,12 +105,19 @@ class BatchPrediction:
 
     def as_dict(self) -> dict:
         d = asdict(self)
-        return {k: (None if isinstance(v, float) and math.isinf(v) else
-                    (round(v, 3) if isinstance(v, float) else v)) for k, v in d.items()}
+        return {
+            k: (
+                None
+                if isinstance(v, float) and math.isinf(v)
+                else (round(v, 3) if isinstance(v, float) else v)
+            )
+            for k, v in d.items()
+        }
 
 
-def fill_time_bound_ms(arrival_rps: float, batch_size: int, max_queue_delay_us: float,
-                       quantile: float = 0.99) -> float:
+def fill_time_bound_ms(
+    arrival_rps: float, batch_size: int, max_queue_delay_us: float, quantile: float = 0.99
+) -> float:
     """Bound on the time the first request of a batch waits for the batch to form (ms).
 
     It waits for b − 1 more Poisson arrivals (a Gamma(b−1, λ) time) but never longer than
@@ -129,8 +136,14 @@ def ceiling_rps(table: ServiceTable, batch_size: int, servers: int) -> float:
     return INF if s <= 0 else servers * batch_size / s
 
 
-def predict(table: ServiceTable, arrival_rps: float, batch_size: int = 1,
-            max_queue_delay_us: float = 0, instances: int = 1, replicas: int = 1) -> BatchPrediction:
+def predict(
+    table: ServiceTable,
+    arrival_rps: float,
+    batch_size: int = 1,
+    max_queue_delay_us: float = 0,
+    instances: int = 1,
+    replicas: int = 1,
+) -> BatchPrediction:
     """Predict the latency of a batched stage at one configuration (see module docstring)."""
     b = max(1, int(batch_size))
     r = max(1, int(replicas))
@@ -176,11 +189,25 @@ def predict(table: ServiceTable, arrival_rps: float, batch_size: int = 1,
         p50 = fill_mean_ms + 1000 * wait50_s + s_ms
         p99 = fill99_ms + wait_p99_ms + table.ms(p99_b)
     return BatchPrediction(
-        batch_size=b, max_queue_delay_us=int(max_queue_delay_us), replicas=r, instances=k,
-        arrival_rps=lam, mean_batch=mean_b, p99_batch=p99_b, service_ms=s_ms,
-        fill_mean_ms=fill_mean_ms, fill_p99_ms=fill99_ms, wait_mean_ms=wait_mean_ms,
-        wait_p99_ms=wait_p99_ms, rho=rho, p50_ms=p50, mean_ms=mean, p99_ms=p99,
-        ceiling_rps=ceiling_rps(table, b, c), extrapolated=table.extrapolated(b))
+        batch_size=b,
+        max_queue_delay_us=int(max_queue_delay_us),
+        replicas=r,
+        instances=k,
+        arrival_rps=lam,
+        mean_batch=mean_b,
+        p99_batch=p99_b,
+        service_ms=s_ms,
+        fill_mean_ms=fill_mean_ms,
+        fill_p99_ms=fill99_ms,
+        wait_mean_ms=wait_mean_ms,
+        wait_p99_ms=wait_p99_ms,
+        rho=rho,
+        p50_ms=p50,
+        mean_ms=mean,
+        p99_ms=p99,
+        ceiling_rps=ceiling_rps(table, b, c),
+        extrapolated=table.extrapolated(b),
+    )
 
 
 DELAY_GRID_US = (0, 100, 500, 1000, 2000, 5000, 10000, 20000, 50000, 100000)
@@ -192,16 +219,21 @@ class Recommendation:
 
     budget_ms: float
     met: bool
-    prediction: Optional[BatchPrediction]
+    prediction: BatchPrediction | None
     reason: str
 
     def as_dict(self) -> dict:
-        return {"budget_ms": self.budget_ms, "met": self.met, "reason": self.reason,
-                "prediction": self.prediction.as_dict() if self.prediction else None}
+        return {
+            "budget_ms": self.budget_ms,
+            "met": self.met,
+            "reason": self.reason,
+            "prediction": self.prediction.as_dict() if self.prediction else None,
+        }
 
 
-def candidate_batch_sizes(table: ServiceTable, max_batch_size: int,
-                          preferred: Sequence[int] = ()) -> list[int]:
+def candidate_batch_sizes(
+    table: ServiceTable, max_batch_size: int, preferred: Sequence[int] = ()
+) -> list[int]:
     """Batch sizes worth trying: 1, measured sizes, preferred sizes and powers of two ≤ max."""
     sizes = {1, max_batch_size, *preferred, *(b for b, _ in table.points)}
     p = 2
@@ -211,9 +243,17 @@ def candidate_batch_sizes(table: ServiceTable, max_batch_size: int,
     return sorted(s for s in sizes if 1 <= s <= max_batch_size)
 
 
-def recommend(table: ServiceTable, arrival_rps: float, budget_ms: float, max_batch_size: int,
-              preferred: Sequence[int] = (), instances: int = 1, max_replicas: int = 256,
-              delays_us: Sequence[int] = DELAY_GRID_US, verify: bool = True) -> Recommendation:
+def recommend(
+    table: ServiceTable,
+    arrival_rps: float,
+    budget_ms: float,
+    max_batch_size: int,
+    preferred: Sequence[int] = (),
+    instances: int = 1,
+    max_replicas: int = 256,
+    delays_us: Sequence[int] = DELAY_GRID_US,
+    verify: bool = True,
+) -> Recommendation:
     """Fewest replicas (then lowest P99) over batch size × queue delay that meets `budget_ms`.
 
     Instances per replica stay as declared; replicas vary from 1 to `max_replicas`. A
@@ -230,18 +270,30 @@ def recommend(table: ServiceTable, arrival_rps: float, budget_ms: float, max_bat
             return False
         if not verify:
             return True
-        sim = simulate(table, arrival_rps, p.batch_size, p.max_queue_delay_us, p.replicas * p.instances,
-                       requests=10_000)
+        sim = simulate(
+            table, arrival_rps, p.batch_size, p.max_queue_delay_us, p.replicas * p.instances, requests=10_000
+        )
         return sim.stable and sim.p99_ms <= budget_ms
 
     sizes = candidate_batch_sizes(table, max_batch_size, preferred)
     floor = table.ms(1)
     if floor > budget_ms:
-        best = predict(table, arrival_rps, 1, 0, instances, _stable_replicas(table, arrival_rps, 1, instances, max_replicas))
-        return Recommendation(budget_ms, False, best,
-                              f"the service time of a single item ({floor:g} ms) already exceeds "
-                              f"the {budget_ms:g} ms budget: no batch size, queue delay or "
-                              f"instance count can meet it; a faster model or GPU is needed")
+        best = predict(
+            table,
+            arrival_rps,
+            1,
+            0,
+            instances,
+            _stable_replicas(table, arrival_rps, 1, instances, max_replicas),
+        )
+        return Recommendation(
+            budget_ms,
+            False,
+            best,
+            f"the service time of a single item ({floor:g} ms) already exceeds "
+            f"the {budget_ms:g} ms budget: no batch size, queue delay or "
+            f"instance count can meet it; a faster model or GPU is needed",
+        )
     # 1. analytic search: for each batch size × delay, the fewest replicas that meet the budget
     slack = 3  # replicas beyond the analytic optimum that the simulation may still need
     cands: list[BatchPrediction] = []
@@ -249,7 +301,7 @@ def recommend(table: ServiceTable, arrival_rps: float, budget_ms: float, max_bat
     for b in sizes:
         if table.ms(b) > budget_ms:
             continue
-        for d in (delays_us if b > 1 else (0,)):
+        for d in delays_us if b > 1 else (0,):
             r0 = _stable_replicas(table, arrival_rps, b, instances, max_replicas + 1)
             if r0 > min(max_replicas, top + slack):
                 continue  # even full batches overload that many replicas
@@ -266,27 +318,38 @@ def recommend(table: ServiceTable, arrival_rps: float, budget_ms: float, max_bat
                     break
                 prev = p.p99_ms
     # 2. confirm in order of cost; a candidate the simulation rejects may pass with a replica more
-    best: Optional[BatchPrediction] = None
+    best: BatchPrediction | None = None
     for c in sorted(cands, key=lambda p: (p.replicas, p.p99_ms, p.batch_size, p.max_queue_delay_us)):
         if best is not None and c.replicas >= best.replicas:
             break
         for r in range(c.replicas, min(max_replicas, c.replicas + slack) + 1):
             if best is not None and r >= best.replicas:
                 break
-            p = c if r == c.replicas else predict(table, arrival_rps, c.batch_size, c.max_queue_delay_us,
-                                                    instances, r)
+            p = (
+                c
+                if r == c.replicas
+                else predict(table, arrival_rps, c.batch_size, c.max_queue_delay_us, instances, r)
+            )
             if meets(p):
                 best = p
                 break
     if best is None:
-        return Recommendation(budget_ms, False, None,
-                              f"no configuration with up to {max_replicas} replicas meets "
-                              f"{budget_ms:g} ms at {arrival_rps:g} req/s")
+        return Recommendation(
+            budget_ms,
+            False,
+            None,
+            f"no configuration with up to {max_replicas} replicas meets "
+            f"{budget_ms:g} ms at {arrival_rps:g} req/s",
+        )
     confirmed = ", confirmed by simulation" if verify else ""
-    return Recommendation(budget_ms, True, best,
-                          f"batch {best.batch_size}, max_queue_delay_us {best.max_queue_delay_us}, "
-                          f"{best.replicas} replica(s) × {best.instances} instance(s): "
-                          f"predicted P99 {best.p99_ms:.1f} ms ≤ {budget_ms:g} ms{confirmed}")
+    return Recommendation(
+        budget_ms,
+        True,
+        best,
+        f"batch {best.batch_size}, max_queue_delay_us {best.max_queue_delay_us}, "
+        f"{best.replicas} replica(s) × {best.instances} instance(s): "
+        f"predicted P99 {best.p99_ms:.1f} ms ≤ {budget_ms:g} ms{confirmed}",
+    )
 
 
 def _stable_replicas(table: ServiceTable, lam: float, b: int, k: int, limit: int) -> int:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Optional
 
 from archkit.analysis import queueing as q
 from archkit.analysis.batching import (
@@ -34,18 +33,18 @@ class StageCapacity:
     """The capacity analysis of one model stage at its declared settings."""
 
     stage: Stage
-    arrival_rps: Optional[float]
-    peak_rps: Optional[float]
+    arrival_rps: float | None
+    peak_rps: float | None
     replicas: int
     instances: int
     gpus_per_replica: float
-    table: Optional[ServiceTable]
-    batch_size: int                 # the batcher's target: largest preferred size, else max
+    table: ServiceTable | None
+    batch_size: int  # the batcher's target: largest preferred size, else max
     max_batch_size: int
     max_queue_delay_us: int
-    budget_ms: Optional[float]      # the binding P99 budget
+    budget_ms: float | None  # the binding P99 budget
     budget_source: str
-    declared: Optional[BatchPrediction] = None
+    declared: BatchPrediction | None = None
 
     @cached_property
     def per_batch(self) -> list[BatchPrediction]:
@@ -53,30 +52,46 @@ class StageCapacity:
         if self.table is None or self.arrival_rps is None:
             return []
         bt = self.stage.model.batching
-        return [predict(self.table, self.arrival_rps, b, self.max_queue_delay_us if b > 1 else 0,
-                        self.instances, self.replicas)
-                for b in candidate_batch_sizes(self.table, self.max_batch_size,
-                                               bt.preferred_batch_sizes if bt else ())]
+        return [
+            predict(
+                self.table,
+                self.arrival_rps,
+                b,
+                self.max_queue_delay_us if b > 1 else 0,
+                self.instances,
+                self.replicas,
+            )
+            for b in candidate_batch_sizes(
+                self.table, self.max_batch_size, bt.preferred_batch_sizes if bt else ()
+            )
+        ]
 
     @property
     def servers(self) -> int:
         return self.replicas * self.instances
 
     @property
-    def ceiling_rps(self) -> Optional[float]:
+    def ceiling_rps(self) -> float | None:
         """Best throughput over batch sizes with full batches (ρ = 1)."""
         if not self.table:
             return None
-        return max(ceiling_rps(self.table, b, self.servers)
-                   for b in candidate_batch_sizes(self.table, self.max_batch_size))
+        return max(
+            ceiling_rps(self.table, b, self.servers)
+            for b in candidate_batch_sizes(self.table, self.max_batch_size)
+        )
 
     @cached_property
-    def recommendation(self) -> Optional[Recommendation]:
+    def recommendation(self) -> Recommendation | None:
         if not self.table or self.arrival_rps is None or self.budget_ms is None:
             return None
-        return recommend(self.table, self.arrival_rps, self.budget_ms, self.max_batch_size,
-                         self.stage.model.batching.preferred_batch_sizes if self.stage.model.batching else (),
-                         self.instances)
+        return recommend(
+            self.table,
+            self.arrival_rps,
+            self.budget_ms,
+            self.max_batch_size,
+            self.stage.model.batching.preferred_batch_sizes if self.stage.model.batching else (),
+            self.instances,
+        )
 
     @cached_property
     def simulated(self):
@@ -88,14 +103,14 @@ class StageCapacity:
         return simulate(self.table, self.arrival_rps, self.batch_size, self.max_queue_delay_us, self.servers)
 
     @property
-    def required_gpus(self) -> Optional[float]:
+    def required_gpus(self) -> float | None:
         rec = self.recommendation
         if not rec or not rec.met or not rec.prediction:
             return None
         return rec.prediction.replicas * self.gpus_per_replica
 
 
-def binding_budget(spec: Spec, stage: Stage) -> tuple[Optional[float], str]:
+def binding_budget(spec: Spec, stage: Stage) -> tuple[float | None, str]:
     """The tighter of the stage's own P99 budget and the end-to-end P99 budget."""
     cands = []
     if stage.p99_ms is not None:
@@ -107,7 +122,7 @@ def binding_budget(spec: Spec, stage: Stage) -> tuple[Optional[float], str]:
     return min(cands, key=lambda c: c[0])
 
 
-def stage_capacity(spec: Spec, stage: Stage) -> Optional[StageCapacity]:
+def stage_capacity(spec: Spec, stage: Stage) -> StageCapacity | None:
     """Analyse one model stage; None for stages without a model."""
     m = stage.model
     if m is None:
@@ -130,8 +145,9 @@ def stage_capacity(spec: Spec, stage: Stage) -> Optional[StageCapacity]:
     k = stage.items_per_request
     rate = spec.budgets.throughput_rps * k if spec.budgets.throughput_rps is not None else None
     peak = spec.budgets.peak_throughput_rps * k if spec.budgets.peak_throughput_rps is not None else None
-    cap = StageCapacity(stage, rate, peak, replicas, m.instances, gpus, table, target, max_b, delay,
-                        budget, src)
+    cap = StageCapacity(
+        stage, rate, peak, replicas, m.instances, gpus, table, target, max_b, delay, budget, src
+    )
     if table is not None and cap.arrival_rps is not None:
         cap.declared = predict(table, cap.arrival_rps, target, delay, m.instances, replicas)
     return cap
@@ -176,6 +192,15 @@ def worker_capacities(spec: Spec) -> list[WorkerCapacity]:
         rho = q.utilisation(rate, s, c)
         w = q.mmc_wait(rate, s, c)
         w99 = q.mmc_wait_quantile(rate, s, c)
-        out.append(WorkerCapacity(st, rate, c, st.p50_ms, rho, 1000 * w if math.isfinite(w) else w,
-                                  1000 * w99 if math.isfinite(w99) else w99))
+        out.append(
+            WorkerCapacity(
+                st,
+                rate,
+                c,
+                st.p50_ms,
+                rho,
+                1000 * w if math.isfinite(w) else w,
+                1000 * w99 if math.isfinite(w99) else w99,
+            )
+        )
     return out

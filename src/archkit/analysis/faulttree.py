@@ -27,8 +27,14 @@ from dataclasses import dataclass, field
 from archkit.spec.model import BasicEvent, FaultTree, Gate, GateType
 
 __all__ = [
-    "FaultTreeAnalysis", "FaultTreeError", "analyse", "event_probabilities", "minimal_cut_sets",
-    "ranked_events", "single_points_of_failure", "top_probability",
+    "FaultTreeAnalysis",
+    "FaultTreeError",
+    "analyse",
+    "event_probabilities",
+    "minimal_cut_sets",
+    "ranked_events",
+    "single_points_of_failure",
+    "top_probability",
 ]
 
 # Guard against combinatorial blow-up on pathological trees (cut sets are listed in runbooks,
@@ -44,6 +50,7 @@ CutSets = list[frozenset[str]]
 
 
 # --------------------------------------------------------------------------- structure
+
 
 def _structure(tree: FaultTree) -> tuple[dict[str, Gate], dict[str, BasicEvent], list[str]]:
     """Gates and events by id, and the basic events in depth-first order from the top."""
@@ -62,8 +69,9 @@ def _structure(tree: FaultTree) -> tuple[dict[str, Gate], dict[str, BasicEvent],
             state[node] = 1
             g = gates[node]
             if g.type is GateType.ATLEAST and (g.k is None or not 1 <= g.k <= len(g.inputs)):
-                raise FaultTreeError(f"tree '{tree.id}': gate '{g.id}' is atleast with k={g.k} "
-                                     f"and {len(g.inputs)} inputs")
+                raise FaultTreeError(
+                    f"tree '{tree.id}': gate '{g.id}' is atleast with k={g.k} and {len(g.inputs)} inputs"
+                )
             for child in g.inputs:
                 visit(child, trail + (node,))
             state[node] = 2
@@ -80,6 +88,7 @@ def _structure(tree: FaultTree) -> tuple[dict[str, Gate], dict[str, BasicEvent],
 
 
 # --------------------------------------------------------------------------- cut sets
+
 
 def _minimise(family: Iterable[frozenset[str]]) -> CutSets:
     """Drop every set that contains another (absorption: A + A·B = A)."""
@@ -154,6 +163,7 @@ def single_points_of_failure(cut_sets: Iterable[frozenset[str]]) -> list[str]:
 
 
 # --------------------------------------------------------------------------- probabilities
+
 
 def event_probability(event: BasicEvent, mission_time_h: float | None) -> float | None:
     """An event's probability: `probability` if given, else 1 - e^(-λt) from `rate_per_hour`."""
@@ -266,8 +276,9 @@ def _tree_bdd(tree: FaultTree) -> tuple[_Bdd, int, dict[str, int]]:
                     if len(kids) - i < need:
                         return 0
                     if (need, i) not in table:
-                        table[(need, i)] = bdd.apply("or", bdd.apply("and", kids[i], f(need - 1, i + 1)),
-                                                     f(need, i + 1))
+                        table[(need, i)] = bdd.apply(
+                            "or", bdd.apply("and", kids[i], f(need - 1, i + 1)), f(need, i + 1)
+                        )
                     return table[(need, i)]
 
                 res = f(k, 0)
@@ -291,6 +302,7 @@ def top_probability(tree: FaultTree) -> float | None:
 
 # --------------------------------------------------------------------------- the whole analysis
 
+
 @dataclass
 class FaultTreeAnalysis:
     """Everything archkit derives from one fault tree."""
@@ -299,10 +311,10 @@ class FaultTreeAnalysis:
     cut_sets: list[frozenset[str]]
     single_points_of_failure: list[str]
     event_probabilities: dict[str, float | None]
-    probability: float | None = None            # exact (BDD); None if any probability is unknown
+    probability: float | None = None  # exact (BDD); None if any probability is unknown
     method: str = "bdd-exact"
-    rare_event: float | None = None             # approximation: Σ P(C)
-    mcub: float | None = None                   # approximation: 1 - Π(1 - P(C))
+    rare_event: float | None = None  # approximation: Σ P(C)
+    mcub: float | None = None  # approximation: 1 - Π(1 - P(C))
     birnbaum: dict[str, float] = field(default_factory=dict)
     fussell_vesely: dict[str, float] = field(default_factory=dict)
     missing_probability: list[str] = field(default_factory=list)
@@ -365,8 +377,10 @@ def analyse(tree: FaultTree) -> FaultTreeAnalysis:
         res.birnbaum[e] = hi - lo
         containing = [c for c in cut_sets if e in c]
         if top > 0 and containing:
-            sub = bdd.fold("or", [bdd.fold("and", [bdd.var(index[x]) for x in sorted(c, key=index.get)])
-                                  for c in containing])
+            sub = bdd.fold(
+                "or",
+                [bdd.fold("and", [bdd.var(index[x]) for x in sorted(c, key=index.get)]) for c in containing],
+            )
             res.fussell_vesely[e] = bdd.probability(sub, p) / top
         else:
             res.fussell_vesely[e] = 0.0

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Optional
 
 from archkit.spec.model import Call, Decision, Spec, Stage, Terminal
 
@@ -34,7 +33,7 @@ class PathLatency:
     p50_sum: float
     p99_sum: float
     p99_rss: float
-    dominant: str           # the stage with the largest P99 on the path
+    dominant: str  # the stage with the largest P99 on the path
     dominant_p99: float
     missing: list[str] = field(default_factory=list)  # stages without a P99 budget
 
@@ -99,8 +98,7 @@ def dataflow_paths(spec: Spec) -> list[PathLatency]:
             e99 = e.p99_ms or e.p50_ms or 0.0
             e50 = e.p50_ms or 0.0
             t99, t50 = _p99(t), _p50(t)
-            cand = (cur[0] + e99 + t99, cur[1] + e50 + t50,
-                    cur[2] + (e99 - e50) ** 2 + (t99 - t50) ** 2, sid)
+            cand = (cur[0] + e99 + t99, cur[1] + e50 + t50, cur[2] + (e99 - e50) ** 2 + (t99 - t50) ** 2, sid)
             if e.to not in best or cand[0] > best[e.to][0]:
                 best[e.to] = cand
     out = []
@@ -113,9 +111,17 @@ def dataflow_paths(spec: Spec) -> list[PathLatency]:
             path.append(best[path[-1]][3])
         path.reverse()
         dom = max(path, key=lambda s: _p99(stages[s]))
-        out.append(PathLatency(path, p50_sum, p99_sum, p50_sum + math.sqrt(var), dom,
-                               _p99(stages[dom]),
-                               [s for s in path if stages[s].p99_ms is None]))
+        out.append(
+            PathLatency(
+                path,
+                p50_sum,
+                p99_sum,
+                p50_sum + math.sqrt(var),
+                dom,
+                _p99(stages[dom]),
+                [s for s in path if stages[s].p99_ms is None],
+            )
+        )
     return out
 
 
@@ -127,7 +133,7 @@ def _p50(st: Stage) -> float:
     return st.p50_ms if st.p50_ms is not None else 0.0
 
 
-def critical_path(spec: Spec) -> Optional[PathLatency]:
+def critical_path(spec: Spec) -> PathLatency | None:
     """The data-flow path with the largest P99 sum."""
     paths = dataflow_paths(spec)
     return max(paths, key=lambda p: p.p99_sum) if paths else None
@@ -135,18 +141,19 @@ def critical_path(spec: Spec) -> Optional[PathLatency]:
 
 # ---------------------------------------------------------------- control flow
 
+
 @dataclass
 class ControlPath:
     """One path through the control flow with its nominal and worst-case latency (ms)."""
 
     nodes: list[str]
-    terminal: Optional[str]
-    outcome: Optional[str]
-    nominal_ms: float       # Σ P99 of the stages the calls target
-    worst_ms: float         # Σ timeout × attempts + backoffs (+ decision timeouts)
+    terminal: str | None
+    outcome: str | None
+    nominal_ms: float  # Σ P99 of the stages the calls target
+    worst_ms: float  # Σ timeout × attempts + backoffs (+ decision timeouts)
 
 
-def call_worst_ms(call: Call) -> Optional[float]:
+def call_worst_ms(call: Call) -> float | None:
     """Worst-case time a call can take: every attempt times out, plus the backoffs between them."""
     if call.timeout_ms is None:
         return None
@@ -160,7 +167,7 @@ def call_worst_ms(call: Call) -> Optional[float]:
     return attempts * call.timeout_ms + backoff
 
 
-def target_p99(spec: Spec, target: str) -> Optional[float]:
+def target_p99(spec: Spec, target: str) -> float | None:
     st = spec.stage(target)
     if st is not None:
         return st.p99_ms
@@ -205,8 +212,15 @@ def control_paths(spec: Spec, limit: int = 2000) -> list[ControlPath]:
         n = nodes[nid]
         nxt = [s for s in succs(n) if s not in path]
         if isinstance(n, Terminal) or not nxt:
-            out.append(ControlPath(path, nid if isinstance(n, Terminal) else None,
-                                   n.outcome if isinstance(n, Terminal) else None, nom, worst))
+            out.append(
+                ControlPath(
+                    path,
+                    nid if isinstance(n, Terminal) else None,
+                    n.outcome if isinstance(n, Terminal) else None,
+                    nom,
+                    worst,
+                )
+            )
             continue
         for s in reversed(nxt):
             c = cost(nodes[s])

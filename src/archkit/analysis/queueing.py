@@ -68,8 +68,7 @@ def mmc_wait(arrival_rate: float, service_time: float, servers: int = 1) -> floa
     return erlang_c(servers, a) * service_time / (servers - a)
 
 
-def mmc_wait_quantile(arrival_rate: float, service_time: float, servers: int = 1,
-                      q: float = 0.99) -> float:
+def mmc_wait_quantile(arrival_rate: float, service_time: float, servers: int = 1, q: float = 0.99) -> float:
     """q-quantile of the M/M/c queueing delay: P(Wq > t) = C·exp(−(cμ − λ)t)."""
     if arrival_rate <= 0:
         return 0.0
@@ -110,8 +109,7 @@ def mdc_wait(arrival_rate: float, service_time: float, servers: int = 1) -> floa
     return mmc_wait(arrival_rate, service_time, servers) / 2
 
 
-def mdc_wait_quantile(arrival_rate: float, service_time: float, servers: int = 1,
-                      q: float = 0.99) -> float:
+def mdc_wait_quantile(arrival_rate: float, service_time: float, servers: int = 1, q: float = 0.99) -> float:
     """q-quantile of the M/D/c queueing delay, approximated as half the M/M/c quantile.
 
     Deterministic service halves the mean wait of M/M/c (exactly for c = 1); we halve the
@@ -126,6 +124,7 @@ def mmc_wait_median(arrival_rate: float, service_time: float, servers: int = 1) 
 
 
 # ---------------------------------------------------------------- Poisson / Erlang helpers
+
 
 def poisson_cdf(k: int, mean: float) -> float:
     """P(N ≤ k) for N ~ Poisson(mean)."""

@@ -12,7 +12,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
 
 from archkit.analysis.latency import call_worst_ms
 from archkit.spec.model import Call, Spec
@@ -23,11 +22,11 @@ class CallBudget:
     """One call's worst case against its caller's budget (ms)."""
 
     call: Call
-    worst_ms: Optional[float]
-    caller: Optional[Call]          # the enclosing call, if nested
-    budget_ms: Optional[float]      # the caller's timeout, else the request deadline
-    budget_source: str              # "call 'x' timeout" or "controlflow.timeout_ms"
-    amplification: int              # Π(1 + attempts) from the outermost caller down to here
+    worst_ms: float | None
+    caller: Call | None  # the enclosing call, if nested
+    budget_ms: float | None  # the caller's timeout, else the request deadline
+    budget_source: str  # "call 'x' timeout" or "controlflow.timeout_ms"
+    amplification: int  # Π(1 + attempts) from the outermost caller down to here
     chain: list[str]
 
 

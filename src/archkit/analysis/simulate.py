@@ -30,8 +30,15 @@ class SimResult:
     stable: bool  # False when the backlog grew through the run (overload)
 
 
-def simulate(table: ServiceTable, arrival_rps: float, batch_size: int, max_queue_delay_us: float,
-             servers: int = 1, requests: int = 10_000, seed: int = 7) -> SimResult:
+def simulate(
+    table: ServiceTable,
+    arrival_rps: float,
+    batch_size: int,
+    max_queue_delay_us: float,
+    servers: int = 1,
+    requests: int = 10_000,
+    seed: int = 7,
+) -> SimResult:
     """Simulate `requests` Poisson arrivals through a batcher feeding `servers` instances."""
     b, c = max(1, int(batch_size)), max(1, int(servers))
     if arrival_rps <= 0:
@@ -74,7 +81,7 @@ def simulate(table: ServiceTable, arrival_rps: float, batch_size: int, max_queue
     # overload shows as latency that keeps growing: compare the last tenth with the middle
     tenth = max(1, n // 10)
     late = sum(lat[-tenth:]) / tenth
-    mid = sum(lat[4 * tenth:5 * tenth]) / tenth
+    mid = sum(lat[4 * tenth : 5 * tenth]) / tenth
     stable = late < 2 * mid + 1e-9 or late < 10 * table.ms(b) / 1000
     lat.sort()
 

@@ -22,6 +22,8 @@ silently disappear.
             for obj in members:
                 if obj.id in first:
                     prev = ctx.source.at(first[obj.id].spec_path + ("id",))
-                    yield ctx.at(obj, "id", f"duplicate {kind} id '{obj.id}' (first defined on line {prev.line})")
+                    yield ctx.at(
+                        obj, "id", f"duplicate {kind} id '{obj.id}' (first defined on line {prev.line})"
+                    )
                 else:
                     first[obj.id] = obj

@@ -32,8 +32,11 @@ dangling reference means a diagram with a missing box and a check that cannot ru
         def ref(obj, field, value, known, what):
             if value is not None and value not in known:
                 close = difflib.get_close_matches(value, sorted(known), n=1)
-                hint = f"did you mean '{close[0]}'?" if close else (
-                    f"known: {', '.join(sorted(known))}" if known and len(known) <= 8 else "")
+                hint = (
+                    f"did you mean '{close[0]}'?"
+                    if close
+                    else (f"known: {', '.join(sorted(known))}" if known and len(known) <= 8 else "")
+                )
                 return ctx.at(obj, field, f"{what} '{value}' is not defined", hint=hint)
             return None
 
@@ -76,7 +79,9 @@ dangling reference means a diagram with a missing box and a check that cannot ru
             checks.append(ref(rule, "target", rule.target, targets, "stage, control node or service"))
             checks.append(ref(rule, "fallback", rule.fallback, targets, "stage, control node or service"))
         if spec.loadtest:
-            checks.append(ref(spec.loadtest.target, "service", spec.loadtest.target.service, services, "service"))
+            checks.append(
+                ref(spec.loadtest.target, "service", spec.loadtest.target.service, services, "service")
+            )
             for lvl in spec.loadtest.levels:
                 for f in lvl.faults:
                     checks.append(ref(f, "target", f.target, services, "service"))

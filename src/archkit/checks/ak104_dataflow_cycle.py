@@ -40,7 +40,7 @@ where each call has a timeout and bounded retries.
                     continue
                 nxt = edge.to
                 if color[nxt] == 1:
-                    cycle = path[path.index(nxt):] + [nxt]
+                    cycle = path[path.index(nxt) :] + [nxt]
                     key = frozenset(cycle)
                     if key not in reported:
                         reported.add(key)

@@ -31,4 +31,6 @@ its caller is: it runs while the caller's target handles the request.
         seen = reachable_control_nodes(ctx.spec)
         for nid, node in nodes.items():
             if nid not in seen:
-                yield ctx.at(node, "id", f"control-flow node '{nid}' is not reachable from start '{cf.start}'")
+                yield ctx.at(
+                    node, "id", f"control-flow node '{nid}' is not reachable from start '{cf.start}'"
+                )

@@ -20,12 +20,18 @@ same `when` make the diagram ambiguous.
     def check(self, ctx):
         for d in ctx.spec.controlflow.decisions:
             if 0 < len(d.branches) < 2:
-                yield ctx.at(d, "branches", f"decision '{d.id}' has only one branch; a decision needs at least two")
+                yield ctx.at(
+                    d, "branches", f"decision '{d.id}' has only one branch; a decision needs at least two"
+                )
             seen = set()
             for br in d.branches:
                 if br.when in seen:
                     yield ctx.at(br, "when", f"decision '{d.id}' has two branches for '{br.when}'")
                 seen.add(br.when)
             if d.branches and not d.on_failure:
-                yield ctx.at(d, "id", f"decision '{d.id}' has no failure path ('on_failure'): where does the "
-                             f"request go when {d.source or 'its data source'} cannot answer?")
+                yield ctx.at(
+                    d,
+                    "id",
+                    f"decision '{d.id}' has no failure path ('on_failure'): where does the "
+                    f"request go when {d.source or 'its data source'} cannot answer?",
+                )

@@ -25,9 +25,13 @@ minimal cut sets undefined; an event no gate uses never appears in the runbook; 
                 used.update(g.inputs)
                 if g.type is GateType.ATLEAST:
                     if g.k is None or g.k > len(g.inputs):
-                        yield ctx.at(g, "k", f"gate '{g.id}' is atleast but k={g.k} with {len(g.inputs)} inputs")
+                        yield ctx.at(
+                            g, "k", f"gate '{g.id}' is atleast but k={g.k} with {len(g.inputs)} inputs"
+                        )
                 elif g.k is not None:
-                    yield ctx.at(g, "k", f"gate '{g.id}' is {g.type.value}; 'k' applies to atleast gates only")
+                    yield ctx.at(
+                        g, "k", f"gate '{g.id}' is {g.type.value}; 'k' applies to atleast gates only"
+                    )
             for e in tree.events:
                 if e.id not in used:
                     yield ctx.at(e, "id", f"event '{e.id}' is not an input of any gate in tree '{tree.id}'")
@@ -37,7 +41,7 @@ minimal cut sets undefined; an event no gate uses never appears in the runbook; 
             # cycle detection
             state: dict[str, int] = {}
 
-            def visit(gid, trail):
+            def visit(gid, trail, state=state, gates=gates):
                 state[gid] = 1
                 for inp in gates[gid].inputs:
                     if inp in gates:

@@ -27,11 +27,19 @@ stops the walk: at 3 a.m. the on-call engineer is left to guess.
                 if not e.check:
                     yield ctx.at(e, "id", f"event '{e.id}' of tree '{tree.id}' has no check command")
                 elif e.expect is None and e.expect_regex is None and e.expect_exit_code is None:
-                    yield ctx.at(e, "check", f"event '{e.id}' of tree '{tree.id}' has a check but no "
-                                 "expect, expect_regex or expect_exit_code to judge it by")
+                    yield ctx.at(
+                        e,
+                        "check",
+                        f"event '{e.id}' of tree '{tree.id}' has a check but no "
+                        "expect, expect_regex or expect_exit_code to judge it by",
+                    )
                 if e.expect_regex is not None:
                     try:
                         re.compile(e.expect_regex)
                     except re.error as exc:
-                        yield ctx.at(e, "expect_regex", f"event '{e.id}': expect_regex does not compile: {exc}",
-                                     severity=Severity.ERROR)
+                        yield ctx.at(
+                            e,
+                            "expect_regex",
+                            f"event '{e.id}': expect_regex does not compile: {exc}",
+                            severity=Severity.ERROR,
+                        )

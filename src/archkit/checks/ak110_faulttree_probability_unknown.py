@@ -25,13 +25,21 @@ back to ordering by cut-set size.
             known = []
             for e in tree.events:
                 if e.probability is None and e.rate_per_hour is not None and tree.mission_time_h is None:
-                    yield ctx.at(e, "rate_per_hour", f"event '{e.id}' gives rate_per_hour but tree '{tree.id}' "
-                                 "has no mission_time_h to turn it into a probability")
+                    yield ctx.at(
+                        e,
+                        "rate_per_hour",
+                        f"event '{e.id}' gives rate_per_hour but tree '{tree.id}' "
+                        "has no mission_time_h to turn it into a probability",
+                    )
                     known.append(True)
                 else:
                     known.append(e.probability is not None or e.rate_per_hour is not None)
             if any(known) and not all(known):
-                for e, k in zip(tree.events, known):
+                for e, k in zip(tree.events, known, strict=False):
                     if not k:
-                        yield ctx.at(e, "id", f"event '{e.id}' has no probability or rate_per_hour while "
-                                     f"other events of tree '{tree.id}' do: the top probability is unknown")
+                        yield ctx.at(
+                            e,
+                            "id",
+                            f"event '{e.id}' has no probability or rate_per_hour while "
+                            f"other events of tree '{tree.id}' do: the top probability is unknown",
+                        )

@@ -23,6 +23,11 @@ queueing or tail effect. Sync edges only: async hand-offs do not add to the call
             return
         for p in dataflow_latency(ctx):
             if p.p50_sum > budget + 1e-9:
-                yield ctx.at(ctx.spec.budgets, "p50_ms",
-                             f"path {' -> '.join(p.stages)}: stage P50s add up to {fmt_ms(p.p50_sum)} "
-                             f"> end-to-end P50 budget {fmt_ms(budget)}", stages=p.stages, p50_sum_ms=p.p50_sum)
+                yield ctx.at(
+                    ctx.spec.budgets,
+                    "p50_ms",
+                    f"path {' -> '.join(p.stages)}: stage P50s add up to {fmt_ms(p.p50_sum)} "
+                    f"> end-to-end P50 budget {fmt_ms(budget)}",
+                    stages=p.stages,
+                    p50_sum_ms=p.p50_sum,
+                )

@@ -31,9 +31,16 @@ the stage that eats most of the budget.
                 continue
             sev = Severity.ERROR if p.p99_rss > budget + 1e-9 else Severity.WARNING
             share = 100 * p.dominant_p99 / p.p99_sum if p.p99_sum else 0
-            yield ctx.at(ctx.spec.budgets, "p99_ms",
-                         f"path {' -> '.join(p.stages)}: stage P99s add up to {fmt_ms(p.p99_sum)} "
-                         f"> end-to-end P99 budget {fmt_ms(budget)} (independent-stages estimate "
-                         f"{fmt_ms(p.p99_rss)}); '{p.dominant}' takes {fmt_ms(p.dominant_p99)} "
-                         f"({share:.0f}%)", severity=sev, stages=p.stages, p99_sum_ms=p.p99_sum,
-                         p99_independent_ms=round(p.p99_rss, 1), dominant=p.dominant)
+            yield ctx.at(
+                ctx.spec.budgets,
+                "p99_ms",
+                f"path {' -> '.join(p.stages)}: stage P99s add up to {fmt_ms(p.p99_sum)} "
+                f"> end-to-end P99 budget {fmt_ms(budget)} (independent-stages estimate "
+                f"{fmt_ms(p.p99_rss)}); '{p.dominant}' takes {fmt_ms(p.dominant_p99)} "
+                f"({share:.0f}%)",
+                severity=sev,
+                stages=p.stages,
+                p99_sum_ms=p.p99_sum,
+                p99_independent_ms=round(p.p99_rss, 1),
+                dominant=p.dominant,
+            )

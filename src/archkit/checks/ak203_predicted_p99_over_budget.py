@@ -40,28 +40,46 @@ cheapest configuration that meets the budget.
                 hint = ("cheapest that meets it: " + rec.reason) if rec.met else rec.reason
                 e2e = ctx.spec.budgets.p99_ms
                 if not rec.met and e2e is not None and e2e > cap.budget_ms:
-                    other = recommend(cap.table, cap.arrival_rps, e2e, cap.max_batch_size,
-                                      cap.stage.model.batching.preferred_batch_sizes
-                                      if cap.stage.model.batching else (), cap.instances)
+                    other = recommend(
+                        cap.table,
+                        cap.arrival_rps,
+                        e2e,
+                        cap.max_batch_size,
+                        cap.stage.model.batching.preferred_batch_sizes if cap.stage.model.batching else (),
+                        cap.instances,
+                    )
                     if other.met:
                         hint += f"; for the end-to-end {fmt_ms(e2e)}: {other.reason}"
             obj = cap.stage.model.batching or cap.stage.model
             field = "max_queue_delay_us" if cap.stage.model.batching else "instances"
             sim = cap.simulated
             sim_ok = sim is not None and sim.stable and sim.p99_ms <= cap.budget_ms
-            sim_txt = (f"simulated {fmt_ms(sim.p99_ms)}" if sim is not None and sim.stable
-                       else "simulated: overloaded")
-            verdict = (f"; only the analytic estimate misses it ({sim_txt} fits): tight" if sim_ok
-                       else f"; {sim_txt}")
-            yield ctx.at(obj, field,
-                         f"stage '{cap.stage.id}' predicted P99 {fmt_ms(p.p99_ms)} at batch {p.batch_size} "
-                         f"(max_queue_delay_us {p.max_queue_delay_us}, {p.replicas}×{p.instances} instances, "
-                         f"{p.arrival_rps:g} req/s) > {fmt_ms(cap.budget_ms)} ({cap.budget_source}){verdict}",
-                         severity=Severity.WARNING if sim_ok else Severity.ERROR,
-                         hint=hint, stage=cap.stage.id, predicted_p99_ms=_finite(p.p99_ms),
-                         predicted_p50_ms=_finite(p.p50_ms), budget_ms=cap.budget_ms,
-                         batch_size=p.batch_size, rho=round(p.rho, 3),
-                         simulated_p99_ms=round(sim.p99_ms, 1) if sim is not None and sim.stable else None)
+            sim_txt = (
+                f"simulated {fmt_ms(sim.p99_ms)}"
+                if sim is not None and sim.stable
+                else "simulated: overloaded"
+            )
+            verdict = (
+                f"; only the analytic estimate misses it ({sim_txt} fits): tight"
+                if sim_ok
+                else f"; {sim_txt}"
+            )
+            yield ctx.at(
+                obj,
+                field,
+                f"stage '{cap.stage.id}' predicted P99 {fmt_ms(p.p99_ms)} at batch {p.batch_size} "
+                f"(max_queue_delay_us {p.max_queue_delay_us}, {p.replicas}×{p.instances} instances, "
+                f"{p.arrival_rps:g} req/s) > {fmt_ms(cap.budget_ms)} ({cap.budget_source}){verdict}",
+                severity=Severity.WARNING if sim_ok else Severity.ERROR,
+                hint=hint,
+                stage=cap.stage.id,
+                predicted_p99_ms=_finite(p.p99_ms),
+                predicted_p50_ms=_finite(p.p50_ms),
+                budget_ms=cap.budget_ms,
+                batch_size=p.batch_size,
+                rho=round(p.rho, 3),
+                simulated_p99_ms=round(sim.p99_ms, 1) if sim is not None and sim.stable else None,
+            )
 
 
 def _finite(v: float):

@@ -28,8 +28,14 @@ queue grows without bound.
             p = cap.declared
             if p is None or p.rho <= 0.8:
                 continue
-            yield self._finding(ctx, cap.stage.model, "instances", cap.stage.id, p.rho,
-                                f"{p.replicas}×{p.instances} instances at batch ~{p.mean_batch:.1f}")
+            yield self._finding(
+                ctx,
+                cap.stage.model,
+                "instances",
+                cap.stage.id,
+                p.rho,
+                f"{p.replicas}×{p.instances} instances at batch ~{p.mean_batch:.1f}",
+            )
         for w in ctx.memo("workers", lambda: worker_capacities(ctx.spec)):
             if w.rho > 0.8:
                 yield self._finding(ctx, w.stage, "concurrency", w.stage.id, w.rho, f"{w.servers} workers")
@@ -37,5 +43,11 @@ queue grows without bound.
     def _finding(self, ctx, obj, field, sid, rho, what):
         sev = Severity.ERROR if rho >= 1 else Severity.WARNING
         state = "overloaded: the queue grows without bound" if rho >= 1 else "queueing delay dominates"
-        return ctx.at(obj, field, f"stage '{sid}' utilisation ρ = {rho:.2f} with {what} ({state})",
-                      severity=sev, stage=sid, rho=round(rho, 3))
+        return ctx.at(
+            obj,
+            field,
+            f"stage '{sid}' utilisation ρ = {rho:.2f} with {what} ({state})",
+            severity=sev,
+            stage=sid,
+            rho=round(rho, 3),
+        )

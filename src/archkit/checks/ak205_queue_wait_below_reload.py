@@ -30,11 +30,17 @@ delay itself, `max_queue_delay_us`, should stay short — seed 000 §2.1 uses 1 
                 continue
             bt = m.batching
             if bt and bt.queue_timeout_us is not None and bt.queue_timeout_us / 1000 < m.reload_ms:
-                yield ctx.at(bt, "queue_timeout_us",
-                             f"queue timeout {fmt_ms(bt.queue_timeout_us / 1000)} < reload time "
-                             f"{fmt_ms(m.reload_ms)} of '{st.id}': queued requests are dropped during every reload")
+                yield ctx.at(
+                    bt,
+                    "queue_timeout_us",
+                    f"queue timeout {fmt_ms(bt.queue_timeout_us / 1000)} < reload time "
+                    f"{fmt_ms(m.reload_ms)} of '{st.id}': queued requests are dropped during every reload",
+                )
             for c in spec.controlflow.calls:
                 if c.target == st.id and c.timeout_ms is not None and c.timeout_ms < m.reload_ms:
-                    yield ctx.at(c, "timeout_ms",
-                                 f"call '{c.id}' times out after {fmt_ms(c.timeout_ms)}, before a reload of "
-                                 f"'{st.id}' ({fmt_ms(m.reload_ms)}) ends: every model update fails requests")
+                    yield ctx.at(
+                        c,
+                        "timeout_ms",
+                        f"call '{c.id}' times out after {fmt_ms(c.timeout_ms)}, before a reload of "
+                        f"'{st.id}' ({fmt_ms(m.reload_ms)}) ends: every model update fails requests",
+                    )

@@ -25,6 +25,9 @@ when it is declared.
             if ceiling is None or rate <= 0 or rate <= ceiling:
                 continue
             what = "peak" if cap.peak_rps and rate == cap.peak_rps else "design"
-            yield ctx.at(cap.stage.model, "instances",
-                         f"stage '{cap.stage.id}' can serve at most {ceiling:.1f} req/s "
-                         f"({cap.replicas}×{cap.instances} instances, best batch size) < {what} rate {rate:g} req/s")
+            yield ctx.at(
+                cap.stage.model,
+                "instances",
+                f"stage '{cap.stage.id}' can serve at most {ceiling:.1f} req/s "
+                f"({cap.replicas}×{cap.instances} instances, best batch size) < {what} rate {rate:g} req/s",
+            )

@@ -26,6 +26,9 @@ into errors. Either the stage's budget or the timeout is wrong.
             if st is None or st.p99_ms is None or c.timeout_ms is None:
                 continue
             if c.timeout_ms < st.p99_ms:
-                yield ctx.at(c, "timeout_ms",
-                             f"call '{c.id}' timeout {fmt_ms(c.timeout_ms)} < P99 {fmt_ms(st.p99_ms)} "
-                             f"of its target '{st.id}'")
+                yield ctx.at(
+                    c,
+                    "timeout_ms",
+                    f"call '{c.id}' timeout {fmt_ms(c.timeout_ms)} < P99 {fmt_ms(st.p99_ms)} "
+                    f"of its target '{st.id}'",
+                )

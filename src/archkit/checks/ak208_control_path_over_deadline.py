@@ -30,5 +30,8 @@ they reach any degraded answer.
         for p in control_latency(ctx):
             if p.outcome == "success" and p.nominal_ms > deadline + 1e-9 and tuple(p.nodes) not in seen:
                 seen.add(tuple(p.nodes))
-                yield ctx.at(*where, f"control path {' -> '.join(p.nodes)}: target P99s add up to "
-                                     f"{fmt_ms(p.nominal_ms)} > deadline {fmt_ms(deadline)}")
+                yield ctx.at(
+                    *where,
+                    f"control path {' -> '.join(p.nodes)}: target P99s add up to "
+                    f"{fmt_ms(p.nominal_ms)} > deadline {fmt_ms(deadline)}",
+                )

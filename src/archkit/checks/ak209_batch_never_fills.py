@@ -28,8 +28,11 @@ is over 10 % of the stage's P99 budget; lower the delay (seed 000 §2.1: 1 ms) o
             d_ms = cap.max_queue_delay_us / 1000
             expected = (cap.arrival_rps or 0) / cap.replicas * d_ms / 1000
             if expected < 0.5 * (cap.batch_size - 1) and d_ms > 0.1 * cap.budget_ms:
-                yield ctx.at(cap.stage.model.batching, "max_queue_delay_us",
-                             f"stage '{cap.stage.id}': a replica sees {expected:.1f} more request(s) in "
-                             f"{fmt_ms(d_ms)}, so batches of {cap.batch_size} leave on the timer at "
-                             f"~{p.mean_batch:.1f}; the delay is {100 * d_ms / cap.budget_ms:.0f}% of the "
-                             f"{fmt_ms(cap.budget_ms)} budget")
+                yield ctx.at(
+                    cap.stage.model.batching,
+                    "max_queue_delay_us",
+                    f"stage '{cap.stage.id}': a replica sees {expected:.1f} more request(s) in "
+                    f"{fmt_ms(d_ms)}, so batches of {cap.batch_size} leave on the timer at "
+                    f"~{p.mean_batch:.1f}; the delay is {100 * d_ms / cap.budget_ms:.0f}% of the "
+                    f"{fmt_ms(cap.budget_ms)} budget",
+                )

@@ -26,6 +26,9 @@ largest batch the server may form.
                 continue
             largest = max(t.batch_size for t in m.service_time)
             if m.batching.max_batch_size > largest:
-                yield ctx.at(m.batching, "max_batch_size",
-                             f"stage '{st.id}' may form batches of {m.batching.max_batch_size} but service "
-                             f"time is measured up to {largest} only")
+                yield ctx.at(
+                    m.batching,
+                    "max_batch_size",
+                    f"stage '{st.id}' may form batches of {m.batching.max_batch_size} but service "
+                    f"time is measured up to {largest} only",
+                )

@@ -23,11 +23,16 @@ with MIG or a memory fraction instead (AK304).
             if req is None and lim is None:
                 continue
             if req is not None and lim is None:
-                yield ctx.at(svc.resources.requests, "gpu",
-                             f"service '{svc.id}' requests {req:g} GPU but sets no GPU limit")
+                yield ctx.at(
+                    svc.resources.requests,
+                    "gpu",
+                    f"service '{svc.id}' requests {req:g} GPU but sets no GPU limit",
+                )
             elif req is not None and req != lim:
-                yield ctx.at(svc.resources.requests, "gpu",
-                             f"service '{svc.id}' GPU request {req:g} ≠ limit {lim:g}")
+                yield ctx.at(
+                    svc.resources.requests, "gpu", f"service '{svc.id}' GPU request {req:g} ≠ limit {lim:g}"
+                )
             elif lim is not None and lim != int(lim):
-                yield ctx.at(svc.resources.limits, "gpu",
-                             f"service '{svc.id}' asks for a fractional GPU ({lim:g})")
+                yield ctx.at(
+                    svc.resources.limits, "gpu", f"service '{svc.id}' asks for a fractional GPU ({lim:g})"
+                )

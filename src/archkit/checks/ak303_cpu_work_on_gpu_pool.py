@@ -32,5 +32,9 @@ needs, and make the expensive node pool scale for the wrong reason. Put them on 
                 continue
             if any(s.model and s.model.device is Device.gpu for s in stages):
                 continue
-            yield ctx.at(svc, "pool", f"service '{svc.id}' runs only CPU work "
-                                      f"({', '.join(s.id for s in stages)}) on GPU pool '{pool.id}'")
+            yield ctx.at(
+                svc,
+                "pool",
+                f"service '{svc.id}' runs only CPU work "
+                f"({', '.join(s.id for s in stages)}) on GPU pool '{pool.id}'",
+            )

@@ -29,7 +29,8 @@ least MIG with a profile or a memory fraction; time slicing alone isolates nothi
                 continue
             if g.sharing is GpuSharing.memory_fraction and g.memory_fraction:
                 continue
-            what = {GpuSharing.mig: "MIG without a mig_profile",
-                    GpuSharing.memory_fraction: "memory_fraction sharing without a fraction"}.get(
-                g.sharing, f"sharing '{g.sharing.value}'")
+            what = {
+                GpuSharing.mig: "MIG without a mig_profile",
+                GpuSharing.memory_fraction: "memory_fraction sharing without a fraction",
+            }.get(g.sharing, f"sharing '{g.sharing.value}'")
             yield ctx.at(g, "sharing", f"multi-tenant pool '{pool.id}' shares {g.model} GPUs with {what}")

@@ -30,5 +30,9 @@ and `retrans=3` bounds the hang to about 3 s and returns an error instead.
                     missing.append(k + "=")
             if missing:
                 field = "mount_options" if st.mount_options else "type"
-                yield ctx.at(st, field, f"NFS storage '{st.id}' is mounted without {', '.join(missing)}",
-                             hint="mount_options: [soft, intr, timeo=10, retrans=3]")
+                yield ctx.at(
+                    st,
+                    field,
+                    f"NFS storage '{st.id}' is mounted without {', '.join(missing)}",
+                    hint="mount_options: [soft, intr, timeo=10, retrans=3]",
+                )

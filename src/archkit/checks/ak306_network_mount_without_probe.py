@@ -33,6 +33,10 @@ restarts the pod instead of leaving it hung.
             for m in mounts:
                 if "timeout" in cmd and m.path in cmd:
                     continue
-                yield ctx.at(m, "path", f"service '{svc.id}' mounts {kinds[m.storage]} '{m.storage}' at "
-                                        f"{m.path} but no liveness probe checks it with a timeout",
-                             hint=f"liveness: {{exec: [sh, -c, 'timeout 5s ls {m.path} || exit 1']}}")
+                yield ctx.at(
+                    m,
+                    "path",
+                    f"service '{svc.id}' mounts {kinds[m.storage]} '{m.storage}' at "
+                    f"{m.path} but no liveness probe checks it with a timeout",
+                    hint=f"liveness: {{exec: [sh, -c, 'timeout 5s ls {m.path} || exit 1']}}",
+                )

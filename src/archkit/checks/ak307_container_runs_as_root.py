@@ -25,5 +25,9 @@ exempt (we do not deploy them).
             if sec.run_as_user == 0:
                 yield ctx.at(sec, "run_as_user", f"service '{svc.id}' runs as uid 0 (root)")
             elif sec.run_as_non_root is not True and sec.run_as_user is None:
-                yield ctx.at(svc, "id", f"service '{svc.id}' does not declare a non-root user",
-                             hint="security: {run_as_non_root: true, run_as_user: 1001}")
+                yield ctx.at(
+                    svc,
+                    "id",
+                    f"service '{svc.id}' does not declare a non-root user",
+                    hint="security: {run_as_non_root: true, run_as_user: 1001}",
+                )

@@ -21,5 +21,9 @@ networks use jumbo frames (9000). Label the GPU network with its MTU on the diag
     def check(self, ctx):
         for net in ctx.spec.topology.networks:
             if net.kind == "rdma" and net.mtu < 9000:
-                yield ctx.at(net, "mtu" if "mtu" in net.model_fields_set else "kind",
-                             f"RDMA network '{net.id}' has MTU {net.mtu} (< 9000)", hint="mtu: 65520")
+                yield ctx.at(
+                    net,
+                    "mtu" if "mtu" in net.model_fields_set else "kind",
+                    f"RDMA network '{net.id}' has MTU {net.mtu} (< 9000)",
+                    hint="mtu: 65520",
+                )

@@ -28,8 +28,9 @@ with `ulimits.nofile` (1024 when unset). Set nofile: 65536.
 
     def check(self, ctx):
         spec = ctx.spec
-        rate = max(x for x in (spec.budgets.throughput_rps, spec.budgets.peak_throughput_rps, 0)
-                   if x is not None)
+        rate = max(
+            x for x in (spec.budgets.throughput_rps, spec.budgets.peak_throughput_rps, 0) if x is not None
+        )
         if rate <= 0:
             return
         by_svc = stages_by_service(ctx)
@@ -47,6 +48,9 @@ with `ulimits.nofile` (1024 when unset). Set nofile: 65536.
             have = svc.ulimits.get("nofile", DEFAULT_NOFILE)
             if have < need:
                 where = (svc.spec_path + ("ulimits",), "nofile") if "nofile" in svc.ulimits else (svc, "id")
-                yield ctx.at(*where, f"service '{svc.id}' allows {have} open files but ~{need} sockets per "
-                                     f"replica are implied by {rate:g} req/s over {svc.replicas} replica(s)",
-                             hint="ulimits: {nofile: 65536}")
+                yield ctx.at(
+                    *where,
+                    f"service '{svc.id}' allows {have} open files but ~{need} sockets per "
+                    f"replica are implied by {rate:g} req/s over {svc.replicas} replica(s)",
+                    hint="ulimits: {nofile: 65536}",
+                )

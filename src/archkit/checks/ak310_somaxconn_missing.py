@@ -35,5 +35,9 @@ the service's sysctls or in topology.os_tuning.
             busy = by_svc.get(svc.id) and rate / max(1, svc.replicas) >= 128
             if svc.public or busy:
                 why = "public" if svc.public else f"{rate / max(1, svc.replicas):.0f} req/s per replica"
-                yield ctx.at(svc, "id", f"service '{svc.id}' ({why}) does not set {KEY}",
-                             hint=f"sysctls: {{{KEY}: 65535}}")
+                yield ctx.at(
+                    svc,
+                    "id",
+                    f"service '{svc.id}' ({why}) does not set {KEY}",
+                    hint=f"sysctls: {{{KEY}: 65535}}",
+                )

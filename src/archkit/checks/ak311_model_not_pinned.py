@@ -22,7 +22,12 @@ to a known hash (5 s). Declare `version` (not 'latest') and `sha256`.
             if m is None:
                 continue
             if not m.version or m.version.strip().lower() == "latest":
-                yield ctx.at(m, "version" if m.version else "name",
-                             f"model '{m.name}' of stage '{st.id}' has no pinned version")
+                yield ctx.at(
+                    m,
+                    "version" if m.version else "name",
+                    f"model '{m.name}' of stage '{st.id}' has no pinned version",
+                )
             elif not m.sha256:
-                yield ctx.at(m, "version", f"model '{m.name}' {m.version} of stage '{st.id}' has no sha256 digest")
+                yield ctx.at(
+                    m, "version", f"model '{m.name}' {m.version} of stage '{st.id}' has no sha256 digest"
+                )

@@ -11,7 +11,9 @@ class VersionPolicyTooFew(Rule):
     code = "AK312"
     name = "version-policy-too-few"
     severity = Severity.WARNING
-    source = "seed 000 §2.2 (version_policy latest { num_versions: 2 }: old version serves in-flight requests)"
+    source = (
+        "seed 000 §2.2 (version_policy latest { num_versions: 2 }: old version serves in-flight requests)"
+    )
     rationale = """
 With two versions loaded, a new model takes new requests while long-lived connections finish
 on the old one, and rolling back is instant. One version means every update drops in-flight
@@ -25,10 +27,17 @@ requests and every rollback is a reload (CUDA context rebuild, seed 000 §2.2).
                 continue
             vp = m.version_policy
             if vp is None:
-                yield ctx.at(m, "name", f"model '{m.name}' of stage '{st.id}' has no version_policy",
-                             hint="version_policy: {latest_num_versions: 2}")
+                yield ctx.at(
+                    m,
+                    "name",
+                    f"model '{m.name}' of stage '{st.id}' has no version_policy",
+                    hint="version_policy: {latest_num_versions: 2}",
+                )
             elif vp.latest_num_versions is not None and vp.latest_num_versions < 2:
-                yield ctx.at(vp, "latest_num_versions",
-                             f"model '{m.name}' keeps only {vp.latest_num_versions} version loaded")
+                yield ctx.at(
+                    vp,
+                    "latest_num_versions",
+                    f"model '{m.name}' keeps only {vp.latest_num_versions} version loaded",
+                )
             elif vp.latest_num_versions is None and len(vp.specific) < 2:
                 yield ctx.at(vp, "specific", f"model '{m.name}' pins fewer than two versions")

@@ -23,8 +23,15 @@ multiply load on a struggling dependency (see AK409) without raising the success
     def check(self, ctx):
         for c in ctx.spec.controlflow.calls:
             if c.retry is None:
-                yield ctx.at(c, "id", f"call '{c.id}' declares no retry policy",
-                             hint="retry: {attempts: 1, backoff_ms: 200}")
+                yield ctx.at(
+                    c,
+                    "id",
+                    f"call '{c.id}' declares no retry policy",
+                    hint="retry: {attempts: 1, backoff_ms: 200}",
+                )
             elif c.retry.attempts > MAX_ATTEMPTS:
-                yield ctx.at(c.retry, "attempts",
-                             f"call '{c.id}' retries {c.retry.attempts} times (more than {MAX_ATTEMPTS})")
+                yield ctx.at(
+                    c.retry,
+                    "attempts",
+                    f"call '{c.id}' retries {c.retry.attempts} times (more than {MAX_ATTEMPTS})",
+                )

@@ -27,6 +27,9 @@ deadline.
                 continue
             attempts = 1 + (cb.call.retry.attempts if cb.call.retry else 0)
             if attempts > 1 and cb.worst_ms > cb.budget_ms + 1e-9:
-                yield ctx.at(cb.call.retry, "attempts",
-                             f"call '{cb.call.id}': {attempts} attempts × {fmt_ms(cb.call.timeout_ms)} + backoff "
-                             f"= {fmt_ms(cb.worst_ms)} > {cb.budget_source} {fmt_ms(cb.budget_ms)}")
+                yield ctx.at(
+                    cb.call.retry,
+                    "attempts",
+                    f"call '{cb.call.id}': {attempts} attempts × {fmt_ms(cb.call.timeout_ms)} + backoff "
+                    f"= {fmt_ms(cb.worst_ms)} > {cb.budget_source} {fmt_ms(cb.budget_ms)}",
+                )

@@ -23,6 +23,9 @@ timeout below its caller's; a top-level call one below the request deadline.
             if t is None or cb.budget_ms is None:
                 continue
             if t >= cb.budget_ms:
-                yield ctx.at(cb.call, "timeout_ms",
-                             f"call '{cb.call.id}' timeout {fmt_ms(t)} is not shorter than "
-                             f"{cb.budget_source} {fmt_ms(cb.budget_ms)}")
+                yield ctx.at(
+                    cb.call,
+                    "timeout_ms",
+                    f"call '{cb.call.id}' timeout {fmt_ms(t)} is not shorter than "
+                    f"{cb.budget_source} {fmt_ms(cb.budget_ms)}",
+                )

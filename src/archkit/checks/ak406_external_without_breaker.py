@@ -22,9 +22,12 @@ breaker (error-rate threshold over a window, open for a while) fails fast to the
         for c in spec.controlflow.calls:
             st = spec.stage(c.target)
             svc = spec.service(c.target)
-            external = (st is not None and (st.kind is StageKind.external or
-                                            (st.service and spec.service(st.service) and
-                                             spec.service(st.service).external))) or \
-                       (svc is not None and svc.external)
+            external = (
+                st is not None
+                and (
+                    st.kind is StageKind.external
+                    or (st.service and spec.service(st.service) and spec.service(st.service).external)
+                )
+            ) or (svc is not None and svc.external)
             if external and c.circuit_breaker is None:
                 yield ctx.at(c, "target", f"call '{c.id}' to external '{c.target}' has no circuit_breaker")

@@ -25,4 +25,6 @@ target degrades to the thing that is failing. Undefined ids are reported by AK10
             if r.action in NEEDS_FALLBACK and not r.fallback:
                 yield ctx.at(r, "action", f"degrade rule '{r.id}' ({r.action}) has no fallback")
             elif r.fallback and r.fallback == r.target:
-                yield ctx.at(r, "fallback", f"degrade rule '{r.id}' falls back to its own target '{r.target}'")
+                yield ctx.at(
+                    r, "fallback", f"degrade rule '{r.id}' falls back to its own target '{r.target}'"
+                )

@@ -19,5 +19,8 @@ it idempotent (request ids, dedup keys) or set retry attempts to 0.
     def check(self, ctx):
         for c in ctx.spec.controlflow.calls:
             if not c.idempotent and c.retry and c.retry.attempts > 0:
-                yield ctx.at(c.retry, "attempts",
-                             f"call '{c.id}' is not idempotent but retries {c.retry.attempts} time(s)")
+                yield ctx.at(
+                    c.retry,
+                    "attempts",
+                    f"call '{c.id}' is not idempotent but retries {c.retry.attempts} time(s)",
+                )

@@ -26,7 +26,11 @@ retries with a backoff so a blip does not return as a synchronised wave.
         for cb in call_budgets(ctx):
             c = cb.call
             if cb.amplification > MAX_AMPLIFICATION and c.caller:
-                yield ctx.at(c, "caller", f"call chain {' -> '.join(cb.chain)} multiplies one request into "
-                                          f"{cb.amplification} calls to '{c.target}'")
+                yield ctx.at(
+                    c,
+                    "caller",
+                    f"call chain {' -> '.join(cb.chain)} multiplies one request into "
+                    f"{cb.amplification} calls to '{c.target}'",
+                )
             if c.retry and c.retry.attempts > 0 and c.retry.backoff_ms == 0:
                 yield ctx.at(c.retry, "attempts", f"call '{c.id}' retries without backoff")

@@ -34,10 +34,16 @@ every hop (`encryption.in_transit`) and wherever they rest: store, cache and que
             if need_rest and not (enc and enc.at_rest):
                 missing.append("at rest")
             if missing:
-                yield ctx.at(st, "encryption" if enc else "data_classes",
-                             f"stage '{st.id}' handles {what} data unencrypted {' and '.join(missing)}")
+                yield ctx.at(
+                    st,
+                    "encryption" if enc else "data_classes",
+                    f"stage '{st.id}' handles {what} data unencrypted {' and '.join(missing)}",
+                )
         for sto in spec.topology.storage:
             classes = is_sensitive(sto.data_classes)
             if classes and not sto.encrypted:
-                yield ctx.at(sto, "data_classes",
-                             f"storage '{sto.id}' holds {'/'.join(sorted(classes))} data unencrypted")
+                yield ctx.at(
+                    sto,
+                    "data_classes",
+                    f"storage '{sto.id}' holds {'/'.join(sorted(classes))} data unencrypted",
+                )

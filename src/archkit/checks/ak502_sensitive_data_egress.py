@@ -25,19 +25,31 @@ stage (e.g. 'PIPL Sec.28' for the public-security registry check in seed 004 §2
             if not st.egress or not classes:
                 continue
             if classes & SPECIAL_CATEGORY:
-                yield ctx.at(st, "egress", f"stage '{st.id}' sends {'/'.join(sorted(classes & SPECIAL_CATEGORY))} "
-                                           f"data out of the trust boundary")
+                yield ctx.at(
+                    st,
+                    "egress",
+                    f"stage '{st.id}' sends {'/'.join(sorted(classes & SPECIAL_CATEGORY))} "
+                    f"data out of the trust boundary",
+                )
             elif not st.compliance:
-                yield ctx.at(st, "egress", f"stage '{st.id}' sends personal data out without a compliance tag")
+                yield ctx.at(
+                    st, "egress", f"stage '{st.id}' sends personal data out without a compliance tag"
+                )
         by_svc = stages_by_service(ctx)
         for svc in spec.topology.services:
-            special = [s.id for s in by_svc.get(svc.id, []) if is_sensitive(s.data_classes) & SPECIAL_CATEGORY]
+            special = [
+                s.id for s in by_svc.get(svc.id, []) if is_sensitive(s.data_classes) & SPECIAL_CATEGORY
+            ]
             if not special:
                 continue
             for rule in svc.egress:
                 if not rule.to.startswith("service:") and not _private(rule.to):
-                    yield ctx.at(rule, "to", f"service '{svc.id}' handles biometric data ({', '.join(special)}) "
-                                             f"but may connect to '{rule.to}'")
+                    yield ctx.at(
+                        rule,
+                        "to",
+                        f"service '{svc.id}' handles biometric data ({', '.join(special)}) "
+                        f"but may connect to '{rule.to}'",
+                    )
 
 
 def _private(dest: str) -> bool:

@@ -25,9 +25,17 @@ no cross-border transfer).
                 continue
             tags = " ".join(st.compliance).lower().replace(" ", "")
             if not st.compliance:
-                yield ctx.at(st, "data_classes",
-                             f"stage '{st.id}' handles {'/'.join(sorted(classes))} data without a compliance tag")
-            elif classes & SPECIAL_CATEGORY and not ("gdprart.9" in tags or "gdprart9" in tags or "pipl" in tags):
-                yield ctx.at(st, "compliance",
-                             f"stage '{st.id}' handles biometric data but is tagged {', '.join(st.compliance)} "
-                             f"(needs GDPR Art.9 or PIPL)")
+                yield ctx.at(
+                    st,
+                    "data_classes",
+                    f"stage '{st.id}' handles {'/'.join(sorted(classes))} data without a compliance tag",
+                )
+            elif classes & SPECIAL_CATEGORY and not (
+                "gdprart.9" in tags or "gdprart9" in tags or "pipl" in tags
+            ):
+                yield ctx.at(
+                    st,
+                    "compliance",
+                    f"stage '{st.id}' handles biometric data but is tagged {', '.join(st.compliance)} "
+                    f"(needs GDPR Art.9 or PIPL)",
+                )

@@ -27,5 +27,9 @@ of an inference service admits its callers' CIDR (seed: 8000/tcp from 10.10.0.0/
                 continue
             for rule in svc.ingress:
                 if rule.from_.strip() in WORLD:
-                    yield ctx.at(rule, "from", f"inference service '{svc.id}' ({', '.join(models)}) accepts "
-                                               f"connections from {rule.from_}")
+                    yield ctx.at(
+                        rule,
+                        "from",
+                        f"inference service '{svc.id}' ({', '.join(models)}) accepts "
+                        f"connections from {rule.from_}",
+                    )

@@ -23,4 +23,6 @@ door to whatever data the model can see.
             for rule in svc.ingress:
                 if rule.from_.strip() in WORLD and rule.auth == "none":
                     field = "auth" if "auth" in rule.model_fields_set else "from"
-                    yield ctx.at(rule, field, f"service '{svc.id}' accepts {rule.from_} traffic without authentication")
+                    yield ctx.at(
+                        rule, field, f"service '{svc.id}' accepts {rule.from_} traffic without authentication"
+                    )

@@ -23,9 +23,15 @@ old face vectors undecryptable and every comparison returned False.
         for st in spec.dataflow.stages:
             enc = st.encryption
             if enc and enc.kms_key_rotation_days and enc.kms_key_rotation_days > MAX_DAYS:
-                yield ctx.at(enc, "kms_key_rotation_days",
-                             f"stage '{st.id}' rotates keys every {enc.kms_key_rotation_days} days (> {MAX_DAYS})")
+                yield ctx.at(
+                    enc,
+                    "kms_key_rotation_days",
+                    f"stage '{st.id}' rotates keys every {enc.kms_key_rotation_days} days (> {MAX_DAYS})",
+                )
         sec = spec.policies.security
         if sec and sec.kms_key_rotation_days and sec.kms_key_rotation_days > MAX_DAYS:
-            yield ctx.at(sec, "kms_key_rotation_days",
-                         f"keys rotate every {sec.kms_key_rotation_days} days (> {MAX_DAYS})")
+            yield ctx.at(
+                sec,
+                "kms_key_rotation_days",
+                f"keys rotate every {sec.kms_key_rotation_days} days (> {MAX_DAYS})",
+            )

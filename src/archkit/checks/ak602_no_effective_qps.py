@@ -20,5 +20,12 @@ second, and alerts when it drops below half its baseline.
 
     def check(self, ctx):
         spec = ctx.spec
-        if any(s.model for s in spec.dataflow.stages) and spec.observability.golden_signals.effective_qps is None:
-            yield ctx.at(spec.observability, "golden_signals", "no effective_qps golden signal for the model service(s)")
+        if (
+            any(s.model for s in spec.dataflow.stages)
+            and spec.observability.golden_signals.effective_qps is None
+        ):
+            yield ctx.at(
+                spec.observability,
+                "golden_signals",
+                "no effective_qps golden signal for the model service(s)",
+            )

@@ -20,5 +20,10 @@ seed).
 
     def check(self, ctx):
         spec = ctx.spec
-        if any(s.model for s in spec.dataflow.stages) and spec.observability.golden_signals.cold_start is None:
-            yield ctx.at(spec.observability, "golden_signals", "no cold_start golden signal for the model service(s)")
+        if (
+            any(s.model for s in spec.dataflow.stages)
+            and spec.observability.golden_signals.cold_start is None
+        ):
+            yield ctx.at(
+                spec.observability, "golden_signals", "no cold_start golden signal for the model service(s)"
+            )

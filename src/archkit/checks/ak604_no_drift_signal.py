@@ -21,4 +21,6 @@ ticket when the p-value falls below the threshold.
     def check(self, ctx):
         spec = ctx.spec
         if any(s.model for s in spec.dataflow.stages) and spec.observability.golden_signals.drift is None:
-            yield ctx.at(spec.observability, "golden_signals", "no drift golden signal for the model service(s)")
+            yield ctx.at(
+                spec.observability, "golden_signals", "no drift golden signal for the model service(s)"
+            )

@@ -29,10 +29,15 @@ maximum drift of at most 10 ms.
         obs, tun = spec.observability, spec.topology.os_tuning
         synced = obs.clock_sync or (tun is not None and tun.ntp)
         if not synced:
-            yield ctx.at(obs, "clock_sync" if obs.clock_sync is not None else "stages",
-                         f"stages run on {len(services)} services but clock sync is not required")
+            yield ctx.at(
+                obs,
+                "clock_sync" if obs.clock_sync is not None else "stages",
+                f"stages run on {len(services)} services but clock sync is not required",
+            )
             return
         for obj in (obs, tun):
             drift = getattr(obj, "max_clock_drift_ms", None) if obj is not None else None
             if drift is not None and drift > MAX_DRIFT_MS:
-                yield ctx.at(obj, "max_clock_drift_ms", f"allowed clock drift {drift:g} ms > {MAX_DRIFT_MS} ms")
+                yield ctx.at(
+                    obj, "max_clock_drift_ms", f"allowed clock drift {drift:g} ms > {MAX_DRIFT_MS} ms"
+                )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from archkit.spec.model import Node, Spec
 
@@ -109,12 +109,14 @@ def call_budgets(ctx) -> list:
 
 def stages_by_service(ctx) -> dict:
     """service id -> stages it runs."""
+
     def build():
         out: dict = {}
         for st in ctx.spec.dataflow.stages:
             if st.service:
                 out.setdefault(st.service, []).append(st)
         return out
+
     return ctx.memo("stages-by-service", build)
 
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import re
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Callable, ClassVar, Iterable, Iterator, Optional
+from typing import Any, ClassVar
 
 from archkit.diagnostics import Diagnostic, Severity
 from archkit.spec.loader import SourceMap, file_of, format_path, source_of
@@ -41,7 +42,7 @@ class Rule:
     source: ClassVar[str] = ""
     rationale: ClassVar[str] = ""
 
-    def check(self, ctx: "Context") -> Iterable[Diagnostic]:  # pragma: no cover - abstract
+    def check(self, ctx: Context) -> Iterable[Diagnostic]:  # pragma: no cover - abstract
         raise NotImplementedError
 
     @classmethod
@@ -50,8 +51,7 @@ class Rule:
 
     @classmethod
     def explain(cls) -> str:
-        body = [f"{cls.code} {cls.name} ({cls.severity.value}, {family_of(cls.code)})", "",
-                cls.summary()]
+        body = [f"{cls.code} {cls.name} ({cls.severity.value}, {family_of(cls.code)})", "", cls.summary()]
         if cls.rationale:
             body += ["", cls.rationale.strip()]
         if cls.source:
@@ -73,8 +73,9 @@ def register(cls: type[Rule]) -> type[Rule]:
     if not CODE_RE.match(code):
         raise ValueError(f"rule {cls.__name__} has a malformed code {code!r}")
     if code in _REGISTRY and _REGISTRY[code] is not cls:
-        raise DuplicateRuleError(f"rule code {code} registered twice: "
-                                 f"{_REGISTRY[code].__module__} and {cls.__module__}")
+        raise DuplicateRuleError(
+            f"rule code {code} registered twice: {_REGISTRY[code].__module__} and {cls.__module__}"
+        )
     _REGISTRY[code] = cls
     return cls
 
@@ -93,8 +94,10 @@ def all_rules() -> dict[str, type[Rule]]:
 
 
 def rule_meta() -> dict[str, dict]:
-    return {code: {"name": r.name, "summary": r.summary(), "help": r.explain(),
-                   "severity": r.severity.value} for code, r in all_rules().items()}
+    return {
+        code: {"name": r.name, "summary": r.summary(), "help": r.explain(), "severity": r.severity.value}
+        for code, r in all_rules().items()
+    }
 
 
 @dataclass
@@ -102,7 +105,7 @@ class Context:
     """What a rule sees: the spec, where its parts are in the file, shared derived data."""
 
     spec: Spec
-    rule: Optional[type[Rule]] = None
+    rule: type[Rule] | None = None
     cache: dict[str, Any] = field(default_factory=dict)
 
     @cached_property
@@ -119,9 +122,17 @@ class Context:
             self.cache[key] = fn()
         return self.cache[key]
 
-    def at(self, obj: Node | tuple, field_name: Optional[str] = None, message: str = "", *,
-           severity: Optional[Severity] = None, hint: str = "", key: bool = False,
-           **extra: Any) -> Diagnostic:
+    def at(
+        self,
+        obj: Node | tuple,
+        field_name: str | None = None,
+        message: str = "",
+        *,
+        severity: Severity | None = None,
+        hint: str = "",
+        key: bool = False,
+        **extra: Any,
+    ) -> Diagnostic:
         """A diagnostic of the current rule located at `obj` (or its field)."""
         path = obj if isinstance(obj, tuple) else obj.spec_path
         if field_name is not None:
@@ -129,8 +140,17 @@ class Context:
         loc = self.source.at(path, key=key)
         rule = self.rule
         assert rule is not None, "Context.at used outside a rule"
-        return Diagnostic(rule.code, severity or rule.severity, message, self.file, loc.line,
-                          loc.col, format_path(path), hint, extra)
+        return Diagnostic(
+            rule.code,
+            severity or rule.severity,
+            message,
+            self.file,
+            loc.line,
+            loc.col,
+            format_path(path),
+            hint,
+            extra,
+        )
 
 
 def _selected(code: str, select: list[str], ignore: list[str]) -> bool:
@@ -139,8 +159,9 @@ def _selected(code: str, select: list[str], ignore: list[str]) -> bool:
     return not any(code.startswith(i) for i in ignore)
 
 
-def run_rules(spec: Spec, select: Optional[list[str]] = None,
-              ignore: Optional[list[str]] = None) -> list[Diagnostic]:
+def run_rules(
+    spec: Spec, select: list[str] | None = None, ignore: list[str] | None = None
+) -> list[Diagnostic]:
     """Run every selected rule on a loaded spec (code prefixes: AK2 selects a family)."""
     select = list(select or []) + list(spec.checks.select)
     ignore = list(ignore or []) + list(spec.checks.ignore)
@@ -153,9 +174,14 @@ def run_rules(spec: Spec, select: Optional[list[str]] = None,
         try:
             out.extend(rule_cls().check(ctx))
         except Exception as exc:  # a broken rule must not hide the others' findings
-            out.append(Diagnostic("AK199", Severity.ERROR,
-                                  f"internal error in rule {code}: {type(exc).__name__}: {exc}",
-                                  ctx.file))
+            out.append(
+                Diagnostic(
+                    "AK199",
+                    Severity.ERROR,
+                    f"internal error in rule {code}: {type(exc).__name__}: {exc}",
+                    ctx.file,
+                )
+            )
     return out
 
 

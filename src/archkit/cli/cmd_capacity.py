@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -34,64 +34,84 @@ def _text(rep) -> str:
     # single-stage paths (e.g. a policy store feeding others asynchronously) add nothing
     shown = [p for p in rep.paths if len(p["stages"]) > 1] or rep.paths
     for p in shown:
-        lines.append(f"path {' -> '.join(p['stages'])}: P50 sum {_f(p['p50_sum_ms'])} ms, P99 sum "
-                     f"{_f(p['p99_sum_ms'])} ms (independent-stages estimate {_f(p['p99_independent_ms'])} ms); "
-                     f"'{p['dominant']}' takes {_f(p['dominant_p99_ms'])} ms")
+        lines.append(
+            f"path {' -> '.join(p['stages'])}: P50 sum {_f(p['p50_sum_ms'])} ms, P99 sum "
+            f"{_f(p['p99_sum_ms'])} ms (independent-stages estimate {_f(p['p99_independent_ms'])} ms); "
+            f"'{p['dominant']}' takes {_f(p['dominant_p99_ms'])} ms"
+        )
     if shown:
         lines.append("")
     for w in rep.workers:
-        lines.append(f"stage {w['stage']} (M/M/{w['servers']} workers): λ {_f(w['arrival_rps'])} req/s, "
-                     f"service {_f(w['service_ms'])} ms, ρ {w['rho']:.2f}, mean wait {_f(w['wait_mean_ms'])} ms, "
-                     f"P99 wait {_f(w['wait_p99_ms'])} ms")
+        lines.append(
+            f"stage {w['stage']} (M/M/{w['servers']} workers): λ {_f(w['arrival_rps'])} req/s, "
+            f"service {_f(w['service_ms'])} ms, ρ {w['rho']:.2f}, mean wait {_f(w['wait_mean_ms'])} ms, "
+            f"P99 wait {_f(w['wait_p99_ms'])} ms"
+        )
     if rep.workers:
         lines.append("")
     if not rep.stages:
         lines += ["no model stages", ""]
     for s in rep.stages:
-        lines.append(f"stage {s['stage']} (model {s['model']}, {s['device']}): {s['replicas']} replica(s) × "
-                     f"{s['instances']} instance(s), {_f(s['gpus_per_replica'])} GPU per replica, "
-                     f"λ {_f(s['arrival_rps'])} req/s, ceiling {_f(s['ceiling_rps'])} req/s")
+        lines.append(
+            f"stage {s['stage']} (model {s['model']}, {s['device']}): {s['replicas']} replica(s) × "
+            f"{s['instances']} instance(s), {_f(s['gpus_per_replica'])} GPU per replica, "
+            f"λ {_f(s['arrival_rps'])} req/s, ceiling {_f(s['ceiling_rps'])} req/s"
+        )
         lines.append(f"  binding budget: P99 {_f(s['budget_ms'], ' ms')} ({s['budget_source'] or 'none'})")
         d = s["declared"]
         if d:
             verdict = "meets" if d["meets"] else "OVER BUDGET"
-            lines.append(f"  declared: batch {d['batch_size']}, max_queue_delay_us {d['max_queue_delay_us']} -> "
-                         f"mean batch {d['mean_batch']:g}, ρ {d['rho']:.2f}, P50 {_f(d['p50_ms'])} ms, "
-                         f"analytic P99 {_f(d['p99_ms'])} ms (simulated P50 {_f(d['sim_p50_ms'])} ms, "
-                         f"P99 {_f(d['sim_p99_ms'])} ms): {verdict}")
-            head = f"  {'batch':>5} {'delay_us':>8} {'batch_ms':>8} {'per_item':>8} {'ceiling':>8} {'mean_B':>6} " \
-                   f"{'rho':>5} {'P50_ms':>8} {'P99_ms':>8} {'simP50':>8} {'simP99':>8}  meets"
+            lines.append(
+                f"  declared: batch {d['batch_size']}, max_queue_delay_us {d['max_queue_delay_us']} -> "
+                f"mean batch {d['mean_batch']:g}, ρ {d['rho']:.2f}, P50 {_f(d['p50_ms'])} ms, "
+                f"analytic P99 {_f(d['p99_ms'])} ms (simulated P50 {_f(d['sim_p50_ms'])} ms, "
+                f"P99 {_f(d['sim_p99_ms'])} ms): {verdict}"
+            )
+            head = (
+                f"  {'batch':>5} {'delay_us':>8} {'batch_ms':>8} {'per_item':>8} {'ceiling':>8} {'mean_B':>6} "
+                f"{'rho':>5} {'P50_ms':>8} {'P99_ms':>8} {'simP50':>8} {'simP99':>8}  meets"
+            )
             lines.append(head)
             for r in s["per_batch"]:
-                lines.append(f"  {r['batch_size']:>5} {r['max_queue_delay_us']:>8} {_f(r['batch_ms']):>8} "
-                             f"{_f(r['per_item_ms']):>8} {_f(r['ceiling_rps']):>8} {r['mean_batch']:>6.2f} "
-                             f"{r['rho']:>5.2f} {_f(r['p50_ms']):>8} {_f(r['p99_ms']):>8} "
-                             f"{_f(r['sim_p50_ms']):>8} {_f(r['sim_p99_ms']):>8}  "
-                             f"{'yes' if r['meets'] else 'no'}{' (extrapolated)' if r['extrapolated'] else ''}")
+                lines.append(
+                    f"  {r['batch_size']:>5} {r['max_queue_delay_us']:>8} {_f(r['batch_ms']):>8} "
+                    f"{_f(r['per_item_ms']):>8} {_f(r['ceiling_rps']):>8} {r['mean_batch']:>6.2f} "
+                    f"{r['rho']:>5.2f} {_f(r['p50_ms']):>8} {_f(r['p99_ms']):>8} "
+                    f"{_f(r['sim_p50_ms']):>8} {_f(r['sim_p99_ms']):>8}  "
+                    f"{'yes' if r['meets'] else 'no'}{' (extrapolated)' if r['extrapolated'] else ''}"
+                )
         for w in s["why"]:
             lines.append(f"  why: {w}")
         for rec in s["recommendations"]:
             if rec["met"]:
                 gpus = f" = {_f(rec['gpus'])} GPU(s)" if rec["gpus"] else ""
-                lines.append(f"  recommendation for {_f(rec['budget_ms'])} ms ({rec['budget_source']}): batch "
-                             f"{rec['batch_size']}, max_queue_delay_us {rec['max_queue_delay_us']}, "
-                             f"{rec['replicas']} replica(s) × {s['instances']} instance(s){gpus}: "
-                             f"P50 {_f(rec['p50_ms'])} ms, analytic P99 {_f(rec['p99_ms'])} ms "
-                             f"(simulated {_f(rec['sim_p99_ms'])} ms)")
+                lines.append(
+                    f"  recommendation for {_f(rec['budget_ms'])} ms ({rec['budget_source']}): batch "
+                    f"{rec['batch_size']}, max_queue_delay_us {rec['max_queue_delay_us']}, "
+                    f"{rec['replicas']} replica(s) × {s['instances']} instance(s){gpus}: "
+                    f"P50 {_f(rec['p50_ms'])} ms, analytic P99 {_f(rec['p99_ms'])} ms "
+                    f"(simulated {_f(rec['sim_p99_ms'])} ms)"
+                )
             else:
-                lines.append(f"  recommendation for {_f(rec['budget_ms'])} ms ({rec['budget_source']}): none: {rec['reason']}")
+                lines.append(
+                    f"  recommendation for {_f(rec['budget_ms'])} ms ({rec['budget_source']}): none: {rec['reason']}"
+                )
         lines.append("")
-    lines.append("model: Poisson arrivals; fill time + M/D/c queueing of batches + interpolated per-batch "
-                 "service time; the analytic P99 adds component P99s (conservative when batches form); "
-                 "sim* columns simulate the batcher (10,000 requests, fixed seed). See docs/checks.md.")
+    lines.append(
+        "model: Poisson arrivals; fill time + M/D/c queueing of batches + interpolated per-batch "
+        "service time; the analytic P99 adds component P99s (conservative when batches form); "
+        "sim* columns simulate the batcher (10,000 requests, fixed seed). See docs/checks.md."
+    )
     return "\n".join(lines) + "\n"
 
 
 @app.command()
 def capacity(
     spec: Annotated[Path, typer.Argument(help="Spec file to analyse.", show_default=False)],
-    env: Annotated[Optional[str], typer.Option(help="Apply this environment's overrides.")] = None,
-    format: Annotated[CapacityFormat, typer.Option("--format", "-f", help="text or json.")] = CapacityFormat.text,
+    env: Annotated[str | None, typer.Option(help="Apply this environment's overrides.")] = None,
+    format: Annotated[
+        CapacityFormat, typer.Option("--format", "-f", help="text or json.")
+    ] = CapacityFormat.text,
 ) -> None:
     """Predict latency per batch size for each model stage and recommend a configuration.
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -22,7 +22,7 @@ class CheckFormat(str, Enum):
     sarif = "sarif"
 
 
-def _codes(values: Optional[list[str]]) -> list[str]:
+def _codes(values: list[str] | None) -> list[str]:
     out: list[str] = []
     for v in values or []:
         out += [c.strip().upper() for c in v.split(",") if c.strip()]
@@ -33,10 +33,12 @@ def _codes(values: Optional[list[str]]) -> list[str]:
 def check(
     specs: Annotated[list[Path], typer.Argument(help="Spec files to check.", show_default=False)],
     format: Annotated[CheckFormat, typer.Option("--format", "-f", help="Output format.")] = CheckFormat.text,
-    select: Annotated[Optional[list[str]], typer.Option(help="Only these codes or prefixes (AK2, AK203).")] = None,
-    ignore: Annotated[Optional[list[str]], typer.Option(help="Skip these codes or prefixes.")] = None,
-    env: Annotated[Optional[str], typer.Option(help="Apply this environment's budget overrides.")] = None,
-    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write the report here.")] = None,
+    select: Annotated[
+        list[str] | None, typer.Option(help="Only these codes or prefixes (AK2, AK203).")
+    ] = None,
+    ignore: Annotated[list[str] | None, typer.Option(help="Skip these codes or prefixes.")] = None,
+    env: Annotated[str | None, typer.Option(help="Apply this environment's budget overrides.")] = None,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write the report here.")] = None,
 ) -> None:
     """Check specs for design faults: structure, capacity, resilience, topology, security.
 
@@ -99,10 +101,10 @@ class SchemaFormat(str, Enum):
 
 @app.command()
 def schema(
-    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write to this file.")] = None,
-    format: Annotated[SchemaFormat, typer.Option("--format", "-f",
-                                                 help="json (JSON Schema) or markdown (field reference).")]
-    = SchemaFormat.json,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file.")] = None,
+    format: Annotated[
+        SchemaFormat, typer.Option("--format", "-f", help="json (JSON Schema) or markdown (field reference).")
+    ] = SchemaFormat.json,
 ) -> None:
     """Print the JSON Schema of the archkit/v1 spec (or its Markdown field reference)."""
     from archkit import api

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -14,7 +14,7 @@ from archkit.cli.output import fail
 @app.command()
 def init(
     path: Annotated[Path, typer.Argument(help="Where to write the spec.")] = Path("archkit.yaml"),
-    example: Annotated[Optional[str], typer.Option(help="Start from a bundled example (see --list).")] = None,
+    example: Annotated[str | None, typer.Option(help="Start from a bundled example (see --list).")] = None,
     list_: Annotated[bool, typer.Option("--list", help="List the bundled examples.")] = False,
 ) -> None:
     """Write a starter spec. Never overwrites an existing file."""

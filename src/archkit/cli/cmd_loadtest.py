@@ -6,7 +6,7 @@ import json
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -29,41 +29,61 @@ def _progress_printer(level: str):
     def show(row: dict) -> None:
         n, err = row["requests"], row["errors"]
         rate = f"{row['offered_rps']:g}" if row.get("offered_rps") else "max"
-        line = (f"[{level}] {row['t']:>4d}s  {n:>6d} req/s (offered {rate})  P50 {row['p50_ms'] or 0:8.2f} ms  "
-                f"P99 {row['p99_ms'] or 0:8.2f} ms  errors {err} ({(err / n * 100) if n else 0:.1f}%)  "
-                f"left {row['time_left_s']:.0f}s   ")
+        line = (
+            f"[{level}] {row['t']:>4d}s  {n:>6d} req/s (offered {rate})  P50 {row['p50_ms'] or 0:8.2f} ms  "
+            f"P99 {row['p99_ms'] or 0:8.2f} ms  errors {err} ({(err / n * 100) if n else 0:.1f}%)  "
+            f"left {row['time_left_s']:.0f}s   "
+        )
         sys.stderr.write("\r" + line)
         sys.stderr.flush()
+
     return show
 
 
 @app.command()
 def loadtest(
     spec: Annotated[Path, typer.Argument(help="The spec file.", show_default=False)],
-    level: Annotated[str, typer.Option("--level", "-l", help="baseline, stress, chaos, or a level id of the spec.")]
-    = "baseline",
-    env: Annotated[Optional[str], typer.Option(help="Judge against this environment's budgets.")] = None,
-    host: Annotated[Optional[str], typer.Option(help="Target base URL (loopback only); default: loadtest.target.host.")]
-    = None,
-    users: Annotated[Optional[int], typer.Option(min=1, help="Concurrent users (default: the level's).")] = None,
-    rate: Annotated[Optional[float], typer.Option(min=0.001, help="Offered requests/s (stress: the top step).")]
-    = None,
-    duration: Annotated[Optional[float], typer.Option(min=0.5, help="Seconds to run (default: the level's).")]
-    = None,
-    max_requests: Annotated[Optional[int], typer.Option(min=1, help="Stop after this many requests.")] = None,
-    report: Annotated[Optional[Path], typer.Option(help="Write the report (MD, HTML, JSON, JUnit) here.")] = None,
-    workers: Annotated[int, typer.Option(min=0, help="Run a locust master and N local worker processes.")] = 0,
-    master_host: Annotated[Optional[str], typer.Option(help="Join this locust master with N workers instead.")]
-    = None,
+    level: Annotated[
+        str, typer.Option("--level", "-l", help="baseline, stress, chaos, or a level id of the spec.")
+    ] = "baseline",
+    env: Annotated[str | None, typer.Option(help="Judge against this environment's budgets.")] = None,
+    host: Annotated[
+        str | None, typer.Option(help="Target base URL (loopback only); default: loadtest.target.host.")
+    ] = None,
+    users: Annotated[int | None, typer.Option(min=1, help="Concurrent users (default: the level's).")] = None,
+    rate: Annotated[
+        float | None, typer.Option(min=0.001, help="Offered requests/s (stress: the top step).")
+    ] = None,
+    duration: Annotated[
+        float | None, typer.Option(min=0.5, help="Seconds to run (default: the level's).")
+    ] = None,
+    max_requests: Annotated[int | None, typer.Option(min=1, help="Stop after this many requests.")] = None,
+    report: Annotated[
+        Path | None, typer.Option(help="Write the report (MD, HTML, JSON, JUnit) here.")
+    ] = None,
+    workers: Annotated[
+        int, typer.Option(min=0, help="Run a locust master and N local worker processes.")
+    ] = 0,
+    master_host: Annotated[
+        str | None, typer.Option(help="Join this locust master with N workers instead.")
+    ] = None,
     master_port: Annotated[int, typer.Option(help="Port of --master-host.")] = 5557,
-    service: Annotated[Optional[list[str]], typer.Option(
-        help="Chaos: NAME=PID or NAME=@PIDFILE, the local process of spec service NAME.")] = None,
-    proxy: Annotated[Optional[list[str]], typer.Option(
-        help="Chaos: NAME=LISTEN_PORT:UPSTREAM_PORT, a delay proxy for an inner service.")] = None,
-    metrics: Annotated[Optional[list[str]], typer.Option(help="Extra metrics URL to scrape (loopback).")] = None,
-    rules: Annotated[Optional[list[Path]], typer.Option(
-        help="Alert rule file for the live Prometheus (default: the rules archkit generates).")] = None,
-    no_prometheus: Annotated[bool, typer.Option("--no-prometheus", help="Do not run a live Prometheus.")] = False,
+    service: Annotated[
+        list[str] | None,
+        typer.Option(help="Chaos: NAME=PID or NAME=@PIDFILE, the local process of spec service NAME."),
+    ] = None,
+    proxy: Annotated[
+        list[str] | None,
+        typer.Option(help="Chaos: NAME=LISTEN_PORT:UPSTREAM_PORT, a delay proxy for an inner service."),
+    ] = None,
+    metrics: Annotated[list[str] | None, typer.Option(help="Extra metrics URL to scrape (loopback).")] = None,
+    rules: Annotated[
+        list[Path] | None,
+        typer.Option(help="Alert rule file for the live Prometheus (default: the rules archkit generates)."),
+    ] = None,
+    no_prometheus: Annotated[
+        bool, typer.Option("--no-prometheus", help="Do not run a live Prometheus.")
+    ] = False,
     format: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.text,
 ) -> None:
     """Load-test the spec's target and judge its budgets (exit 1 when one is missed).
@@ -74,11 +94,26 @@ def loadtest(
     from archkit import api
 
     try:
-        outcome = api.loadtest(spec, level, env=env, host=host, users=users, rate=rate, duration=duration,
-                               max_requests=max_requests, report_dir=report, workers=workers,
-                               master_host=master_host, master_port=master_port, services=service, proxies=proxy,
-                               metrics=metrics, rules=rules, prometheus=not no_prometheus,
-                               progress=_progress_printer(level))
+        outcome = api.loadtest(
+            spec,
+            level,
+            env=env,
+            host=host,
+            users=users,
+            rate=rate,
+            duration=duration,
+            max_requests=max_requests,
+            report_dir=report,
+            workers=workers,
+            master_host=master_host,
+            master_port=master_port,
+            services=service,
+            proxies=proxy,
+            metrics=metrics,
+            rules=rules,
+            prometheus=not no_prometheus,
+            progress=_progress_printer(level),
+        )
     except api.LoadtestError as exc:
         raise fail(str(exc), 2) from None
     finally:
@@ -91,17 +126,21 @@ def loadtest(
         typer.echo(json.dumps(report_mod.result_json(res), indent=1, ensure_ascii=False, default=str))
     else:
         m = res.measured["end_to_end"]
-        typer.echo(f"{res.spec_name} {res.plan.level} ({res.plan.kind}): {m['requests']} requests in "
-                   f"{res.measured['duration_s']:g} s, {m.get('throughput_rps')} ok req/s, "
-                   f"P50 {m.get('p50_ms')} ms, P95 {m.get('p95_ms')} ms, P99 {m.get('p99_ms')} ms, "
-                   f"error rate {m.get('error_rate')}")
+        typer.echo(
+            f"{res.spec_name} {res.plan.level} ({res.plan.kind}): {m['requests']} requests in "
+            f"{res.measured['duration_s']:g} s, {m.get('throughput_rps')} ok req/s, "
+            f"P50 {m.get('p50_ms')} ms, P95 {m.get('p95_ms')} ms, P99 {m.get('p99_ms')} ms, "
+            f"error rate {m.get('error_rate')}"
+        )
         if res.measured.get("stress"):
             st = res.measured["stress"]
             typer.echo(f"knee: {st['knee_rps']} req/s; past it: {st['failure_mode']}")
         for f in res.measured.get("chaos") or []:
-            typer.echo(f"fault {f['action']} {f['target']} at {f.get('started_s')} s: {f.get('burst_errors')} errors, "
-                       f"recovery {f.get('recovery_s')} s, fallback answers {f.get('fallback_answers', '—')}"
-                       + (f" ({f['error']})" if f.get("error") else ""))
+            typer.echo(
+                f"fault {f['action']} {f['target']} at {f.get('started_s')} s: {f.get('burst_errors')} errors, "
+                f"recovery {f.get('recovery_s')} s, fallback answers {f.get('fallback_answers', '—')}"
+                + (f" ({f['error']})" if f.get("error") else "")
+            )
         for a in res.alerts:
             typer.echo(f"alert {a['alert']}: pending at {a['pending_s']} s, firing at {a['firing_s']} s")
         for note in res.alert_notes:

@@ -59,7 +59,9 @@ class _Progress:
             self.shown = True
 
     def __call__(self, name: str, i: int, n: int) -> None:
-        self.what = f"rendering diagrams ({i}/{n} done)" if name == "render" else f"generating {name} ({i + 1}/{n})"
+        self.what = (
+            f"rendering diagrams ({i}/{n} done)" if name == "render" else f"generating {name} ({i + 1}/{n})"
+        )
         if self.tty:
             self._draw()
 
@@ -75,17 +77,24 @@ class _Progress:
 def render(
     spec: Annotated[Path, typer.Argument(help="The spec file.", show_default=False)],
     out: Annotated[Path, typer.Option("--out", "-o", help="Output folder.")] = Path("out"),
-    only: Annotated[list[str] | None, typer.Option(
-        help="Only these generators (comma-separated or repeated), e.g. dataflow,review.")] = None,
+    only: Annotated[
+        list[str] | None,
+        typer.Option(help="Only these generators (comma-separated or repeated), e.g. dataflow,review."),
+    ] = None,
     format: Annotated[str, typer.Option("--format", help="Image formats: svg, png or svg,png.")] = "svg,png",
-    measured: Annotated[Path | None, typer.Option(
-        help="A load-test report (JSON) whose measured values are shown beside the budgets.")] = None,
-    templates: Annotated[Path | None, typer.Option(
-        help="A folder of templates (NAME/file.j2) overriding the built-in ones.")] = None,
+    measured: Annotated[
+        Path | None,
+        typer.Option(help="A load-test report (JSON) whose measured values are shown beside the budgets."),
+    ] = None,
+    templates: Annotated[
+        Path | None, typer.Option(help="A folder of templates (NAME/file.j2) overriding the built-in ones.")
+    ] = None,
     check: Annotated[bool, typer.Option("--check", help="Write nothing; exit 1 if OUT is stale.")] = False,
     force: Annotated[bool, typer.Option("--force", help="Overwrite files archkit did not write.")] = False,
     env: Annotated[str | None, typer.Option(help="Apply this environment's budget overrides.")] = None,
-    report: Annotated[ReportFormat, typer.Option("--report", help="Summary as text or json.")] = ReportFormat.text,
+    report: Annotated[
+        ReportFormat, typer.Option("--report", help="Summary as text or json.")
+    ] = ReportFormat.text,
 ) -> None:
     """Render the diagrams, the review page and every other artifact of SPEC into OUT.
 
@@ -101,62 +110,95 @@ def render(
     formats = tuple(_split([format]))
     bad = [f for f in formats if f not in FORMATS]
     if bad or not formats:
-        raise fail(f"--format: unknown image format {', '.join(bad) or format!r}; use svg, png or svg,png")
+        raise fail(
+            f"--format: unknown image format {', '.join(bad) or format!r}; use svg, png or svg,png"
+        ) from None
     names = _split(only)
     known = all_generators()
     unknown = [n for n in names if n not in known]
     if unknown:
-        raise fail(f"--only: no generator {', '.join(map(repr, unknown))}; known: {', '.join(known)}")
+        raise fail(
+            f"--only: no generator {', '.join(map(repr, unknown))}; known: {', '.join(known)}"
+        ) from None
     if not spec.is_file():
-        raise fail(f"{spec}: no such file")
+        raise fail(f"{spec}: no such file") from None
     if templates is not None and not templates.is_dir():
-        raise fail(f"--templates: {templates} is not a folder")
+        raise fail(f"--templates: {templates} is not a folder") from None
     measured_data = None
     if measured is not None:
         try:
             measured_data = json.loads(measured.read_text(encoding="utf-8"))
         except OSError as exc:
-            raise fail(f"--measured: {measured}: {exc.strerror or exc}")
+            raise fail(f"--measured: {measured}: {exc.strerror or exc}") from None
         except ValueError as exc:
-            raise fail(f"--measured: {measured}: not JSON: {exc}")
+            raise fail(f"--measured: {measured}: not JSON: {exc}") from None
         from archkit.generators.measured import read_measured
 
         if read_measured(measured_data) is None:
-            raise fail(f"--measured: {measured}: no stage or end-to-end latencies found in the report")
+            raise fail(
+                f"--measured: {measured}: no stage or end-to-end latencies found in the report"
+            ) from None
     progress = _Progress()
     try:
-        res = api.render(spec, out, only=names or None, formats=formats, measured=measured_data,
-                         templates_dir=templates, check=check, force=force, env=env, progress=progress)
+        res = api.render(
+            spec,
+            out,
+            only=names or None,
+            formats=formats,
+            measured=measured_data,
+            templates_dir=templates,
+            check=check,
+            force=force,
+            env=env,
+            progress=progress,
+        )
     except RendererError as exc:
         progress.done()
-        raise fail(str(exc), 1)
+        raise fail(str(exc), 1) from None
     except KeyError as exc:
         progress.done()
-        raise fail(f"environment {exc.args[0]!r} is not defined in {spec}" if env else f"unknown: {exc}")
+        raise fail(
+            f"environment {exc.args[0]!r} is not defined in {spec}" if env else f"unknown: {exc}"
+        ) from None
     except Exception as exc:  # noqa: BLE001 - a template error or an unwritable folder: say what, no traceback
         progress.done()
-        raise fail(f"{type(exc).__name__}: {exc}", 1)
+        raise fail(f"{type(exc).__name__}: {exc}", 1) from None
     progress.done()
     w = res.write
     errors = [d for d in res.diagnostics if d.severity is Severity.ERROR]
     if report is ReportFormat.json:
-        typer.echo(json.dumps({"out": str(out), "written": w.written, "unchanged": w.unchanged,
-                               "stale": w.stale, "refused": w.refused,
-                               "errors": [d.as_dict() for d in errors]}, indent=2, ensure_ascii=False))
+        typer.echo(
+            json.dumps(
+                {
+                    "out": str(out),
+                    "written": w.written,
+                    "unchanged": w.unchanged,
+                    "stale": w.stale,
+                    "refused": w.refused,
+                    "errors": [d.as_dict() for d in errors],
+                },
+                indent=2,
+                ensure_ascii=False,
+            )
+        )
     else:
         if not res.files and errors:
             for d in errors:
                 typer.echo(diag_line(d), err=True)
-            raise fail(f"{spec}: not rendered, the spec does not load", 1)
+            raise fail(f"{spec}: not rendered, the spec does not load", 1) from None
         for rel in w.refused:
-            typer.echo(f"archkit: refused to overwrite {out / rel}: archkit did not write it (use --force)", err=True)
+            typer.echo(
+                f"archkit: refused to overwrite {out / rel}: archkit did not write it (use --force)", err=True
+            )
         if check:
             for rel in w.stale:
                 typer.echo(f"stale: {out / rel}")
             typer.echo(f"{out}: {len(w.stale)} stale, {len(w.unchanged)} up to date")
         else:
-            typer.echo(f"{out}: {len(w.written)} written, {len(w.unchanged)} unchanged"
-                       + (f", {len(w.refused)} refused" if w.refused else ""))
+            typer.echo(
+                f"{out}: {len(w.written)} written, {len(w.unchanged)} unchanged"
+                + (f", {len(w.refused)} refused" if w.refused else "")
+            )
     if not res.files and errors:
         raise typer.Exit(1)
     raise typer.Exit(0 if w.ok else 1)

@@ -22,17 +22,26 @@ class RunbookFormat(str, Enum):
 
 
 def _indent(text: str, prefix: str = "    ") -> str:
-    return "\n".join(prefix + line for line in text.rstrip("\n").splitlines()) if text.strip() else prefix + "(no output)"
+    return (
+        "\n".join(prefix + line for line in text.rstrip("\n").splitlines())
+        if text.strip()
+        else prefix + "(no output)"
+    )
 
 
 @app.command()
 def runbook(
     spec: Annotated[Path, typer.Argument(help="The spec file.", show_default=False)],
-    tree: Annotated[str | None, typer.Option("--tree", "-t", help="Fault tree id (optional if the spec has one).")] = None,
+    tree: Annotated[
+        str | None, typer.Option("--tree", "-t", help="Fault tree id (optional if the spec has one).")
+    ] = None,
     run: Annotated[bool, typer.Option("--run", help="Run the checks; without it nothing runs.")] = False,
-    timeout: Annotated[float | None, typer.Option(help="Per-check timeout in seconds (overrides timeout_s).",
-                                                     min=0.001)] = None,
-    format: Annotated[RunbookFormat, typer.Option("--format", "-f", help="text or json.")] = RunbookFormat.text,
+    timeout: Annotated[
+        float | None, typer.Option(help="Per-check timeout in seconds (overrides timeout_s).", min=0.001)
+    ] = None,
+    format: Annotated[
+        RunbookFormat, typer.Option("--format", "-f", help="text or json.")
+    ] = RunbookFormat.text,
 ) -> None:
     """Walk a fault tree's checks in order: command, expected output, remedy.
 
@@ -68,8 +77,14 @@ def runbook(
             say(f"  skipped: {res.reason}")
 
     try:
-        report = api.runbook(spec, tree, run=run, timeout=timeout,
-                             on_start=on_start if run else None, on_result=on_result if run else None)
+        report = api.runbook(
+            spec,
+            tree,
+            run=run,
+            timeout=timeout,
+            on_start=on_start if run else None,
+            on_result=on_result if run else None,
+        )
     except RunbookError as exc:
         raise fail(str(exc), 2) from None
     except OSError as exc:
@@ -80,13 +95,19 @@ def runbook(
     if as_json:
         typer.echo(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
     elif not run:
-        say(f"Runbook for {report.label} ({report.tree}): {len(report.steps)} check(s), in order. "
-            "Nothing runs without --run.")
+        say(
+            f"Runbook for {report.label} ({report.tree}): {len(report.steps)} check(s), in order. "
+            "Nothing runs without --run."
+        )
         if report.note:
             say(f"note: {report.note}")
         for s in report.steps:
             say()
-            figures = "" if s.importance is None else f"  [p={s.probability:.3g}, share of top event {s.importance:.1%}]"
+            figures = (
+                ""
+                if s.importance is None
+                else f"  [p={s.probability:.3g}, share of top event {s.importance:.1%}]"
+            )
             say(f"{s.n}. {s.label} ({s.event}){figures}")
             say(f"   $ {s.command}" if s.command else "   (no check command)")
             say(f"   expect: {s.expectation()}; timeout {s.timeout_s:g} s")

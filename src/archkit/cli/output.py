@@ -31,7 +31,7 @@ def diag_line(d: Diagnostic) -> str:
     return line
 
 
-def fail(message: str, code: int = 2) -> "typer.Exit":
+def fail(message: str, code: int = 2) -> typer.Exit:
     """Print `archkit: message` to stderr and return the Exit to raise."""
     typer.echo(f"archkit: {message}", err=True)
     return typer.Exit(code)

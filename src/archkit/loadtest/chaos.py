@@ -17,6 +17,7 @@ Seed 000 §4.4: "kill pods at random, inject network delay, check the degrade pa
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -24,7 +25,6 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
 
 from archkit.spec.model import Fault, Spec, Terminal
 
@@ -58,12 +58,12 @@ class ProcessRef:
     """A local process standing for a spec service: a fixed pid or a pid file."""
 
     name: str
-    pid: Optional[int] = None
-    pidfile: Optional[Path] = None
-    pattern: Optional[str] = None
+    pid: int | None = None
+    pidfile: Path | None = None
+    pattern: str | None = None
 
     @classmethod
-    def parse(cls, text: str) -> "ProcessRef":
+    def parse(cls, text: str) -> ProcessRef:
         name, sep, ref = text.partition("=")
         if not sep or not name or not ref:
             raise ChaosError(f"--service expects NAME=PID, NAME=@PIDFILE or NAME=~CMDLINE-TEXT, got {text!r}")
@@ -93,7 +93,12 @@ class ProcessRef:
             if not entry.isdigit() or int(entry) == me:
                 continue
             try:
-                cmd = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace")
+                cmd = (
+                    Path(f"/proc/{entry}/cmdline")
+                    .read_bytes()
+                    .replace(b"\0", b" ")
+                    .decode("utf-8", "replace")
+                )
                 if os.stat(f"/proc/{entry}").st_uid != os.getuid():
                     continue
                 ppid = int(Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[1])
@@ -105,8 +110,10 @@ class ProcessRef:
         if not top:
             raise ChaosError(f"service {self.name}: no process of this user matches {self.pattern!r}")
         if len(top) > 1:
-            raise ChaosError(f"service {self.name}: {len(top)} processes match {self.pattern!r} "
-                             f"(pids {', '.join(map(str, top[:5]))}); make the text more specific")
+            raise ChaosError(
+                f"service {self.name}: {len(top)} processes match {self.pattern!r} "
+                f"(pids {', '.join(map(str, top[:5]))}); make the text more specific"
+            )
         return top[0]
 
 
@@ -151,10 +158,8 @@ class DelayProxy:
             pass
         finally:
             for s in (src, dst):
-                try:
+                with contextlib.suppress(OSError):
                     s.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
                 s.close()
 
     def close(self) -> None:
@@ -169,11 +174,11 @@ class FaultRecord:
     index: int
     fault: Fault
     applied: bool = False
-    error: Optional[str] = None
-    started_s: Optional[float] = None
-    ended_s: Optional[float] = None
-    pid_before: Optional[int] = None
-    pid_after: Optional[int] = None
+    error: str | None = None
+    started_s: float | None = None
+    ended_s: float | None = None
+    pid_before: int | None = None
+    pid_after: int | None = None
     notes: list[str] = field(default_factory=list)
 
 
@@ -194,11 +199,15 @@ class Injector:
         for f in self.faults:
             if f.action == "delay":
                 if f.target not in self.proxies:
-                    raise ChaosError(f"delay fault on {f.target}: no proxy for it (it is not the load test's "
-                                     f"target service; pass --proxy {f.target}=LISTEN_PORT:UPSTREAM_PORT)")
+                    raise ChaosError(
+                        f"delay fault on {f.target}: no proxy for it (it is not the load test's "
+                        f"target service; pass --proxy {f.target}=LISTEN_PORT:UPSTREAM_PORT)"
+                    )
             elif f.target not in self.services:
-                raise ChaosError(f"{f.action} fault on service {f.target}: say which local process runs it "
-                                 f"with --service {f.target}=PID or --service {f.target}=@PIDFILE")
+                raise ChaosError(
+                    f"{f.action} fault on service {f.target}: say which local process runs it "
+                    f"with --service {f.target}=PID or --service {f.target}=@PIDFILE"
+                )
             else:
                 pid = self.services[f.target].current()
                 if not Path(f"/proc/{pid}").exists():
@@ -240,10 +249,8 @@ class Injector:
                 rec.applied, rec.started_s = True, self._now()
                 self._stop.wait(f.duration_s if f.duration_s is not None else 5.0)
                 for p in group:
-                    try:
+                    with contextlib.suppress(ProcessLookupError):
                         os.kill(p, signal.SIGCONT)
-                    except ProcessLookupError:
-                        pass
                 rec.ended_s = self._now()
             else:
                 sig = signal.SIGKILL if f.action == "kill" else signal.SIGTERM
@@ -260,7 +267,9 @@ class Injector:
                             new = None
                         if new and new != pid and Path(f"/proc/{new}").exists():
                             rec.pid_after = new
-                            rec.notes.append(f"restarted as pid {new} after {self._now() - rec.started_s:.2f} s")
+                            rec.notes.append(
+                                f"restarted as pid {new} after {self._now() - rec.started_s:.2f} s"
+                            )
                             break
                         time.sleep(0.1)
         except (OSError, ChaosError) as exc:
@@ -275,7 +284,7 @@ class Injector:
             p.delay_s = 0.0
 
 
-def fallback_status(spec: Spec, node_id: Optional[str]) -> Optional[int]:
+def fallback_status(spec: Spec, node_id: str | None) -> int | None:
     """The protocol status by which a client recognises that a fallback answered."""
     if not node_id:
         return None
@@ -306,18 +315,29 @@ def analyse(records: list[FaultRecord], seconds: list[dict], spec: Spec, duratio
     for rec in records:
         f = rec.fault
         status = fallback_status(spec, f.expect_fallback)
-        item = {"index": rec.index, "action": f.action, "target": f.target, "at_s": f.at_s,
-                "duration_s": f.duration_s, "delay_ms": f.delay_ms, "expect_fallback": f.expect_fallback,
-                "fallback_status": status, "applied": rec.applied, "error": rec.error,
-                "started_s": rec.started_s, "ended_s": rec.ended_s, "notes": rec.notes,
-                "spec_path": list(f.spec_path)}
+        item = {
+            "index": rec.index,
+            "action": f.action,
+            "target": f.target,
+            "at_s": f.at_s,
+            "duration_s": f.duration_s,
+            "delay_ms": f.delay_ms,
+            "expect_fallback": f.expect_fallback,
+            "fallback_status": status,
+            "applied": rec.applied,
+            "error": rec.error,
+            "started_s": rec.started_s,
+            "ended_s": rec.ended_s,
+            "notes": rec.notes,
+            "spec_path": list(f.spec_path),
+        }
         if rec.applied and rec.started_s is not None:
             start, end = rec.started_s, rec.ended_s if rec.ended_s is not None else rec.started_s
             # second row t covers (t-1, t]
             # seconds in which nothing completed say nothing about health (slow requests): skipped
             after = [r for r in seconds if r["t"] > end and r["requests"]]
             rec_t = None
-            for a, b in zip(after, after[1:] + [None]):
+            for a, b in zip(after, after[1:] + [None], strict=False):
                 if healthy(a) and (b is None or healthy(b)):
                     rec_t = a["t"] - 1
                     break
@@ -329,8 +349,9 @@ def analyse(records: list[FaultRecord], seconds: list[dict], spec: Spec, duratio
             item["burst_requests"] = sum(r["requests"] for r in window)
             bad = [r for r in window if r["requests"] and r["errors"] / r["requests"] > err_budget]
             item["burst_seconds"] = len(bad)
-            item["peak_error_rate"] = round(max((r["errors"] / r["requests"] for r in window if r["requests"]),
-                                                default=0.0), 4)
+            item["peak_error_rate"] = round(
+                max((r["errors"] / r["requests"] for r in window if r["requests"]), default=0.0), 4
+            )
             item["worst_p99_ms"] = max((r["p99_ms"] or 0 for r in window), default=None)
             if status is not None:
                 item["fallback_answers"] = sum(r["statuses"].get(str(status), 0) for r in window)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterable, Optional
+from collections.abc import Iterable
 
 from hdrh.histogram import HdrHistogram
 
@@ -29,7 +29,7 @@ def encode(h: HdrHistogram) -> str:
     return raw.decode("ascii") if isinstance(raw, bytes) else str(raw)
 
 
-def decode(text: Optional[str]) -> HdrHistogram:
+def decode(text: str | None) -> HdrHistogram:
     if not text:
         return new()
     return HdrHistogram.decode(text.encode("ascii") if isinstance(text, str) else text)
@@ -43,7 +43,7 @@ def merge(hists: Iterable[HdrHistogram]) -> HdrHistogram:
     return out
 
 
-def percentile_ms(h: HdrHistogram, p: float) -> Optional[float]:
+def percentile_ms(h: HdrHistogram, p: float) -> float | None:
     """The p-th percentile in milliseconds, or None when nothing was recorded."""
     if not h.get_total_count():
         return None
@@ -54,14 +54,23 @@ def summary(h: HdrHistogram) -> dict:
     """count, mean, min, max, p50/p95/p99 (ms) of one histogram."""
     n = h.get_total_count()
     if not n:
-        return {"count": 0, "mean_ms": None, "min_ms": None, "max_ms": None,
-                "p50_ms": None, "p95_ms": None, "p99_ms": None}
+        return {
+            "count": 0,
+            "mean_ms": None,
+            "min_ms": None,
+            "max_ms": None,
+            "p50_ms": None,
+            "p95_ms": None,
+            "p99_ms": None,
+        }
     # one pass over the buckets for all percentiles (hdrh's per-call walk is slow in Python)
     vals = h.get_percentile_to_value_dict(list(PERCENTILES))
-    out = {"count": n, "mean_ms": round(h.get_mean_value() / 1000.0, 3),
-           "min_ms": round(h.get_min_value() / 1000.0, 3), "max_ms": round(h.get_max_value() / 1000.0, 3)}
+    out = {
+        "count": n,
+        "mean_ms": round(h.get_mean_value() / 1000.0, 3),
+        "min_ms": round(h.get_min_value() / 1000.0, 3),
+        "max_ms": round(h.get_max_value() / 1000.0, 3),
+    }
     for p in PERCENTILES:
         out[f"p{int(p)}_ms"] = round(vals[p] / 1000.0, 3)
     return out
-
-

@@ -17,7 +17,6 @@ Percentiles come from HDR histograms of every request (exact to 0.1%), never loc
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Optional
 
 from archkit.spec.model import Spec
 
@@ -33,10 +32,10 @@ class Verdict:
     scope: str
     metric: str
     op: str  # "<=" or ">="
-    budget: Optional[float]
-    measured: Optional[float]
+    budget: float | None
+    measured: float | None
     unit: str
-    passed: Optional[bool]  # None: not judged (see why)
+    passed: bool | None  # None: not judged (see why)
     why: str
     spec_path: tuple = ()
 
@@ -46,7 +45,7 @@ class Verdict:
         return d
 
 
-def _fmt(v: Optional[float], unit: str) -> str:
+def _fmt(v: float | None, unit: str) -> str:
     if v is None:
         return "nothing measured"
     if unit == "ratio":
@@ -54,16 +53,35 @@ def _fmt(v: Optional[float], unit: str) -> str:
     return f"{v:.0f} {unit}" if abs(v) >= 1000 else f"{v:.4g} {unit}"
 
 
-def _upper(vid: str, scope: str, metric: str, budget: Optional[float], measured: Optional[float],
-           unit: str, path: tuple, what: str) -> Optional[Verdict]:
+def _upper(
+    vid: str,
+    scope: str,
+    metric: str,
+    budget: float | None,
+    measured: float | None,
+    unit: str,
+    path: tuple,
+    what: str,
+) -> Verdict | None:
     if budget is None:
         return None
     if measured is None:
-        return Verdict(vid, scope, metric, "<=", budget, None, unit, False,
-                       f"{what}: no requests measured, so the budget of {_fmt(budget, unit)} is not met", path)
+        return Verdict(
+            vid,
+            scope,
+            metric,
+            "<=",
+            budget,
+            None,
+            unit,
+            False,
+            f"{what}: no requests measured, so the budget of {_fmt(budget, unit)} is not met",
+            path,
+        )
     ok = measured <= budget
-    why = (f"{what} {_fmt(measured, unit)} {'≤' if ok else '>'} budget {_fmt(budget, unit)}"
-           + ("" if ok else f" (over by {_fmt(measured - budget, unit)})"))
+    why = f"{what} {_fmt(measured, unit)} {'≤' if ok else '>'} budget {_fmt(budget, unit)}" + (
+        "" if ok else f" (over by {_fmt(measured - budget, unit)})"
+    )
     return Verdict(vid, scope, metric, "<=", budget, measured, unit, ok, why, path)
 
 
@@ -82,17 +100,53 @@ def judge(spec: Spec, measured: dict) -> list[Verdict]:
         # A chaos run's percentiles include the injected faults: judged at baseline only.
         if kind == "baseline":
             for m in PCTS:
-                out.append(_upper(f"end_to_end.{m}", "end_to_end", m, getattr(b, m), e2e.get(m), "ms",
-                                  bp + (m,), f"end-to-end {m[:3].upper()}"))
-            out.append(_upper("end_to_end.error_rate", "end_to_end", "error_rate", b.error_rate,
-                              e2e.get("error_rate"), "ratio", bp + ("error_rate",), "error rate"))
-            out.append(_throughput(b.throughput_rps, e2e.get("throughput_rps"), measured.get("offered_rps"),
-                                   bp + ("throughput_rps",)))
-            for sc in (spec.loadtest.scenarios if spec.loadtest else []):
+                out.append(
+                    _upper(
+                        f"end_to_end.{m}",
+                        "end_to_end",
+                        m,
+                        getattr(b, m),
+                        e2e.get(m),
+                        "ms",
+                        bp + (m,),
+                        f"end-to-end {m[:3].upper()}",
+                    )
+                )
+            out.append(
+                _upper(
+                    "end_to_end.error_rate",
+                    "end_to_end",
+                    "error_rate",
+                    b.error_rate,
+                    e2e.get("error_rate"),
+                    "ratio",
+                    bp + ("error_rate",),
+                    "error rate",
+                )
+            )
+            out.append(
+                _throughput(
+                    b.throughput_rps,
+                    e2e.get("throughput_rps"),
+                    measured.get("offered_rps"),
+                    bp + ("throughput_rps",),
+                )
+            )
+            for sc in spec.loadtest.scenarios if spec.loadtest else []:
                 got = (measured.get("scenarios") or {}).get(sc.id, {})
                 for m in PCTS:
-                    out.append(_upper(f"scenario.{sc.id}.{m}", f"scenario {sc.id}", m, getattr(sc, m), got.get(m),
-                                      "ms", tuple(sc.spec_path) + (m,), f"scenario {sc.id} {m[:3].upper()}"))
+                    out.append(
+                        _upper(
+                            f"scenario.{sc.id}.{m}",
+                            f"scenario {sc.id}",
+                            m,
+                            getattr(sc, m),
+                            got.get(m),
+                            "ms",
+                            tuple(sc.spec_path) + (m,),
+                            f"scenario {sc.id} {m[:3].upper()}",
+                        )
+                    )
             for st in spec.dataflow.stages:
                 got = (measured.get("stages") or {}).get(st.id)
                 if not got:
@@ -100,8 +154,18 @@ def judge(spec: Spec, measured: dict) -> list[Verdict]:
                 for m in PCTS:
                     if got.get(m) is None:
                         continue
-                    out.append(_upper(f"stage.{st.id}.{m}", f"stage {st.id}", m, getattr(st, m), got.get(m), "ms",
-                                      tuple(st.spec_path) + (m,), f"stage {st.id} server-side {m[:3].upper()}"))
+                    out.append(
+                        _upper(
+                            f"stage.{st.id}.{m}",
+                            f"stage {st.id}",
+                            m,
+                            getattr(st, m),
+                            got.get(m),
+                            "ms",
+                            tuple(st.spec_path) + (m,),
+                            f"stage {st.id} server-side {m[:3].upper()}",
+                        )
+                    )
         if kind == "chaos":
             for i, f in enumerate(measured.get("chaos") or []):
                 out += _chaos(i, f)
@@ -111,31 +175,85 @@ def judge(spec: Spec, measured: dict) -> list[Verdict]:
         knee = (measured.get("stress") or {}).get("knee_rps")
         if target is not None:
             if knee is None:
-                out.append(Verdict("stress.knee_rps", "stress", "knee_rps", ">=", target, None, "req/s", False,
-                                   "no step met the P99 and error budgets: there is no knee", bp + (key,)))
+                out.append(
+                    Verdict(
+                        "stress.knee_rps",
+                        "stress",
+                        "knee_rps",
+                        ">=",
+                        target,
+                        None,
+                        "req/s",
+                        False,
+                        "no step met the P99 and error budgets: there is no knee",
+                        bp + (key,),
+                    )
+                )
             else:
                 ok = knee >= target * (1 - THROUGHPUT_TOLERANCE)
-                out.append(Verdict("stress.knee_rps", "stress", "knee_rps", ">=", target, knee, "req/s", ok,
-                                   f"knee (highest throughput within budgets) {knee:.4g} req/s "
-                                   f"{'≥' if ok else '<'} {key} {target:.4g} req/s", bp + (key,)))
+                out.append(
+                    Verdict(
+                        "stress.knee_rps",
+                        "stress",
+                        "knee_rps",
+                        ">=",
+                        target,
+                        knee,
+                        "req/s",
+                        ok,
+                        f"knee (highest throughput within budgets) {knee:.4g} req/s "
+                        f"{'≥' if ok else '<'} {key} {target:.4g} req/s",
+                        bp + (key,),
+                    )
+                )
     return [v for v in out if v is not None]
 
 
-def _throughput(budget, achieved, offered, path) -> Optional[Verdict]:
+def _throughput(budget, achieved, offered, path) -> Verdict | None:
     if budget is None:
         return None
     if offered is not None and offered < budget * 0.999:
-        return Verdict("end_to_end.throughput_rps", "end_to_end", "throughput_rps", ">=", budget, achieved,
-                       "req/s", None, f"not judged: the offered rate {offered:.4g} req/s is below the design "
-                       f"rate {budget:.4g} req/s (run with --rate {budget:g})", path)
+        return Verdict(
+            "end_to_end.throughput_rps",
+            "end_to_end",
+            "throughput_rps",
+            ">=",
+            budget,
+            achieved,
+            "req/s",
+            None,
+            f"not judged: the offered rate {offered:.4g} req/s is below the design "
+            f"rate {budget:.4g} req/s (run with --rate {budget:g})",
+            path,
+        )
     if achieved is None:
-        return Verdict("end_to_end.throughput_rps", "end_to_end", "throughput_rps", ">=", budget, None, "req/s",
-                       False, "no successful requests", path)
+        return Verdict(
+            "end_to_end.throughput_rps",
+            "end_to_end",
+            "throughput_rps",
+            ">=",
+            budget,
+            None,
+            "req/s",
+            False,
+            "no successful requests",
+            path,
+        )
     floor = budget * (1 - THROUGHPUT_TOLERANCE)
     ok = achieved >= floor
-    return Verdict("end_to_end.throughput_rps", "end_to_end", "throughput_rps", ">=", budget, achieved, "req/s",
-                   ok, f"throughput {achieved:.4g} req/s {'≥' if ok else '<'} {floor:.4g} req/s "
-                   f"(design rate {budget:.4g} less {THROUGHPUT_TOLERANCE:.0%} pacing tolerance)", path)
+    return Verdict(
+        "end_to_end.throughput_rps",
+        "end_to_end",
+        "throughput_rps",
+        ">=",
+        budget,
+        achieved,
+        "req/s",
+        ok,
+        f"throughput {achieved:.4g} req/s {'≥' if ok else '<'} {floor:.4g} req/s "
+        f"(design rate {budget:.4g} less {THROUGHPUT_TOLERANCE:.0%} pacing tolerance)",
+        path,
+    )
 
 
 def _chaos(i: int, f: dict) -> list[Verdict]:
@@ -145,22 +263,70 @@ def _chaos(i: int, f: dict) -> list[Verdict]:
     if f.get("expect_fallback"):
         seen, status = f.get("fallback_answers"), f.get("fallback_status")
         if status is None:
-            out.append(Verdict(f"chaos.{i}.fallback", label, "fallback_answers", ">=", 1, seen, "responses", None,
-                               f"not judged: fallback {f['expect_fallback']} has no distinct status to recognise",
-                               path + ("expect_fallback",)))
+            out.append(
+                Verdict(
+                    f"chaos.{i}.fallback",
+                    label,
+                    "fallback_answers",
+                    ">=",
+                    1,
+                    seen,
+                    "responses",
+                    None,
+                    f"not judged: fallback {f['expect_fallback']} has no distinct status to recognise",
+                    path + ("expect_fallback",),
+                )
+            )
         else:
             ok = bool(seen)
-            out.append(Verdict(f"chaos.{i}.fallback", label, "fallback_answers", ">=", 1, seen or 0, "responses",
-                               ok, f"fallback {f['expect_fallback']} (status {status}) answered {seen or 0} "
-                               f"time(s) during the fault", path + ("expect_fallback",)))
+            out.append(
+                Verdict(
+                    f"chaos.{i}.fallback",
+                    label,
+                    "fallback_answers",
+                    ">=",
+                    1,
+                    seen or 0,
+                    "responses",
+                    ok,
+                    f"fallback {f['expect_fallback']} (status {status}) answered {seen or 0} "
+                    f"time(s) during the fault",
+                    path + ("expect_fallback",),
+                )
+            )
     if not f.get("applied", True):
-        out.append(Verdict(f"chaos.{i}.applied", label, "applied", ">=", 1, 0, "", False,
-                           f"the fault could not be applied: {f.get('error', '?')}", path))
+        out.append(
+            Verdict(
+                f"chaos.{i}.applied",
+                label,
+                "applied",
+                ">=",
+                1,
+                0,
+                "",
+                False,
+                f"the fault could not be applied: {f.get('error', '?')}",
+                path,
+            )
+        )
         return out
     rec = f.get("recovery_s")
-    out.append(Verdict(f"chaos.{i}.recovered", label, "recovery_s", "<=", None, rec, "s", rec is not None,
-                       f"recovered {rec:.3g} s after the fault ended" if rec is not None
-                       else "errors or latency had not recovered by the end of the run", path))
+    out.append(
+        Verdict(
+            f"chaos.{i}.recovered",
+            label,
+            "recovery_s",
+            "<=",
+            None,
+            rec,
+            "s",
+            rec is not None,
+            f"recovered {rec:.3g} s after the fault ended"
+            if rec is not None
+            else "errors or latency had not recovered by the end of the run",
+            path,
+        )
+    )
     return out
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
-from typing import Optional
 
 from archkit.analysis.loadplan import stress_steps
 from archkit.spec.model import Level, Spec
@@ -26,7 +25,7 @@ class Phase:
 
     start_s: float
     duration_s: float
-    rate_rps: Optional[float]
+    rate_rps: float | None
 
 
 @dataclass
@@ -71,15 +70,25 @@ def find_level(spec: Spec, level: str) -> Level:
         if lv.kind == level:
             return lv
     if level not in DEFAULT_DURATION_S:
-        raise PlanError(f"no level {level!r} in loadtest.levels (have: {', '.join(lv.id for lv in levels) or 'none'})")
+        raise PlanError(
+            f"no level {level!r} in loadtest.levels (have: {', '.join(lv.id for lv in levels) or 'none'})"
+        )
     made = Level(id=level, kind=level, duration_s=DEFAULT_DURATION_S[level])
     made._path = ("loadtest", "levels")
     return made
 
 
-def build(spec: Spec, level: str, *, spec_name: str = "spec", host: Optional[str] = None,
-          users: Optional[int] = None, rate: Optional[float] = None, duration: Optional[float] = None,
-          max_requests: Optional[int] = None) -> Plan:
+def build(
+    spec: Spec,
+    level: str,
+    *,
+    spec_name: str = "spec",
+    host: str | None = None,
+    users: int | None = None,
+    rate: float | None = None,
+    duration: float | None = None,
+    max_requests: int | None = None,
+) -> Plan:
     """The plan for one level; `rate` is the offered rate (for stress: the highest step)."""
     lt = spec.loadtest
     if lt is None:
@@ -108,6 +117,14 @@ def build(spec: Spec, level: str, *, spec_name: str = "spec", host: Optional[str
             max_requests = int(math.ceil(sum(p.rate_rps * p.duration_s for p in phases) * 1.5)) + n_users
         else:
             max_requests = 10_000_000  # unpaced: the time bound is what stops it
-    return Plan(spec=spec_name, level=lv.id, kind=lv.kind, protocol=lt.target.protocol,
-                host=host or lt.target.host, users=n_users, phases=phases, max_requests=max_requests,
-                level_path=tuple(lv.spec_path))
+    return Plan(
+        spec=spec_name,
+        level=lv.id,
+        kind=lv.kind,
+        protocol=lt.target.protocol,
+        host=host or lt.target.host,
+        users=n_users,
+        phases=phases,
+        max_requests=max_requests,
+        level_path=tuple(lv.spec_path),
+    )

@@ -7,6 +7,7 @@ Debian's `prometheus` starts in ~0.1 s with its TSDB in a temp dir (DESIGN.md); 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import subprocess
@@ -16,7 +17,6 @@ import time
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
 from urllib.parse import urlsplit
 
 import yaml
@@ -37,30 +37,48 @@ class AlertEvent:
 
     name: str
     labels: dict
-    pending_s: Optional[float] = None
-    firing_s: Optional[float] = None
-    last_seen_s: Optional[float] = None
+    pending_s: float | None = None
+    firing_s: float | None = None
+    last_seen_s: float | None = None
     annotations: dict = field(default_factory=dict)
 
     def to_json(self) -> dict:
-        return {"alert": self.name, "labels": self.labels, "pending_s": self.pending_s,
-                "firing_s": self.firing_s, "last_seen_s": self.last_seen_s, "annotations": self.annotations}
+        return {
+            "alert": self.name,
+            "labels": self.labels,
+            "pending_s": self.pending_s,
+            "firing_s": self.firing_s,
+            "last_seen_s": self.last_seen_s,
+            "annotations": self.annotations,
+        }
 
 
 class LivePrometheus:
     """Prometheus in a temp dir on 127.0.0.1, and an alert watcher that polls /api/v1/alerts."""
 
-    def __init__(self, targets: list[str], rule_files: dict[str, str], port: int,
-                 binary: str = PROMETHEUS, interval: str = "1s") -> None:
+    def __init__(
+        self,
+        targets: list[str],
+        rule_files: dict[str, str],
+        port: int,
+        binary: str = PROMETHEUS,
+        interval: str = "1s",
+    ) -> None:
         for t in targets:
             require_loopback(t, "scrape target")
-        self.targets, self.rule_files, self.port, self.binary, self.interval = targets, rule_files, port, binary, interval
-        self.dir: Optional[Path] = None
-        self.proc: Optional[subprocess.Popen] = None
+        self.targets, self.rule_files, self.port, self.binary, self.interval = (
+            targets,
+            rule_files,
+            port,
+            binary,
+            interval,
+        )
+        self.dir: Path | None = None
+        self.proc: subprocess.Popen | None = None
         self.alerts: dict[tuple, AlertEvent] = {}
         self.t0 = time.monotonic()
         self._stop = threading.Event()
-        self._thread: Optional[threading.Thread] = None
+        self._thread: threading.Thread | None = None
         self.log = ""
 
     @property
@@ -74,11 +92,20 @@ class LivePrometheus:
             u = urlsplit(t)
             jobs.setdefault(u.path or "/metrics", []).append(u.netloc)
             paths[u.netloc] = u.path or "/metrics"
-        scrape = [{"job_name": f"archkit-{i}", "metrics_path": path, "scrape_interval": self.interval,
-                   "static_configs": [{"targets": sorted(set(hosts))}]}
-                  for i, (path, hosts) in enumerate(sorted(jobs.items()))]
-        return {"global": {"scrape_interval": self.interval, "evaluation_interval": self.interval},
-                "rule_files": sorted(self.rule_files), "scrape_configs": scrape}
+        scrape = [
+            {
+                "job_name": f"archkit-{i}",
+                "metrics_path": path,
+                "scrape_interval": self.interval,
+                "static_configs": [{"targets": sorted(set(hosts))}],
+            }
+            for i, (path, hosts) in enumerate(sorted(jobs.items()))
+        ]
+        return {
+            "global": {"scrape_interval": self.interval, "evaluation_interval": self.interval},
+            "rule_files": sorted(self.rule_files),
+            "scrape_configs": scrape,
+        }
 
     def start(self, timeout: float = 15.0) -> None:
         if not Path(self.binary).exists() and not shutil.which(self.binary):
@@ -87,16 +114,28 @@ class LivePrometheus:
         for name, text in self.rule_files.items():
             (self.dir / name).parent.mkdir(parents=True, exist_ok=True)
             (self.dir / name).write_text(text, encoding="utf-8")
-        (self.dir / "prometheus.yml").write_text(yaml.safe_dump(self.config(), sort_keys=True), encoding="utf-8")
-        self._logf = open(self.dir / "prometheus.log", "w")
+        (self.dir / "prometheus.yml").write_text(
+            yaml.safe_dump(self.config(), sort_keys=True), encoding="utf-8"
+        )
+        self._logf = open(self.dir / "prometheus.log", "w")  # noqa: SIM115 - lives as long as the server
         self.proc = subprocess.Popen(
-            [self.binary, f"--config.file={self.dir / 'prometheus.yml'}", f"--storage.tsdb.path={self.dir / 'data'}",
-             f"--web.listen-address=127.0.0.1:{self.port}", "--log.level=warn"],
-            cwd=self.dir, stdout=self._logf, stderr=subprocess.STDOUT)
+            [
+                self.binary,
+                f"--config.file={self.dir / 'prometheus.yml'}",
+                f"--storage.tsdb.path={self.dir / 'data'}",
+                f"--web.listen-address=127.0.0.1:{self.port}",
+                "--log.level=warn",
+            ],
+            cwd=self.dir,
+            stdout=self._logf,
+            stderr=subprocess.STDOUT,
+        )
         end = time.monotonic() + timeout
         while time.monotonic() < end:
             if self.proc.poll() is not None:
-                raise PrometheusError("prometheus exited: " + (self.dir / "prometheus.log").read_text()[-2000:])
+                raise PrometheusError(
+                    "prometheus exited: " + (self.dir / "prometheus.log").read_text()[-2000:]
+                )
             try:
                 with urllib.request.urlopen(self.url + "/-/ready", timeout=1) as r:
                     if r.status == 200:
@@ -149,8 +188,12 @@ class LivePrometheus:
             groups = self.query("/api/v1/rules").get("data", {}).get("groups", [])
         except (OSError, ValueError):
             return []
-        return [{"rule": r.get("name"), "health": r.get("health"), "error": r.get("lastError")}
-                for g in groups for r in g.get("rules", []) if r.get("health") not in ("ok", "unknown", None)]
+        return [
+            {"rule": r.get("name"), "health": r.get("health"), "error": r.get("lastError")}
+            for g in groups
+            for r in g.get("rules", [])
+            if r.get("health") not in ("ok", "unknown", None)
+        ]
 
     def results(self) -> list[dict]:
         return [e.to_json() for e in sorted(self.alerts.values(), key=lambda e: (e.pending_s or 0, e.name))]
@@ -162,9 +205,7 @@ class LivePrometheus:
         if self.proc:
             stop(self.proc, timeout=5)
         if self.dir:
-            try:
+            with contextlib.suppress(OSError):
                 self.log = (self.dir / "prometheus.log").read_text()[-4000:]
-            except OSError:
-                pass
             self._logf.close()
             shutil.rmtree(self.dir, ignore_errors=True)

@@ -29,7 +29,6 @@ import html
 import io
 import json
 from pathlib import Path
-from typing import Optional
 from xml.sax.saxutils import escape as xml_escape
 from xml.sax.saxutils import quoteattr
 
@@ -49,7 +48,9 @@ def prepare_dir(path: Path) -> Path:
     if path.exists() and not path.is_dir():
         raise ReportDirError(f"{path} exists and is not a folder")
     if path.is_dir() and any(path.iterdir()) and not (path / MARKER).exists():
-        raise ReportDirError(f"{path} is not empty and was not written by archkit loadtest; choose another --report")
+        raise ReportDirError(
+            f"{path} is not empty and was not written by archkit loadtest; choose another --report"
+        )
     path.mkdir(parents=True, exist_ok=True)
     (path / MARKER).write_text("archkit loadtest report folder\n", encoding="utf-8")
     return path
@@ -61,19 +62,27 @@ def _write(path: Path, data: str | bytes) -> None:
 
 # --------------------------------------------------------------------------- JSON
 
+
 def result_json(res) -> dict:
     """The whole result as plain JSON."""
     return {
-        "apiVersion": "archkit/v1", "kind": "loadtest-result",
-        "spec": res.spec_name, "spec_file": res.spec_file, "env": res.env,
-        "level": res.plan.level, "level_kind": res.plan.kind, "passed": res.passed,
+        "apiVersion": "archkit/v1",
+        "kind": "loadtest-result",
+        "spec": res.spec_name,
+        "spec_file": res.spec_file,
+        "env": res.env,
+        "level": res.plan.level,
+        "level_kind": res.plan.kind,
+        "passed": res.passed,
         "plan": res.plan.to_json() | {"locustfile": "locustfile.py", "payload_root": res.plan.payload_root},
         "budgets": res.budgets,
         "verdicts": [v.to_json() for v in res.verdicts],
         "measured": res.measured,
-        "alerts": res.alerts, "alert_notes": res.alert_notes,
+        "alerts": res.alerts,
+        "alert_notes": res.alert_notes,
         "environment": res.environment,
-        "wall_s": res.data.wall_s, "stopped": res.data.stopped,
+        "wall_s": res.data.wall_s,
+        "stopped": res.data.stopped,
         "error_messages": dict(sorted(res.data.total.msgs.items(), key=lambda kv: -kv[1])[:10]),
     }
 
@@ -85,23 +94,39 @@ def measured_json(res) -> dict:
     dec = m.get("decomposition") or {}
     keys = ("p50_ms", "p95_ms", "p99_ms", "mean_ms", "throughput_rps", "error_rate", "requests")
     out = {
-        "apiVersion": "archkit/v1", "kind": "measured", "spec": res.spec_name, "level": res.plan.level,
-        "level_kind": res.plan.kind, "env": res.env,
+        "apiVersion": "archkit/v1",
+        "kind": "measured",
+        "spec": res.spec_name,
+        "level": res.plan.level,
+        "level_kind": res.plan.kind,
+        "env": res.env,
         "end_to_end": {k: e2e.get(k) for k in keys if e2e.get(k) is not None},
-        "scenarios": {sid: {k: s.get(k) for k in ("p50_ms", "p95_ms", "p99_ms", "throughput_rps", "error_rate")
-                            if s.get(k) is not None} for sid, s in m.get("scenarios", {}).items()},
-        "stages": {sid: {k: v for k, v in st.items() if k != "metric"} for sid, st in dec.get("stages", {}).items()},
+        "scenarios": {
+            sid: {
+                k: s.get(k)
+                for k in ("p50_ms", "p95_ms", "p99_ms", "throughput_rps", "error_rate")
+                if s.get(k) is not None
+            }
+            for sid, s in m.get("scenarios", {}).items()
+        },
+        "stages": {
+            sid: {k: v for k, v in st.items() if k != "metric"} for sid, st in dec.get("stages", {}).items()
+        },
         "models": dec.get("models", {}),
         "passed": res.passed,
     }
     if dec.get("network_serialisation_ms") is not None:
         out["network_serialisation_ms"] = dec["network_serialisation_ms"]
     if m.get("stress"):
-        out["stress"] = {"knee_rps": m["stress"].get("knee_rps"), "failure_mode": m["stress"].get("failure_mode")}
+        out["stress"] = {
+            "knee_rps": m["stress"].get("knee_rps"),
+            "failure_mode": m["stress"].get("failure_mode"),
+        }
     return out
 
 
 # --------------------------------------------------------------------------- JUnit
+
 
 def junit_xml(res) -> str:
     """One testcase per budget; a missed budget is a failure whose message says why."""
@@ -109,27 +134,36 @@ def junit_xml(res) -> str:
     failures = sum(1 for v in vs if v.passed is False)
     skipped = sum(1 for v in vs if v.passed is None)
     name = f"archkit loadtest {res.spec_name} {res.plan.level}"
-    lines = ['<?xml version="1.0" encoding="UTF-8"?>',
-             f'<testsuites name={quoteattr(name)} tests="{len(vs)}" failures="{failures}" skipped="{skipped}">',
-             f'  <testsuite name={quoteattr(name)} tests="{len(vs)}" failures="{failures}" errors="0" '
-             f'skipped="{skipped}" time="{res.data.wall_s:.3f}">']
+    lines = [
+        '<?xml version="1.0" encoding="UTF-8"?>',
+        f'<testsuites name={quoteattr(name)} tests="{len(vs)}" failures="{failures}" skipped="{skipped}">',
+        f'  <testsuite name={quoteattr(name)} tests="{len(vs)}" failures="{failures}" errors="0" '
+        f'skipped="{skipped}" time="{res.data.wall_s:.3f}">',
+    ]
     for v in vs:
-        lines.append(f'    <testcase classname={quoteattr("loadtest." + res.plan.level)} name={quoteattr(v.id)} time="0">')
+        lines.append(
+            f'    <testcase classname={quoteattr("loadtest." + res.plan.level)} name={quoteattr(v.id)} time="0">'
+        )
         if v.passed is False:
-            lines.append(f'      <failure message={quoteattr(v.why)} type="budget-missed">{xml_escape(v.why)}</failure>')
+            lines.append(
+                f'      <failure message={quoteattr(v.why)} type="budget-missed">{xml_escape(v.why)}</failure>'
+            )
         elif v.passed is None:
-            lines.append(f'      <skipped message={quoteattr(v.why)}/>')
+            lines.append(f"      <skipped message={quoteattr(v.why)}/>")
         else:
-            lines.append(f'      <system-out>{xml_escape(v.why)}</system-out>')
+            lines.append(f"      <system-out>{xml_escape(v.why)}</system-out>")
         lines.append("    </testcase>")
     if not vs:
-        lines.append('    <testcase classname="loadtest" name="no-budgets"><skipped message="the spec declares no '
-                     'budget this level can judge"/></testcase>')
+        lines.append(
+            '    <testcase classname="loadtest" name="no-budgets"><skipped message="the spec declares no '
+            'budget this level can judge"/></testcase>'
+        )
     lines += ["  </testsuite>", "</testsuites>", ""]
     return "\n".join(lines)
 
 
 # --------------------------------------------------------------------------- plots
+
 
 def plots(res) -> dict[str, bytes]:
     """PNG plots: latency and throughput over time; latency and throughput against offered load (stress)."""
@@ -147,8 +181,13 @@ def plots(res) -> dict[str, bytes]:
         for f in faults:
             if f.get("started_s") is not None:
                 end = f.get("ended_s") or f["started_s"]
-                ax.axvspan(f["started_s"], max(end, f["started_s"] + 0.2), color="tab:red", alpha=0.15,
-                           label=f"fault: {f['action']} {f['target']}")
+                ax.axvspan(
+                    f["started_s"],
+                    max(end, f["started_s"] + 0.2),
+                    color="tab:red",
+                    alpha=0.15,
+                    label=f"fault: {f['action']} {f['target']}",
+                )
 
     def png(fig) -> bytes:
         buf = io.BytesIO()
@@ -165,7 +204,9 @@ def plots(res) -> dict[str, bytes]:
         ax.plot(t, [r["p99_ms"] for r in secs], label="P99", color="tab:orange", marker=".", markersize=4)
         for key, style in (("p50_ms", ":"), ("p99_ms", "--")):
             if key in b:
-                ax.axhline(b[key], linestyle=style, color="grey", label=f"budget {key[:3].upper()} {b[key]:g} ms")
+                ax.axhline(
+                    b[key], linestyle=style, color="grey", label=f"budget {key[:3].upper()} {b[key]:g} ms"
+                )
         shade(ax)
         ax.set_xlabel("time since start (s)")
         ax.set_ylabel("latency per second (ms)")
@@ -178,9 +219,21 @@ def plots(res) -> dict[str, bytes]:
         ax.plot(t, [r["errors"] for r in secs], label="errors/s", color="tab:red")
         offered = [r.get("offered_rps") for r in secs]
         if any(o is not None for o in offered):
-            ax.step(t, [o or 0 for o in offered], where="post", label="offered req/s", color="grey", linestyle="--")
+            ax.step(
+                t,
+                [o or 0 for o in offered],
+                where="post",
+                label="offered req/s",
+                color="grey",
+                linestyle="--",
+            )
         if "throughput_rps" in b:
-            ax.axhline(b["throughput_rps"], linestyle=":", color="black", label=f"design rate {b['throughput_rps']:g}")
+            ax.axhline(
+                b["throughput_rps"],
+                linestyle=":",
+                color="black",
+                label=f"design rate {b['throughput_rps']:g}",
+            )
         shade(ax)
         ax.set_xlabel("time since start (s)")
         ax.set_ylabel("requests per second")
@@ -200,8 +253,14 @@ def plots(res) -> dict[str, bytes]:
         if knee:
             ax.axvline(knee, color="tab:green", linestyle=":", label=f"knee (offered {knee:g} req/s)")
         ax2 = ax.twinx()
-        ax2.plot(x, [p["throughput_rps"] for p in phases], marker="s", color="tab:green", alpha=0.6,
-                 label="throughput")
+        ax2.plot(
+            x,
+            [p["throughput_rps"] for p in phases],
+            marker="s",
+            color="tab:green",
+            alpha=0.6,
+            label="throughput",
+        )
         ax2.set_ylabel("achieved req/s")
         ax.set_xlabel("offered load (req/s)")
         ax.set_ylabel("latency (ms)")
@@ -215,6 +274,7 @@ def plots(res) -> dict[str, bytes]:
 
 # --------------------------------------------------------------------------- Markdown / HTML
 
+
 def _v(x, unit: str = "") -> str:
     if x is None:
         return "—"
@@ -223,7 +283,7 @@ def _v(x, unit: str = "") -> str:
     return f"{x}{(' ' + unit) if unit else ''}"
 
 
-def _mark(p: Optional[bool]) -> str:
+def _mark(p: bool | None) -> str:
     return {True: "PASS", False: "FAIL", None: "not judged"}[p]
 
 
@@ -231,83 +291,230 @@ def sections(res) -> list[tuple[str, list[str], list[list[str]], list[str]]]:
     """The report as (title, table header, rows, notes) sections, shared by Markdown and HTML."""
     m = res.measured
     out = []
-    out.append(("Budgets", ["budget", "limit", "measured", "result", "why"],
-                [[v.id, f"{v.op} {_v(v.budget, v.unit)}" if v.budget is not None else "—",
-                  _v(v.measured if v.unit != "ratio" or v.measured is None else round(v.measured * 100, 4),
-                     "%" if v.unit == "ratio" else v.unit), _mark(v.passed), v.why] for v in res.verdicts],
-                [] if res.verdicts else ["The spec declares no budget that this level can judge."]))
+    out.append(
+        (
+            "Budgets",
+            ["budget", "limit", "measured", "result", "why"],
+            [
+                [
+                    v.id,
+                    f"{v.op} {_v(v.budget, v.unit)}" if v.budget is not None else "—",
+                    _v(
+                        v.measured if v.unit != "ratio" or v.measured is None else round(v.measured * 100, 4),
+                        "%" if v.unit == "ratio" else v.unit,
+                    ),
+                    _mark(v.passed),
+                    v.why,
+                ]
+                for v in res.verdicts
+            ],
+            [] if res.verdicts else ["The spec declares no budget that this level can judge."],
+        )
+    )
     e2e = m.get("end_to_end", {})
-    rows = [["end to end", _v(e2e.get("requests")), _v(e2e.get("error_rate")), _v(e2e.get("throughput_rps")),
-             _v(e2e.get("p50_ms")), _v(e2e.get("p95_ms")), _v(e2e.get("p99_ms")), _v(e2e.get("max_ms"))]]
+    rows = [
+        [
+            "end to end",
+            _v(e2e.get("requests")),
+            _v(e2e.get("error_rate")),
+            _v(e2e.get("throughput_rps")),
+            _v(e2e.get("p50_ms")),
+            _v(e2e.get("p95_ms")),
+            _v(e2e.get("p99_ms")),
+            _v(e2e.get("max_ms")),
+        ]
+    ]
     for sid, s in m.get("scenarios", {}).items():
-        rows.append([f"scenario {sid}", _v(s.get("requests")), _v(s.get("error_rate")), _v(s.get("throughput_rps")),
-                     _v(s.get("p50_ms")), _v(s.get("p95_ms")), _v(s.get("p99_ms")), _v(s.get("max_ms"))])
-    out.append(("Measured (client side, every request, HDR histograms)",
-                ["what", "requests", "error rate", "req/s ok", "P50 ms", "P95 ms", "P99 ms", "max ms"], rows,
-                [f"Offered rate {_v(m.get('offered_rps'), 'req/s')}, {res.plan.users} users, "
-                 f"{_v(m.get('duration_s'), 's')} measured; stopped: {m.get('stopped') or '—'}."]))
+        rows.append(
+            [
+                f"scenario {sid}",
+                _v(s.get("requests")),
+                _v(s.get("error_rate")),
+                _v(s.get("throughput_rps")),
+                _v(s.get("p50_ms")),
+                _v(s.get("p95_ms")),
+                _v(s.get("p99_ms")),
+                _v(s.get("max_ms")),
+            ]
+        )
+    out.append(
+        (
+            "Measured (client side, every request, HDR histograms)",
+            ["what", "requests", "error rate", "req/s ok", "P50 ms", "P95 ms", "P99 ms", "max ms"],
+            rows,
+            [
+                f"Offered rate {_v(m.get('offered_rps'), 'req/s')}, {res.plan.users} users, "
+                f"{_v(m.get('duration_s'), 's')} measured; stopped: {m.get('stopped') or '—'}."
+            ],
+        )
+    )
     if m.get("phases") and res.plan.kind == "stress":
         st = m.get("stress") or {}
-        out.append(("Stress steps", ["offered req/s", "achieved ok req/s", "error rate", "P50 ms", "P99 ms", "statuses",
-                                     "within budgets"],
-                    [[_v(p["offered_rps"]), _v(p["throughput_rps"]), _v(p["error_rate"]), _v(p["p50_ms"]),
-                      _v(p["p99_ms"]), ", ".join(f"{k}: {n}" for k, n in p["statuses"].items()),
-                      "yes" if _step_ok(res, p) else "no"] for p in m["phases"]],
-                    [f"Knee: {_v(st.get('knee_rps'), 'req/s')} (highest throughput of the steps that met the P99 "
-                     f"and error budgets).", f"Past the knee: {st.get('failure_mode')}"]))
+        out.append(
+            (
+                "Stress steps",
+                [
+                    "offered req/s",
+                    "achieved ok req/s",
+                    "error rate",
+                    "P50 ms",
+                    "P99 ms",
+                    "statuses",
+                    "within budgets",
+                ],
+                [
+                    [
+                        _v(p["offered_rps"]),
+                        _v(p["throughput_rps"]),
+                        _v(p["error_rate"]),
+                        _v(p["p50_ms"]),
+                        _v(p["p99_ms"]),
+                        ", ".join(f"{k}: {n}" for k, n in p["statuses"].items()),
+                        "yes" if _step_ok(res, p) else "no",
+                    ]
+                    for p in m["phases"]
+                ],
+                [
+                    f"Knee: {_v(st.get('knee_rps'), 'req/s')} (highest throughput of the steps that met the P99 "
+                    f"and error budgets).",
+                    f"Past the knee: {st.get('failure_mode')}",
+                ],
+            )
+        )
     if m.get("chaos"):
-        out.append(("Chaos faults", ["fault", "applied at", "ended", "errors in burst", "peak error rate",
-                                     "worst P99 ms", "recovery s", "fallback answers"],
-                    [[f"{f['action']} {f['target']}", _v(f.get("started_s"), "s"), _v(f.get("ended_s"), "s"),
-                      f"{f.get('burst_errors', '—')} of {f.get('burst_requests', '—')}", _v(f.get("peak_error_rate")),
-                      _v(f.get("worst_p99_ms")), _v(f.get("recovery_s")),
-                      (f"{f.get('fallback_answers', 0)} × status {f['fallback_status']} ({f['expect_fallback']})"
-                       if f.get("fallback_status") is not None else
-                       (f"{f['expect_fallback']}: no status to recognise" if f.get("expect_fallback") else "—"))]
-                     for f in m["chaos"]],
-                    [f"fault {f['index'] + 1}: {f['error']}" for f in m["chaos"] if f.get("error")]
-                    + [n for f in m["chaos"] for n in f.get("notes", [])]))
+        out.append(
+            (
+                "Chaos faults",
+                [
+                    "fault",
+                    "applied at",
+                    "ended",
+                    "errors in burst",
+                    "peak error rate",
+                    "worst P99 ms",
+                    "recovery s",
+                    "fallback answers",
+                ],
+                [
+                    [
+                        f"{f['action']} {f['target']}",
+                        _v(f.get("started_s"), "s"),
+                        _v(f.get("ended_s"), "s"),
+                        f"{f.get('burst_errors', '—')} of {f.get('burst_requests', '—')}",
+                        _v(f.get("peak_error_rate")),
+                        _v(f.get("worst_p99_ms")),
+                        _v(f.get("recovery_s")),
+                        (
+                            f"{f.get('fallback_answers', 0)} × status {f['fallback_status']} ({f['expect_fallback']})"
+                            if f.get("fallback_status") is not None
+                            else (
+                                f"{f['expect_fallback']}: no status to recognise"
+                                if f.get("expect_fallback")
+                                else "—"
+                            )
+                        ),
+                    ]
+                    for f in m["chaos"]
+                ],
+                [f"fault {f['index'] + 1}: {f['error']}" for f in m["chaos"] if f.get("error")]
+                + [n for f in m["chaos"] for n in f.get("notes", [])],
+            )
+        )
     dec = m.get("decomposition") or {}
     if dec.get("stages") or dec.get("models") or dec.get("server"):
-        rows = [["client observed (mean)", _v((dec.get("client") or {}).get("mean_ms")), "every request, HDR"]]
+        rows = [
+            ["client observed (mean)", _v((dec.get("client") or {}).get("mean_ms")), "every request, HDR"]
+        ]
         if dec.get("server"):
             rows.append(["server side (mean)", _v(dec["server"]["mean_ms"]), dec["server"]["source"]])
-            rows.append(["network + serialisation", _v(dec.get("network_serialisation_ms")), "client − server"])
+            rows.append(
+                ["network + serialisation", _v(dec.get("network_serialisation_ms")), "client − server"]
+            )
         for sid, s in dec.get("stages", {}).items():
             if "queue_ms" in s:
-                detail = (f"queue {_v(s.get('queue_ms'))} + compute {_v(s.get('compute_ms'))} ms per request "
-                          f"from {s.get('metric')} ({s.get('count')} requests)")
+                detail = (
+                    f"queue {_v(s.get('queue_ms'))} + compute {_v(s.get('compute_ms'))} ms per request "
+                    f"from {s.get('metric')} ({s.get('count')} requests)"
+                )
             else:
-                detail = (f"P50 {_v(s.get('p50_ms'))} / P99 {_v(s.get('p99_ms'))} ms from {s.get('metric')} "
-                          f"({s.get('count')} obs.)")
+                detail = (
+                    f"P50 {_v(s.get('p50_ms'))} / P99 {_v(s.get('p99_ms'))} ms from {s.get('metric')} "
+                    f"({s.get('count')} obs.)"
+                )
             rows.append([f"stage {sid}", _v(s.get("mean_ms")), detail])
         for model, mm in dec.get("models", {}).items():
-            for part in ("queue_ms", "compute_input_ms", "compute_infer_ms", "compute_output_ms", "request_ms"):
+            for part in (
+                "queue_ms",
+                "compute_input_ms",
+                "compute_infer_ms",
+                "compute_output_ms",
+                "request_ms",
+            ):
                 if part in mm:
-                    rows.append([f"model {model}: {part[:-3].replace('_', ' ')}", _v(mm[part]),
-                                 f"nv_inference counters over {mm['requests']} requests"])
-        out.append(("Latency decomposition (ms)", ["part", "mean ms", "source"], rows,
-                    ["Seed 000 §2.1: network, queue and compute measured apart, not guessed."]))
+                    rows.append(
+                        [
+                            f"model {model}: {part[:-3].replace('_', ' ')}",
+                            _v(mm[part]),
+                            f"nv_inference counters over {mm['requests']} requests",
+                        ]
+                    )
+        out.append(
+            (
+                "Latency decomposition (ms)",
+                ["part", "mean ms", "source"],
+                rows,
+                ["Seed 000 §2.1: network, queue and compute measured apart, not guessed."],
+            )
+        )
     alerts = res.alerts
-    out.append(("Alerts (live Prometheus)", ["alert", "labels", "pending at", "firing at", "last seen"],
-                [[a["alert"], ", ".join(f"{k}={v}" for k, v in a["labels"].items()), _v(a["pending_s"], "s"),
-                  _v(a["firing_s"], "s"), _v(a["last_seen_s"], "s")] for a in alerts],
-                list(res.alert_notes) + ([] if alerts else ["No alert went pending or fired during the run."])))
+    out.append(
+        (
+            "Alerts (live Prometheus)",
+            ["alert", "labels", "pending at", "firing at", "last seen"],
+            [
+                [
+                    a["alert"],
+                    ", ".join(f"{k}={v}" for k, v in a["labels"].items()),
+                    _v(a["pending_s"], "s"),
+                    _v(a["firing_s"], "s"),
+                    _v(a["last_seen_s"], "s"),
+                ]
+                for a in alerts
+            ],
+            list(res.alert_notes) + ([] if alerts else ["No alert went pending or fired during the run."]),
+        )
+    )
     env = res.environment
-    out.append(("Environment", ["", ""],
-                [["CPU", f"{env.get('cpu')} ({env.get('cores')} cores)"], ["load average", _v(env.get("load_average"))],
-                 ["python", env.get("python", "?")], ["platform", env.get("platform", "?")]]
-                + [[k, v] for k, v in env.get("versions", {}).items()]
-                + [["spec", f"{res.spec_file}" + (f" (environment {res.env})" if res.env else "")],
-                   ["target", res.plan.host], ["level", f"{res.plan.level} ({res.plan.kind})"]], []))
+    out.append(
+        (
+            "Environment",
+            ["", ""],
+            [
+                ["CPU", f"{env.get('cpu')} ({env.get('cores')} cores)"],
+                ["load average", _v(env.get("load_average"))],
+                ["python", env.get("python", "?")],
+                ["platform", env.get("platform", "?")],
+            ]
+            + [[k, v] for k, v in env.get("versions", {}).items()]
+            + [
+                ["spec", f"{res.spec_file}" + (f" (environment {res.env})" if res.env else "")],
+                ["target", res.plan.host],
+                ["level", f"{res.plan.level} ({res.plan.kind})"],
+            ],
+            [],
+        )
+    )
     return out
 
 
 def _step_ok(res, p: dict) -> bool:
     b = res.budgets
     err = b.get("error_rate", 0.01)
-    return bool(p.get("requests")) and (p.get("error_rate") or 0) <= err and (
-        "p99_ms" not in b or (p.get("p99_ms") is not None and p["p99_ms"] <= b["p99_ms"]))
+    return (
+        bool(p.get("requests"))
+        and (p.get("error_rate") or 0) <= err
+        and ("p99_ms" not in b or (p.get("p99_ms") is not None and p["p99_ms"] <= b["p99_ms"]))
+    )
 
 
 def _md_cell(x) -> str:
@@ -336,18 +543,24 @@ def html_page(res, images: dict[str, bytes]) -> str:
     e = html.escape
     verdict = "PASSED" if res.passed else "FAILED"
     colour = "#1a7f37" if res.passed else "#cf222e"
-    parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
-             f"<title>archkit loadtest {e(res.spec_name)} {e(res.plan.level)}</title>",
-             "<style>body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}"
-             "table{border-collapse:collapse;margin:0.5em 0 1em}td,th{border:1px solid #ccc;padding:3px 8px;"
-             "font-size:13px;text-align:left}th{background:#f3f3f3}.PASS{color:#1a7f37;font-weight:bold}"
-             ".FAIL{color:#cf222e;font-weight:bold}img{max-width:100%}</style></head><body>",
-             f"<h1>Load test: {e(res.spec_name)}, level {e(res.plan.level)} ({e(res.plan.kind)}) — "
-             f'<span style="color:{colour}">{verdict}</span></h1>']
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f"<title>archkit loadtest {e(res.spec_name)} {e(res.plan.level)}</title>",
+        "<style>body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}"
+        "table{border-collapse:collapse;margin:0.5em 0 1em}td,th{border:1px solid #ccc;padding:3px 8px;"
+        "font-size:13px;text-align:left}th{background:#f3f3f3}.PASS{color:#1a7f37;font-weight:bold}"
+        ".FAIL{color:#cf222e;font-weight:bold}img{max-width:100%}</style></head><body>",
+        f"<h1>Load test: {e(res.spec_name)}, level {e(res.plan.level)} ({e(res.plan.kind)}) — "
+        f'<span style="color:{colour}">{verdict}</span></h1>',
+    ]
     failed = [v for v in res.verdicts if v.passed is False]
     if failed:
-        parts.append("<p>Missed budgets:</p><ul>" + "".join(f"<li><b>{e(v.id)}</b>: {e(v.why)}</li>" for v in failed)
-                     + "</ul>")
+        parts.append(
+            "<p>Missed budgets:</p><ul>"
+            + "".join(f"<li><b>{e(v.id)}</b>: {e(v.why)}</li>" for v in failed)
+            + "</ul>"
+        )
     for name in ("latency", "throughput", "load"):
         if name in images:
             data = base64.b64encode(images[name]).decode("ascii")

@@ -8,6 +8,7 @@ go on, and kills everything that outlives the plan's deadline.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -17,9 +18,9 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Optional
 
 from archkit.loadtest import hist
 from archkit.loadtest.plan import Plan
@@ -52,10 +53,13 @@ class Bucket:
         for k, v in ev.get("msgs", {}).items():
             self.msgs[k] = self.msgs.get(k, 0) + v
 
-    def stats(self, seconds: Optional[float] = None) -> dict:
-        out = {"requests": self.n, "errors": self.err,
-               "error_rate": round(self.err / self.n, 6) if self.n else None,
-               "statuses": dict(sorted(self.st.items()))}
+    def stats(self, seconds: float | None = None) -> dict:
+        out = {
+            "requests": self.n,
+            "errors": self.err,
+            "error_rate": round(self.err / self.n, 6) if self.n else None,
+            "statuses": dict(sorted(self.st.items())),
+        }
         out.update({k: v for k, v in hist.summary(self.h).items() if k != "count"})
         if self.err:
             out["error_latency"] = {k: v for k, v in hist.summary(self.he).items() if k != "count"}
@@ -90,18 +94,23 @@ def _reader(idx: int, stream, q: queue.Queue) -> None:
     for line in stream:
         line = line.strip()
         if line.startswith("{"):
-            try:
+            with contextlib.suppress(ValueError):
                 q.put((idx, json.loads(line)))
-            except ValueError:
-                pass
     q.put((idx, {"ev": "eof"}))
 
 
-def run(plan: Plan, workdir: Path, *, workers: int = 0, master_host: Optional[str] = None,
-        master_port: int = 5557, progress: Optional[Callable[[dict], None]] = None,
-        phase_check: Optional[Callable[[int, dict], bool]] = None,
-        on_start: Optional[Callable[[float], None]] = None,
-        on_second: Optional[Callable[[dict], None]] = None) -> RunData:
+def run(
+    plan: Plan,
+    workdir: Path,
+    *,
+    workers: int = 0,
+    master_host: str | None = None,
+    master_port: int = 5557,
+    progress: Callable[[dict], None] | None = None,
+    phase_check: Callable[[int, dict], bool] | None = None,
+    on_start: Callable[[float], None] | None = None,
+    on_second: Callable[[dict], None] | None = None,
+) -> RunData:
     """Run the plan to its end (or until phase_check says stop); every process is bounded in time."""
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
@@ -114,15 +123,19 @@ def run(plan: Plan, workdir: Path, *, workers: int = 0, master_host: Optional[st
     control = 0  # the process SIGTERM goes to
     if master_host:
         n = max(1, workers)
-        cmds = [base + ["--role", "worker", "--master-host", master_host, "--master-port", str(master_port)]
-                for _ in range(n)]
+        cmds = [
+            base + ["--role", "worker", "--master-host", master_host, "--master-port", str(master_port)]
+            for _ in range(n)
+        ]
         recording = list(range(n))
         control = -1  # an external master decides; we stop our own workers only
     elif workers > 0:
         port = free_port()
         cmds = [base + ["--role", "master", "--master-port", str(port), "--expect-workers", str(workers)]]
-        cmds += [base + ["--role", "worker", "--master-host", "127.0.0.1", "--master-port", str(port)]
-                 for _ in range(workers)]
+        cmds += [
+            base + ["--role", "worker", "--master-host", "127.0.0.1", "--master-port", str(port)]
+            for _ in range(workers)
+        ]
         recording = list(range(1, workers + 1))
     else:
         cmds = [base + ["--role", "local"]]
@@ -130,12 +143,13 @@ def run(plan: Plan, workdir: Path, *, workers: int = 0, master_host: Optional[st
     env = dict(os.environ, PYTHONUNBUFFERED="1", ARCHKIT_PAYLOAD_ROOT=plan.payload_root)
     q: queue.Queue = queue.Queue()
     data = RunData(plan=plan)
-    logf = open(log_path, "w", encoding="utf-8")
+    logf = open(log_path, "w", encoding="utf-8")  # noqa: SIM115 - closed in the finally below
     procs = []
     try:
         for i, cmd in enumerate(cmds):
-            p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=logf, text=True, env=env,
-                                 start_new_session=True)
+            p = subprocess.Popen(
+                cmd, stdout=subprocess.PIPE, stderr=logf, text=True, env=env, start_new_session=True
+            )
             procs.append(p)
             threading.Thread(target=_reader, args=(i, p.stdout, q), daemon=True).start()
         _loop(plan, data, procs, recording, control, q, progress, phase_check, on_start, on_second)
@@ -150,10 +164,8 @@ def run(plan: Plan, workdir: Path, *, workers: int = 0, master_host: Optional[st
 
 
 def _signal(p: subprocess.Popen, sig: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(p.pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def _loop(plan, data, procs, recording, control, q, progress, phase_check, on_start, on_second) -> None:
@@ -214,8 +226,13 @@ def _loop(plan, data, procs, recording, control, q, progress, phase_check, on_st
                     on_second(row)
                 if progress:
                     done = s + 1
-                    progress({**row, "time_left_s": max(0.0, plan.duration_s - done),
-                              "total_requests": sum(x["bucket"].n for x in seconds.values())})
+                    progress(
+                        {
+                            **row,
+                            "time_left_s": max(0.0, plan.duration_s - done),
+                            "total_requests": sum(x["bucket"].n for x in seconds.values()),
+                        }
+                    )
         elif kind == "phase" and idx in recording:
             i = ev["i"]
             phases.setdefault(i, []).append(ev)
@@ -224,8 +241,12 @@ def _loop(plan, data, procs, recording, control, q, progress, phase_check, on_st
                 for e in phases[i]:
                     b.add(e)
                 ph = plan.phases[i]
-                row = {"index": i, "offered_rps": ph.rate_rps, "duration_s": ph.duration_s,
-                       **b.stats(ph.duration_s)}
+                row = {
+                    "index": i,
+                    "offered_rps": ph.rate_rps,
+                    "duration_s": ph.duration_s,
+                    **b.stats(ph.duration_s),
+                }
                 data.phases.append(row)
                 if phase_check and not stopping and i + 1 < len(plan.phases) and not phase_check(i, row):
                     stopping = True
@@ -255,6 +276,14 @@ def _loop(plan, data, procs, recording, control, q, progress, phase_check, on_st
 def _second_row(s: int, b: dict) -> dict:
     bucket: Bucket = b["bucket"]
     summ = hist.summary(bucket.h)
-    return {"t": s + 1, "requests": bucket.n, "errors": bucket.err, "statuses": dict(sorted(bucket.st.items())),
-            "p50_ms": summ["p50_ms"], "p99_ms": summ["p99_ms"], "max_ms": summ["max_ms"],
-            "offered_rps": b.get("rate"), "users": b.get("users")}
+    return {
+        "t": s + 1,
+        "requests": bucket.n,
+        "errors": bucket.err,
+        "statuses": dict(sorted(bucket.st.items())),
+        "p50_ms": summ["p50_ms"],
+        "p99_ms": summ["p99_ms"],
+        "max_ms": summ["max_ms"],
+        "offered_rps": b.get("rate"),
+        "users": b.get("users"),
+    }

@@ -35,4 +35,5 @@ def require_loopback(url: str, what: str = "target") -> None:
         raise RemoteTargetError(
             f"refusing to send load to {what} {url!r}: archkit loadtest only targets loopback "
             "addresses (127.0.0.0/8, ::1, localhost); start the service locally or tunnel it "
-            "to 127.0.0.1")
+            "to 127.0.0.1"
+        )

@@ -12,14 +12,13 @@ from __future__ import annotations
 import math
 import re
 import urllib.request
-from typing import Optional
 
 from archkit.loadtest.safety import require_loopback
 from archkit.spec.model import MetricRef, MetricType, Spec
 
 Sample = tuple[str, tuple[tuple[str, str], ...], float]
 
-_LINE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})?\s+(\S+)')
+_LINE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})?\s+(\S+)")
 _LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
 
 TRITON_PARTS = {  # counter (µs, cumulative) -> part of the server time
@@ -40,7 +39,9 @@ def parse(text: str) -> list[Sample]:
         m = _LINE.match(line)
         if not m:
             continue
-        labels = tuple(sorted((k, v.encode().decode("unicode_escape")) for k, v in _LABEL.findall(m.group(3) or "")))
+        labels = tuple(
+            sorted((k, v.encode().decode("unicode_escape")) for k, v in _LABEL.findall(m.group(3) or ""))
+        )
         try:
             out.append((m.group(1), labels, float(m.group(4))))
         except ValueError:
@@ -48,7 +49,7 @@ def parse(text: str) -> list[Sample]:
     return out
 
 
-def fetch(url: str, timeout: float = 3.0) -> Optional[list[Sample]]:
+def fetch(url: str, timeout: float = 3.0) -> list[Sample] | None:
     """Scrape one endpoint (loopback only); None when it does not answer."""
     require_loopback(url, "metrics endpoint")
     try:
@@ -60,9 +61,9 @@ def fetch(url: str, timeout: float = 3.0) -> Optional[list[Sample]]:
 
 def endpoints(spec: Spec, host_url: str, extra: list[str] = ()) -> list[str]:
     """Metrics URLs: `observability.scrape` entries on the target's host, plus any given."""
-    from archkit.loadtest.safety import host_of
-
     from urllib.parse import urlsplit
+
+    from archkit.loadtest.safety import host_of
 
     host = host_of(host_url) or "127.0.0.1"
     if ":" in host:
@@ -114,7 +115,7 @@ def _match(labels: tuple, want: dict[str, str]) -> bool:
     return all(d.get(k) == v for k, v in want.items())
 
 
-def histogram_stats(delta: dict[tuple, float], ref: MetricRef) -> Optional[dict]:
+def histogram_stats(delta: dict[tuple, float], ref: MetricRef) -> dict | None:
     """count, mean and bucket-interpolated p50/p95/p99 (ms) of one histogram's increase."""
     scale = _unit_ms(ref.metric)
     buckets: dict[float, float] = {}
@@ -139,7 +140,7 @@ def histogram_stats(delta: dict[tuple, float], ref: MetricRef) -> Optional[dict]
     return out
 
 
-def _quantile(q: float, cum: list[tuple[float, float]], scale: float) -> Optional[float]:
+def _quantile(q: float, cum: list[tuple[float, float]], scale: float) -> float | None:
     """PromQL's histogram_quantile: linear interpolation inside the bucket that holds the rank."""
     if not cum or cum[-1][1] <= 0:
         return None
@@ -200,15 +201,25 @@ def decompose(spec: Spec, before: dict, after: dict, client: dict) -> dict:
         if st.model is None or st.model.name not in models:
             continue
         m = models[st.model.name]
-        compute = round(sum(m.get(k, 0.0) for k in ("compute_input_ms", "compute_infer_ms", "compute_output_ms")), 3)
+        compute = round(
+            sum(m.get(k, 0.0) for k in ("compute_input_ms", "compute_infer_ms", "compute_output_ms")), 3
+        )
         if st.id not in stages:
-            stages[st.id] = {"count": m["requests"], "mean_ms": m.get("request_ms"), "queue_ms": m.get("queue_ms"),
-                             "compute_ms": compute, "metric": "nv_inference_*_duration_us"}
+            stages[st.id] = {
+                "count": m["requests"],
+                "mean_ms": m.get("request_ms"),
+                "queue_ms": m.get("queue_ms"),
+                "compute_ms": compute,
+                "metric": "nv_inference_*_duration_us",
+            }
         else:
             stages[st.id].setdefault("queue_ms", m.get("queue_ms"))
             stages[st.id].setdefault("compute_ms", compute)
-    out: dict = {"client": {k: client.get(k) for k in ("mean_ms", "p50_ms", "p99_ms")},
-                 "stages": _in_flow_order(spec, stages), "models": dict(sorted(models.items()))}
+    out: dict = {
+        "client": {k: client.get(k) for k in ("mean_ms", "p50_ms", "p99_ms")},
+        "stages": _in_flow_order(spec, stages),
+        "models": dict(sorted(models.items())),
+    }
     server_ms, source = _server_time(spec, stages, models)
     if server_ms is not None and client.get("mean_ms") is not None:
         out["server"] = {"mean_ms": server_ms, "source": source}
@@ -221,14 +232,14 @@ def _in_flow_order(spec: Spec, stages: dict) -> dict:
     return dict(sorted(stages.items(), key=lambda kv: (order.get(kv[0], len(order)), kv[0])))
 
 
-def _counter_us(delta: dict[tuple, float], ref: MetricRef) -> Optional[dict]:
+def _counter_us(delta: dict[tuple, float], ref: MetricRef) -> dict | None:
     """Mean (ms) of a cumulative microseconds counter over its request counter's increase."""
     us = sum(v for (n, lb), v in delta.items() if n == ref.metric and _match(lb, ref.labels))
     cnt = sum(v for (n, lb), v in delta.items() if n == ref.count_metric and _match(lb, ref.labels))
     return {"count": int(cnt), "mean_ms": round(us / cnt / 1000.0, 3)} if cnt > 0 else None
 
 
-def _server_time(spec: Spec, stages: dict, models: dict) -> tuple[Optional[float], str]:
+def _server_time(spec: Spec, stages: dict, models: dict) -> tuple[float | None, str]:
     for st in spec.dataflow.stages:
         if st.kind.value in ("ingress", "gateway") and st.id in stages:
             return stages[st.id]["mean_ms"], f"stage {st.id} ({stages[st.id]['metric']})"

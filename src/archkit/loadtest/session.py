@@ -7,13 +7,14 @@ applying the level's faults and measuring the error burst, recovery and fallback
 
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import Callable, Optional
 
 from archkit.loadtest import chaos as chaos_mod
 from archkit.loadtest import judge as judge_mod
@@ -34,19 +35,19 @@ class Options:
     """What the command line (or a caller) chose for this run."""
 
     level: str = "baseline"
-    env: Optional[str] = None
-    host: Optional[str] = None
-    users: Optional[int] = None
-    rate: Optional[float] = None
-    duration: Optional[float] = None
-    max_requests: Optional[int] = None
+    env: str | None = None
+    host: str | None = None
+    users: int | None = None
+    rate: float | None = None
+    duration: float | None = None
+    max_requests: int | None = None
     workers: int = 0
-    master_host: Optional[str] = None
+    master_host: str | None = None
     master_port: int = 5557
     services: list[str] = field(default_factory=list)
     proxies: list[str] = field(default_factory=list)
     metrics: list[str] = field(default_factory=list)
-    rule_files: Optional[dict[str, str]] = None
+    rule_files: dict[str, str] | None = None
     prometheus: bool = True
 
 
@@ -56,7 +57,7 @@ class Result:
 
     spec_file: str
     spec_name: str
-    env: Optional[str]
+    env: str | None
     plan: plan_mod.Plan
     data: RunData
     measured: dict
@@ -105,12 +106,15 @@ def check_payloads(spec: Spec, root: Path) -> None:
             continue
         path = tuple(p.spec_path)
         if p.file is not None and not (root / p.file).is_file():
-            raise plan_mod.PlanError(f"{_loc(spec, path + ('file',))}: payload file {p.file} not found under {root}")
+            raise plan_mod.PlanError(
+                f"{_loc(spec, path + ('file',))}: payload file {p.file} not found under {root}"
+            )
         if p.folder is not None:
             folder = root / p.folder
             if not folder.is_dir() or not any(x.is_file() for x in folder.glob(p.glob)):
-                raise plan_mod.PlanError(f"{_loc(spec, path + ('folder',))}: no file matches {p.folder}/{p.glob} "
-                                         f"under {root}")
+                raise plan_mod.PlanError(
+                    f"{_loc(spec, path + ('folder',))}: no file matches {p.folder}/{p.glob} under {root}"
+                )
 
 
 def environment_info() -> dict:
@@ -125,17 +129,19 @@ def environment_info() -> dict:
         pass
     versions = {}
     for pkg in ("archkit", "locust", "hdrhistogram", "gevent", "tritonclient", "matplotlib"):
-        try:
+        with contextlib.suppress(metadata.PackageNotFoundError):
             versions[pkg] = metadata.version(pkg)
-        except metadata.PackageNotFoundError:
-            pass
     load = None
-    try:
+    with contextlib.suppress(OSError):
         load = [round(x, 2) for x in os.getloadavg()]
-    except OSError:
-        pass
-    return {"cpu": cpu, "cores": os.cpu_count(), "python": platform.python_version(),
-            "platform": platform.platform(), "load_average": load, "versions": versions}
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "load_average": load,
+        "versions": versions,
+    }
 
 
 def step_met(spec: Spec, row: dict) -> bool:
@@ -166,8 +172,13 @@ def analyse_stress(spec: Spec, phases: list[dict]) -> dict:
         out["failure"] = None
         out["failure_mode"] = "none: every step met the budgets (raise max_rps to find the knee)"
         return out
-    out["failure"] = {"offered_rps": broke["offered_rps"], "throughput_rps": broke["throughput_rps"],
-                      "p99_ms": broke["p99_ms"], "error_rate": broke["error_rate"], "statuses": broke["statuses"]}
+    out["failure"] = {
+        "offered_rps": broke["offered_rps"],
+        "throughput_rps": broke["throughput_rps"],
+        "p99_ms": broke["p99_ms"],
+        "error_rate": broke["error_rate"],
+        "statuses": broke["statuses"],
+    }
     out["failure_mode"] = failure_mode(spec, broke, phases)
     return out
 
@@ -180,20 +191,38 @@ def failure_mode(spec: Spec, broke: dict, phases: list[dict]) -> str:
     err_p99 = (broke.get("error_latency") or {}).get("p99_ms")
     offered, got = broke.get("offered_rps") or 0, broke.get("request_rate_rps") or 0
     if errs and fast >= errs / 2 and (p99_budget is None or (err_p99 or 0) <= p99_budget):
-        return (f"fast, bounded errors: {fast} of {errs} failures were {'/'.join(sorted(FAST_ERROR_STATUSES))} "
-                f"answered in P99 {err_p99} ms; the service sheds load instead of queueing")
+        return (
+            f"fast, bounded errors: {fast} of {errs} failures were {'/'.join(sorted(FAST_ERROR_STATUSES))} "
+            f"answered in P99 {err_p99} ms; the service sheds load instead of queueing"
+        )
     if offered and got < 0.9 * offered or (p99_budget and (broke.get("p99_ms") or 0) > p99_budget):
-        return (f"queues piling up: at {offered:g} req/s offered only {got:g} req/s completed and P99 grew to "
-                f"{broke.get('p99_ms')} ms (latency growth, not refusals)")
+        return (
+            f"queues piling up: at {offered:g} req/s offered only {got:g} req/s completed and P99 grew to "
+            f"{broke.get('p99_ms')} ms (latency growth, not refusals)"
+        )
     return f"errors without back-pressure: error rate {broke.get('error_rate')} at {offered:g} req/s"
 
 
-def execute(spec: Spec, spec_file: str, locustfile_text: str, opts: Options, workdir: Path,
-            progress: Optional[Callable[[dict], None]] = None) -> Result:
+def execute(
+    spec: Spec,
+    spec_file: str,
+    locustfile_text: str,
+    opts: Options,
+    workdir: Path,
+    progress: Callable[[dict], None] | None = None,
+) -> Result:
     """Run one level against the spec's target (loopback only) and judge it."""
     spec_dir = Path(spec_file).resolve().parent
-    plan = plan_mod.build(spec, opts.level, spec_name=Path(spec_file).name, host=opts.host, users=opts.users,
-                          rate=opts.rate, duration=opts.duration, max_requests=opts.max_requests)
+    plan = plan_mod.build(
+        spec,
+        opts.level,
+        spec_name=Path(spec_file).name,
+        host=opts.host,
+        users=opts.users,
+        rate=opts.rate,
+        duration=opts.duration,
+        max_requests=opts.max_requests,
+    )
     require_loopback(plan.host, "target")
     target_host = plan.host  # before a chaos delay proxy takes its place
     if opts.master_host:
@@ -217,9 +246,12 @@ def execute(spec: Spec, spec_file: str, locustfile_text: str, opts: Options, wor
             if not (name and listen.isdigit() and upstream.isdigit()):
                 raise chaos_mod.ChaosError(f"--proxy expects NAME=LISTEN_PORT:UPSTREAM_PORT, got {text!r}")
             proxies[name] = chaos_mod.DelayProxy(int(upstream), int(listen))
-        if any(f.action == "delay" and f.target == target_service for f in level.faults) \
-                and target_service not in proxies:
+        if (
+            any(f.action == "delay" and f.target == target_service for f in level.faults)
+            and target_service not in proxies
+        ):
             from urllib.parse import urlsplit
+
             u = urlsplit(plan.host)
             proxy = chaos_mod.DelayProxy(u.port or 80)
             proxies[target_service] = proxy
@@ -266,8 +298,16 @@ def execute(spec: Spec, spec_file: str, locustfile_text: str, opts: Options, wor
 
     check_fn = check if plan.kind == "stress" else None
     try:
-        data = run(plan, workdir, workers=opts.workers, master_host=opts.master_host,
-                   master_port=opts.master_port, progress=progress, phase_check=check_fn, on_start=on_start)
+        data = run(
+            plan,
+            workdir,
+            workers=opts.workers,
+            master_host=opts.master_host,
+            master_port=opts.master_port,
+            progress=progress,
+            phase_check=check_fn,
+            on_start=on_start,
+        )
     finally:
         if injector:
             injector.stop()
@@ -288,11 +328,15 @@ def execute(spec: Spec, spec_file: str, locustfile_text: str, opts: Options, wor
         seconds_run = min(seconds_run, sum(p["duration_s"] for p in data.phases)) or seconds_run
     e2e = data.total.stats(seconds_run)
     measured: dict = {
-        "kind": plan.kind, "level": plan.level,
+        "kind": plan.kind,
+        "level": plan.level,
         "offered_rps": max((p.rate_rps or 0) for p in plan.phases) or None,
-        "duration_s": seconds_run, "end_to_end": e2e,
+        "duration_s": seconds_run,
+        "end_to_end": e2e,
         "scenarios": {k: b.stats(seconds_run) for k, b in sorted(data.scenarios.items())},
-        "seconds": data.seconds, "phases": data.phases, "stopped": data.stopped,
+        "seconds": data.seconds,
+        "phases": data.phases,
+        "stopped": data.stopped,
     }
     measured["decomposition"] = scrape.decompose(spec, before, after, e2e) if after else {}
     measured["stages"] = measured["decomposition"].get("stages", {}) if measured["decomposition"] else {}
@@ -302,8 +346,21 @@ def execute(spec: Spec, spec_file: str, locustfile_text: str, opts: Options, wor
         measured["chaos"] = chaos_mod.analyse(injector.records, data.seconds, spec, plan.duration_s)
     verdicts = judge_mod.judge(spec, measured)
     b = spec.budgets
-    budgets = {k: getattr(b, k) for k in ("p50_ms", "p95_ms", "p99_ms", "throughput_rps", "peak_throughput_rps",
-                                          "error_rate") if getattr(b, k) is not None}
-    return Result(spec_file=spec_file, spec_name=spec.metadata.name, env=opts.env, plan=plan, data=data,
-                  measured=measured, verdicts=verdicts, alerts=alerts, alert_notes=alert_notes,
-                  environment=environment_info(), budgets=budgets)
+    budgets = {
+        k: getattr(b, k)
+        for k in ("p50_ms", "p95_ms", "p99_ms", "throughput_rps", "peak_throughput_rps", "error_rate")
+        if getattr(b, k) is not None
+    }
+    return Result(
+        spec_file=spec_file,
+        spec_name=spec.metadata.name,
+        env=opts.env,
+        plan=plan,
+        data=data,
+        measured=measured,
+        verdicts=verdicts,
+        alerts=alerts,
+        alert_notes=alert_notes,
+        environment=environment_info(),
+        budgets=budgets,
+    )

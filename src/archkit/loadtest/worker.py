@@ -66,8 +66,17 @@ class Recorder:
         self.out.write(json.dumps(event, separators=(",", ":")) + "\n")
         self.out.flush()
 
-    def on_request(self, request_type, name, response_time, response_length, response=None,
-                   context=None, exception=None, **_kw) -> None:
+    def on_request(
+        self,
+        request_type,
+        name,
+        response_time,
+        response_length,
+        response=None,
+        context=None,
+        exception=None,
+        **_kw,
+    ) -> None:
         if self.t0 is None:
             return
         self.total += 1
@@ -92,8 +101,16 @@ class Recorder:
 
     def flush_second(self, users: int, rate) -> None:
         b, self.sec = self.sec, self._bucket()
-        self.emit(ev="tick", s=self.sec_index, n=b["n"], err=b["err"], st=b["st"],
-                  h=hist.encode(b["h"]), users=users, rate=rate)
+        self.emit(
+            ev="tick",
+            s=self.sec_index,
+            n=b["n"],
+            err=b["err"],
+            st=b["st"],
+            h=hist.encode(b["h"]),
+            users=users,
+            rate=rate,
+        )
         self.sec_index += 1
 
     def flush_phase(self, i: int, rate) -> None:
@@ -106,13 +123,33 @@ class Recorder:
                     b["st"][k] = b["st"].get(k, 0) + v
                 b["h"].add(sc["h"])
                 b["he"].add(sc["he"])
-        self.emit(ev="phase", i=i, rate=rate, n=b["n"], err=b["err"], st=b["st"],
-                  h=hist.encode(b["h"]), he=hist.encode(b["he"]))
+        self.emit(
+            ev="phase",
+            i=i,
+            rate=rate,
+            n=b["n"],
+            err=b["err"],
+            st=b["st"],
+            h=hist.encode(b["h"]),
+            he=hist.encode(b["he"]),
+        )
 
     def final(self, stopped: str) -> None:
-        self.emit(ev="final", stopped=stopped, scenarios={
-            k: {"n": v["n"], "err": v["err"], "st": v["st"], "h": hist.encode(v["h"]),
-                "he": hist.encode(v["he"]), "msgs": v["msgs"]} for k, v in sorted(self.scen.items())})
+        self.emit(
+            ev="final",
+            stopped=stopped,
+            scenarios={
+                k: {
+                    "n": v["n"],
+                    "err": v["err"],
+                    "st": v["st"],
+                    "h": hist.encode(v["h"]),
+                    "he": hist.encode(v["he"]),
+                    "msgs": v["msgs"],
+                }
+                for k, v in sorted(self.scen.items())
+            },
+        )
 
 
 def load_locustfile(path: str):
@@ -126,9 +163,14 @@ def load_locustfile(path: str):
 def user_classes(mod) -> list:
     from locust import User
 
-    return [v for v in vars(mod).values()
-            if isinstance(v, type) and issubclass(v, User) and not getattr(v, "abstract", True)
-            and v.__module__ == mod.__name__]
+    return [
+        v
+        for v in vars(mod).values()
+        if isinstance(v, type)
+        and issubclass(v, User)
+        and not getattr(v, "abstract", True)
+        and v.__module__ == mod.__name__
+    ]
 
 
 def main(argv=None) -> int:
@@ -146,7 +188,7 @@ def main(argv=None) -> int:
     out = sys.stdout
     sys.stdout = sys.stderr  # anything else that prints must not corrupt the JSON-lines stream
     raw_path = os.environ.get("ARCHKIT_RAW_LATENCIES")
-    raw = open(f"{raw_path}.{os.getpid()}", "w", encoding="utf-8") if raw_path else None
+    raw = open(f"{raw_path}.{os.getpid()}", "w", encoding="utf-8") if raw_path else None  # noqa: SIM115 - open for the run
     rec = Recorder(out, raw)
     rec.multi_phase = len(plan["phases"]) > 1
 
@@ -228,9 +270,11 @@ def main(argv=None) -> int:
     env.events.request.add_listener(on_request)
     started = []
     if args.role in ("local", "worker"):
+
         def on_test_start(**_kw):
             if not started:
                 started.append(gevent.spawn(tickers))
+
         env.events.test_start.add_listener(on_test_start)
 
     if args.role == "master":
@@ -238,8 +282,11 @@ def main(argv=None) -> int:
         while len(runner.clients.ready) < args.expect_workers and time.monotonic() < end:
             gevent.sleep(0.1)
         if len(runner.clients.ready) < args.expect_workers:
-            rec.emit(ev="error", message=f"only {len(runner.clients.ready)} of {args.expect_workers} "
-                     "locust workers connected within 30 s")
+            rec.emit(
+                ev="error",
+                message=f"only {len(runner.clients.ready)} of {args.expect_workers} "
+                "locust workers connected within 30 s",
+            )
             runner.quit()
             return 2
         runner.start(plan["users"], spawn_rate=max(plan["users"], 1))
@@ -248,6 +295,7 @@ def main(argv=None) -> int:
         def stop_at_end():
             gevent.sleep(plan["duration_s"] + 0.5)
             quit_("duration")
+
         gevent.spawn(stop_at_end)
     elif args.role == "local":
         runner.start(plan["users"], spawn_rate=max(plan["users"], 1))

@@ -14,6 +14,7 @@ first confirmed cause.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -95,10 +96,17 @@ class RunbookReport:
         return next((s for s in self.steps if s.event == self.cause), None)
 
     def to_dict(self) -> dict:
-        return {"tree": self.tree, "label": self.label, "ran": self.ran, "cause": self.cause,
-                "remedy": self.cause_step.remedy if self.cause_step else None,
-                "escalation": self.escalation, "note": self.note,
-                "steps": [asdict(s) for s in self.steps], "results": [asdict(r) for r in self.results]}
+        return {
+            "tree": self.tree,
+            "label": self.label,
+            "ran": self.ran,
+            "cause": self.cause,
+            "remedy": self.cause_step.remedy if self.cause_step else None,
+            "escalation": self.escalation,
+            "note": self.note,
+            "steps": [asdict(s) for s in self.steps],
+            "results": [asdict(r) for r in self.results],
+        }
 
 
 def _tree(spec: Spec, tree_id: str | None) -> FaultTree:
@@ -125,10 +133,23 @@ def plan(spec: Spec, tree_id: str | None = None, timeout_s: float | None = None)
     except FaultTreeError as exc:
         note = f"{exc}; checks are in document order"
         events, probs, fv = list(tree.events), {}, {}
-    steps = [Step(i, e.id, e.label or e.id, e.check, e.expect, e.expect_regex, e.expect_exit_code,
-                  float(timeout_s if timeout_s is not None else e.timeout_s), e.mismatch_means, e.remedy,
-                  probs.get(e.id), fv.get(e.id))
-             for i, e in enumerate(events, 1)]
+    steps = [
+        Step(
+            i,
+            e.id,
+            e.label or e.id,
+            e.check,
+            e.expect,
+            e.expect_regex,
+            e.expect_exit_code,
+            float(timeout_s if timeout_s is not None else e.timeout_s),
+            e.mismatch_means,
+            e.remedy,
+            probs.get(e.id),
+            fv.get(e.id),
+        )
+        for i, e in enumerate(events, 1)
+    ]
     owners = ", ".join(spec.metadata.owners)
     escalation = tree.escalation or (f"escalate to {owners}" if owners else "escalate to the service owners")
     return RunbookReport(tree.id, tree.label or tree.id, steps, escalation=escalation, note=note)
@@ -147,7 +168,9 @@ def judge(step: Step, output: str, exit_code: int | None, timed_out: bool) -> tu
             if re.search(step.expect_regex, output, re.MULTILINE) is None:
                 return False, f"output does not match /{step.expect_regex}/"
         except re.error as exc:
-            raise RunbookError(f"event '{step.event}': expect_regex is not a valid regular expression: {exc}")
+            raise RunbookError(
+                f"event '{step.event}': expect_regex is not a valid regular expression: {exc}"
+            ) from None
     return True, "matches " + step.expectation()
 
 
@@ -158,8 +181,14 @@ def run_check(command: str, timeout_s: float) -> tuple[int | None, str, float, b
     pipeline would otherwise keep the pipes open).
     """
     start = time.monotonic()
-    proc = subprocess.Popen(command, shell=True, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, start_new_session=True)
+    proc = subprocess.Popen(
+        command,
+        shell=True,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
     timed_out = False
     try:
         out, err = proc.communicate(timeout=timeout_s)
@@ -176,15 +205,17 @@ def run_check(command: str, timeout_s: float) -> tuple[int | None, str, float, b
 
 
 def _kill_group(pid: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
 
 
-def walk(spec: Spec, tree_id: str | None = None, timeout_s: float | None = None,
-         on_start: Callable[[Step, int], None] | None = None,
-         on_result: Callable[[Step, CheckResult], None] | None = None) -> RunbookReport:
+def walk(
+    spec: Spec,
+    tree_id: str | None = None,
+    timeout_s: float | None = None,
+    on_start: Callable[[Step, int], None] | None = None,
+    on_result: Callable[[Step, CheckResult], None] | None = None,
+) -> RunbookReport:
     """Run the checks in order and stop at the first confirmed cause.
 
     `on_start(step, total)` is called before each command runs (the CLI prints the command
@@ -205,7 +236,9 @@ def walk(spec: Spec, tree_id: str | None = None, timeout_s: float | None = None,
                 status = "healthy" if healthy else "cause"
             else:
                 status, reason = "unjudged", "no expectation declared: read the output"
-            res = CheckResult(step.event, status, reason, code, output[:OUTPUT_LIMIT], round(secs, 3), timed_out)
+            res = CheckResult(
+                step.event, status, reason, code, output[:OUTPUT_LIMIT], round(secs, 3), timed_out
+            )
         report.results.append(res)
         if on_result:
             on_result(step, res)

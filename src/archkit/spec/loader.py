@@ -11,9 +11,10 @@ from __future__ import annotations
 import difflib
 import os
 import re
+import types
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple, Optional
+from typing import Any, NamedTuple
 
 import yaml
 from pydantic import BaseModel, ValidationError
@@ -26,9 +27,14 @@ MAX_NODES = 200_000  # total nodes after alias expansion
 MAX_DEPTH = 64
 
 _CORE_TAGS = {
-    "tag:yaml.org,2002:str", "tag:yaml.org,2002:int", "tag:yaml.org,2002:float",
-    "tag:yaml.org,2002:bool", "tag:yaml.org,2002:null", "tag:yaml.org,2002:map",
-    "tag:yaml.org,2002:seq", "tag:yaml.org,2002:timestamp",
+    "tag:yaml.org,2002:str",
+    "tag:yaml.org,2002:int",
+    "tag:yaml.org,2002:float",
+    "tag:yaml.org,2002:bool",
+    "tag:yaml.org,2002:null",
+    "tag:yaml.org,2002:map",
+    "tag:yaml.org,2002:seq",
+    "tag:yaml.org,2002:timestamp",
 }
 
 try:  # the C composer is much faster on big specs; marks are the same
@@ -46,8 +52,7 @@ _Loader.yaml_implicit_resolvers = {
     first: [(tag, rx) for tag, rx in resolvers if tag != _BOOL]
     for first, resolvers in _Base.yaml_implicit_resolvers.items()
 }
-_Loader.add_implicit_resolver(_BOOL, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
-                              list("tTfF"))
+_Loader.add_implicit_resolver(_BOOL, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF"))
 
 
 class Loc(NamedTuple):
@@ -89,8 +94,7 @@ def format_path(path: tuple) -> str:
 
 
 class _LoadError(Exception):
-    def __init__(self, message: str, line: int = 1, col: int = 1, code: str = "AK100",
-                 path: tuple = ()):
+    def __init__(self, message: str, line: int = 1, col: int = 1, code: str = "AK100", path: tuple = ()):
         super().__init__(message)
         self.message, self.line, self.col, self.code, self.path = message, line, col, code, path
 
@@ -107,34 +111,61 @@ class _Converter:
         if self.count > MAX_NODES:
             top = path[:1]
             where = self.smap.keys.get(top) or Loc(node.start_mark.line + 1, node.start_mark.column + 1)
-            raise _LoadError(f"document expands to more than {MAX_NODES} nodes through aliases "
-                             "(an alias expansion bomb?); refusing to load it",
-                             where.line, where.col, "AK100", top)
+            raise _LoadError(
+                f"document expands to more than {MAX_NODES} nodes through aliases "
+                "(an alias expansion bomb?); refusing to load it",
+                where.line,
+                where.col,
+                "AK100",
+                top,
+            )
         if depth > MAX_DEPTH:
-            raise _LoadError(f"document nests deeper than {MAX_DEPTH} levels",
-                             node.start_mark.line + 1, node.start_mark.column + 1, "AK100", path)
+            raise _LoadError(
+                f"document nests deeper than {MAX_DEPTH} levels",
+                node.start_mark.line + 1,
+                node.start_mark.column + 1,
+                "AK100",
+                path,
+            )
         self.smap.values.setdefault(path, Loc(node.start_mark.line + 1, node.start_mark.column + 1))
         if node.tag not in _CORE_TAGS:
-            raise _LoadError(f"YAML tag {node.tag!r} is not allowed (only plain data is accepted)",
-                             node.start_mark.line + 1, node.start_mark.column + 1, "AK100", path)
+            raise _LoadError(
+                f"YAML tag {node.tag!r} is not allowed (only plain data is accepted)",
+                node.start_mark.line + 1,
+                node.start_mark.column + 1,
+                "AK100",
+                path,
+            )
         if isinstance(node, yaml.MappingNode):
             out: dict = {}
             for knode, vnode in node.value:
                 if knode.tag == "tag:yaml.org,2002:merge":
-                    raise _LoadError("YAML merge keys ('<<') are not supported; repeat the fields",
-                                     knode.start_mark.line + 1, knode.start_mark.column + 1,
-                                     "AK100", path)
+                    raise _LoadError(
+                        "YAML merge keys ('<<') are not supported; repeat the fields",
+                        knode.start_mark.line + 1,
+                        knode.start_mark.column + 1,
+                        "AK100",
+                        path,
+                    )
                 if not isinstance(knode, yaml.ScalarNode):
-                    raise _LoadError("mapping keys must be plain scalars",
-                                     knode.start_mark.line + 1, knode.start_mark.column + 1,
-                                     "AK100", path)
+                    raise _LoadError(
+                        "mapping keys must be plain scalars",
+                        knode.start_mark.line + 1,
+                        knode.start_mark.column + 1,
+                        "AK100",
+                        path,
+                    )
                 key = knode.value
                 if key in out:
-                    raise _LoadError(f"duplicate key {key!r}", knode.start_mark.line + 1,
-                                     knode.start_mark.column + 1, "AK100", path + (key,))
+                    raise _LoadError(
+                        f"duplicate key {key!r}",
+                        knode.start_mark.line + 1,
+                        knode.start_mark.column + 1,
+                        "AK100",
+                        path + (key,),
+                    )
                 kpath = path + (key,)
-                self.smap.keys.setdefault(kpath, Loc(knode.start_mark.line + 1,
-                                                     knode.start_mark.column + 1))
+                self.smap.keys.setdefault(kpath, Loc(knode.start_mark.line + 1, knode.start_mark.column + 1))
                 out[key] = self.convert(vnode, kpath, depth + 1)
             return out
         if isinstance(node, yaml.SequenceNode):
@@ -149,8 +180,9 @@ def _scalar(node: yaml.ScalarNode) -> Any:
     try:
         value = _CONSTRUCTOR.yaml_constructors[node.tag](_CONSTRUCTOR, node)
     except yaml.YAMLError as exc:
-        raise _LoadError(f"bad scalar value: {exc}", node.start_mark.line + 1,
-                         node.start_mark.column + 1) from None
+        raise _LoadError(
+            f"bad scalar value: {exc}", node.start_mark.line + 1, node.start_mark.column + 1
+        ) from None
     if hasattr(value, "isoformat"):  # timestamps: keep the text the user wrote
         return node.value
     return value
@@ -161,12 +193,11 @@ class LoadResult:
     """A loaded spec (or None) with every diagnostic found on the way."""
 
     file: str
-    spec: Optional[Spec]
-    source: Optional[SourceMap]
+    spec: Spec | None
+    source: SourceMap | None
     diagnostics: list[Diagnostic]
     data: Any = None
-    partial: Optional[Spec] = None  # the spec with its invalid values dropped, when that validates
-
+    partial: Spec | None = None  # the spec with its invalid values dropped, when that validates
 
     @property
     def ok(self) -> bool:
@@ -192,8 +223,11 @@ def parse_yaml(text: str, file: str = "<spec>") -> tuple[Any, SourceMap]:
         raise _LoadError("the file is empty; a spec starts with 'apiVersion: archkit/v1'")
     if len(nodes) > 1:
         n = nodes[1]
-        raise _LoadError("the file holds several YAML documents; a spec is one document",
-                         n.start_mark.line + 1, n.start_mark.column + 1)
+        raise _LoadError(
+            "the file holds several YAML documents; a spec is one document",
+            n.start_mark.line + 1,
+            n.start_mark.column + 1,
+        )
     data = _Converter(smap).convert(nodes[0], ())
     return data, smap
 
@@ -203,14 +237,28 @@ def load_text(text: str, file: str = "<spec>") -> LoadResult:
     try:
         data, smap = parse_yaml(text, file)
     except _LoadError as err:
-        diag = Diagnostic(err.code, Severity.ERROR, err.message, file, err.line, err.col,
-                          format_path(err.path))
+        diag = Diagnostic(
+            err.code, Severity.ERROR, err.message, file, err.line, err.col, format_path(err.path)
+        )
         return LoadResult(file, None, None, [diag])
     if not isinstance(data, dict):
         loc = smap.at(())
-        return LoadResult(file, None, smap, [Diagnostic(
-            "AK101", Severity.ERROR, "a spec is a mapping that starts with 'apiVersion: archkit/v1'",
-            file, loc.line, loc.col)], data)
+        return LoadResult(
+            file,
+            None,
+            smap,
+            [
+                Diagnostic(
+                    "AK101",
+                    Severity.ERROR,
+                    "a spec is a mapping that starts with 'apiVersion: archkit/v1'",
+                    file,
+                    loc.line,
+                    loc.col,
+                )
+            ],
+            data,
+        )
     try:
         spec = Spec.model_validate(data)
     except ValidationError as exc:
@@ -218,16 +266,16 @@ def load_text(text: str, file: str = "<spec>") -> LoadResult:
         result.partial = _salvage(data, exc, smap, file)
         return result
     except (RecursionError, ValueError, TypeError) as exc:  # defensive: never a traceback
-        return LoadResult(file, None, smap, [Diagnostic("AK101", Severity.ERROR,
-                                                        f"invalid spec: {exc}", file)], data)
+        return LoadResult(
+            file, None, smap, [Diagnostic("AK101", Severity.ERROR, f"invalid spec: {exc}", file)], data
+        )
     assign_paths(spec)
     spec.__dict__["_archkit_source"] = smap
     spec.__dict__["_archkit_file"] = file
     return LoadResult(file, spec, smap, [], data)
 
 
-def _salvage(data: dict, exc: ValidationError, smap: SourceMap, file: str,
-             rounds: int = 4) -> Optional[Spec]:
+def _salvage(data: dict, exc: ValidationError, smap: SourceMap, file: str, rounds: int = 4) -> Spec | None:
     """Drop every invalid value and validate again, so that reference and structure checks can
     still report their findings in the same run as the schema errors (several errors at once).
     Gives up (None) when a required field is missing or nothing more can be dropped."""
@@ -275,26 +323,44 @@ def load_file(path: str | os.PathLike) -> LoadResult:
         if p.is_dir():
             raise IsADirectoryError(file)
     except FileNotFoundError:
-        return LoadResult(file, None, None, [Diagnostic("AK100", Severity.ERROR,
-                                                        "file not found", file)])
+        return LoadResult(file, None, None, [Diagnostic("AK100", Severity.ERROR, "file not found", file)])
     except OSError as exc:
-        return LoadResult(file, None, None, [Diagnostic(
-            "AK100", Severity.ERROR, f"cannot read file: {exc.strerror or exc}", file)])
+        return LoadResult(
+            file,
+            None,
+            None,
+            [Diagnostic("AK100", Severity.ERROR, f"cannot read file: {exc.strerror or exc}", file)],
+        )
     if size > MAX_FILE_BYTES:
-        return LoadResult(file, None, None, [Diagnostic(
-            "AK100", Severity.ERROR,
-            f"file is {size} bytes, over the {MAX_FILE_BYTES}-byte limit for a spec", file)])
+        return LoadResult(
+            file,
+            None,
+            None,
+            [
+                Diagnostic(
+                    "AK100",
+                    Severity.ERROR,
+                    f"file is {size} bytes, over the {MAX_FILE_BYTES}-byte limit for a spec",
+                    file,
+                )
+            ],
+        )
     try:
         raw = p.read_bytes()
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
         col = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
-        return LoadResult(file, None, None, [Diagnostic(
-            "AK100", Severity.ERROR, "file is not UTF-8 text", file, line, col)])
+        return LoadResult(
+            file, None, None, [Diagnostic("AK100", Severity.ERROR, "file is not UTF-8 text", file, line, col)]
+        )
     except OSError as exc:
-        return LoadResult(file, None, None, [Diagnostic(
-            "AK100", Severity.ERROR, f"cannot read file: {exc.strerror or exc}", file)])
+        return LoadResult(
+            file,
+            None,
+            None,
+            [Diagnostic("AK100", Severity.ERROR, f"cannot read file: {exc.strerror or exc}", file)],
+        )
     if text.startswith("\ufeff"):
         text = text[1:]
     return load_text(text, file)
@@ -302,7 +368,8 @@ def load_file(path: str | os.PathLike) -> LoadResult:
 
 # --------------------------------------------------------------------------- schema errors
 
-def _model_at(path: tuple) -> Optional[type[BaseModel]]:
+
+def _model_at(path: tuple) -> type[BaseModel] | None:
     """The pydantic model class that describes the object at `path` in the document."""
     import typing
 
@@ -327,7 +394,7 @@ def _unwrap(tp: Any, typing) -> Any:
         args = [a for a in typing.get_args(tp) if a is not type(None)]
         if origin is typing.Annotated:
             tp = args[0]
-        elif origin in (list, typing.Union) or str(origin) in ("types.UnionType",):
+        elif origin in (list, typing.Union, types.UnionType):
             models = [a for a in args if isinstance(a, type) and issubclass(a, BaseModel)]
             tp = models[0] if models else (args[0] if args else None)
         elif origin is dict:
@@ -352,14 +419,20 @@ def _clean_loc(loc: tuple, data: Any) -> tuple:
     out: list = []
     cur = data
     for part in loc:
-        if isinstance(cur, dict) and part in cur:
+        if (
+            isinstance(cur, dict)
+            and part in cur
+            or isinstance(cur, list)
+            and isinstance(part, int)
+            and 0 <= part < len(cur)
+        ):
             out.append(part)
             cur = cur[part]
-        elif isinstance(cur, list) and isinstance(part, int) and 0 <= part < len(cur):
-            out.append(part)
-            cur = cur[part]
-        elif isinstance(part, str) and (part.startswith("function-") or "[" in part
-                                         or part in {"str", "int", "float", "bool", "list", "dict"}):
+        elif isinstance(part, str) and (
+            part.startswith("function-")
+            or "[" in part
+            or part in {"str", "int", "float", "bool", "list", "dict"}
+        ):
             continue
         else:
             out.append(part)
@@ -385,17 +458,23 @@ def validation_diagnostics(exc: ValidationError, smap: SourceMap, data: Any) -> 
             code = "AK101"
         else:
             got = err.get("input")
-            shown = repr(got) if isinstance(got, (str, int, float, bool)) or got is None else type(got).__name__
+            shown = (
+                repr(got) if isinstance(got, (str, int, float, bool)) or got is None else type(got).__name__
+            )
             if len(shown) > 60:
                 shown = shown[:57] + "..."
             msg = f"{err['msg'].rstrip('.')}; got {shown}"
             loc = smap.at(path)
             code = "AK101"
-            if etype in ("float_parsing", "int_parsing") and isinstance(got, str) \
-                    and re.fullmatch(r"\s*-?[0-9.]+\s*[A-Za-z%/]+\s*", got):
+            if (
+                etype in ("float_parsing", "int_parsing")
+                and isinstance(got, str)
+                and re.fullmatch(r"\s*-?[0-9.]+\s*[A-Za-z%/]+\s*", got)
+            ):
                 hint = "units belong in the key name (e.g. p99_ms: 50), values are plain numbers"
-        diags.append(Diagnostic(code, Severity.ERROR, msg, smap.file, loc.line, loc.col,
-                                format_path(path), hint))
+        diags.append(
+            Diagnostic(code, Severity.ERROR, msg, smap.file, loc.line, loc.col, format_path(path), hint)
+        )
     return sort_diagnostics(diags)
 
 

@@ -10,13 +10,21 @@ Conventions (see docs/spec.md):
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from enum import Enum
-from typing import Annotated, Any, Iterator, Literal, Optional
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
-Id = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$", min_length=1, max_length=128,
-                          description="identifier: letters, digits, '_', '-', '.'")]
+Id = Annotated[
+    str,
+    Field(
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$",
+        min_length=1,
+        max_length=128,
+        description="identifier: letters, digits, '_', '-', '.'",
+    ),
+]
 Ms = Annotated[float, Field(ge=0, description="milliseconds")]
 Fraction = Annotated[float, Field(ge=0, le=1)]
 PositiveInt = Annotated[int, Field(ge=1)]
@@ -25,8 +33,9 @@ PositiveInt = Annotated[int, Field(ge=1)]
 class Node(BaseModel):
     """Base of every spec object: strict keys, and a record of where in the file it came from."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=False,
-                              use_enum_values=False, validate_default=True)
+    model_config = ConfigDict(
+        extra="forbid", populate_by_name=True, frozen=False, use_enum_values=False, validate_default=True
+    )
     _path: tuple = PrivateAttr(default=())
 
     @property
@@ -37,36 +46,42 @@ class Node(BaseModel):
 
 # --------------------------------------------------------------------------- metadata/budgets
 
+
 class Metadata(Node):
     """Who owns the service and where its dashboards and code live."""
 
     name: Id
-    title: Optional[str] = None
-    description: Optional[str] = None
+    title: str | None = None
+    description: str | None = None
     owners: list[str] = Field(default_factory=list, description="team or person contacts")
-    links: dict[str, str] = Field(default_factory=dict,
-                                  description="named links: dashboard, repo, runbook_base_url, ...")
+    links: dict[str, str] = Field(
+        default_factory=dict, description="named links: dashboard, repo, runbook_base_url, ..."
+    )
     labels: dict[str, str] = Field(default_factory=dict)
 
 
 class Budgets(Node):
     """End-to-end objectives the whole request path must meet."""
 
-    p50_ms: Optional[Ms] = None
-    p95_ms: Optional[Ms] = None
-    p99_ms: Optional[Ms] = None
-    throughput_rps: Optional[Annotated[float, Field(ge=0)]] = Field(
-        None, description="design request rate the service must sustain")
-    peak_throughput_rps: Optional[Annotated[float, Field(ge=0)]] = None
-    error_rate: Optional[Fraction] = Field(None, description="max fraction of failed requests")
-    availability: Optional[Annotated[float, Field(gt=0, lt=1)]] = Field(
-        None, description="availability objective, e.g. 0.999")
+    p50_ms: Ms | None = None
+    p95_ms: Ms | None = None
+    p99_ms: Ms | None = None
+    throughput_rps: Annotated[float, Field(ge=0)] | None = Field(
+        None, description="design request rate the service must sustain"
+    )
+    peak_throughput_rps: Annotated[float, Field(ge=0)] | None = None
+    error_rate: Fraction | None = Field(None, description="max fraction of failed requests")
+    availability: Annotated[float, Field(gt=0, lt=1)] | None = Field(
+        None, description="availability objective, e.g. 0.999"
+    )
     slo_window_days: Annotated[int, Field(ge=1, le=366)] = 30
     failure_rate_threshold: Fraction = Field(
-        0.01, description="stages whose failure_rate exceeds this are drawn as failure-prone")
+        0.01, description="stages whose failure_rate exceeds this are drawn as failure-prone"
+    )
 
 
 # --------------------------------------------------------------------------- data flow
+
 
 class StageKind(str, Enum):
     ingress = "ingress"
@@ -126,58 +141,59 @@ class Batching(Node):
     max_batch_size: PositiveInt
     preferred_batch_sizes: list[PositiveInt] = Field(default_factory=list)
     max_queue_delay_us: Annotated[int, Field(ge=0)] = 0
-    max_queue_size: Optional[Annotated[int, Field(ge=0)]] = Field(
-        None, description="bounded queue: requests beyond it are refused")
-    queue_timeout_us: Optional[Annotated[int, Field(ge=0)]] = None
+    max_queue_size: Annotated[int, Field(ge=0)] | None = Field(
+        None, description="bounded queue: requests beyond it are refused"
+    )
+    queue_timeout_us: Annotated[int, Field(ge=0)] | None = None
 
 
 class VersionPolicy(Node):
     """Which model versions the server keeps loaded (seed 000 §2.2: latest 2)."""
 
-    latest_num_versions: Optional[PositiveInt] = None
+    latest_num_versions: PositiveInt | None = None
     specific: list[int] = Field(default_factory=list)
 
 
 class RollbackVerification(Node):
     """How a rollback is proven (seed 000 §5.12)."""
 
-    golden_set: Optional[str] = Field(None, description="path of inputs with known outputs")
-    command: Optional[str] = None
-    expect: Optional[str] = None
+    golden_set: str | None = Field(None, description="path of inputs with known outputs")
+    command: str | None = None
+    expect: str | None = None
 
 
 class Quantization(Node):
     mode: Literal["none", "dynamic", "static", "fp16", "int8"] = "none"
     layers: list[str] = Field(default_factory=list)
-    accuracy_drop: Optional[Fraction] = None
+    accuracy_drop: Fraction | None = None
 
 
 class ModelInfo(Node):
     """A model served by a stage: identity, batching and measured timings."""
 
     name: str
-    version: Optional[str] = None
-    sha256: Optional[Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]] = None
+    version: str | None = None
+    sha256: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")] | None = None
     format: ModelFormat = ModelFormat.onnx
-    server: Optional[str] = Field(None, description="serving runtime, e.g. triton")
+    server: str | None = Field(None, description="serving runtime, e.g. triton")
     device: Device = Device.gpu
     instances: PositiveInt = 1
-    batching: Optional[Batching] = None
+    batching: Batching | None = None
     service_time: list[BatchTiming] = Field(default_factory=list)
-    reload_ms: Optional[Ms] = Field(None, description="model reload / CUDA context rebuild time")
-    cold_start_ms: Optional[Ms] = None
-    gpu_memory_gb: Optional[Annotated[float, Field(ge=0)]] = None
-    version_policy: Optional[VersionPolicy] = None
-    rollback: Optional[RollbackVerification] = None
-    quantization: Optional[Quantization] = None
-    opset: Optional[int] = None
+    reload_ms: Ms | None = Field(None, description="model reload / CUDA context rebuild time")
+    cold_start_ms: Ms | None = None
+    gpu_memory_gb: Annotated[float, Field(ge=0)] | None = None
+    version_policy: VersionPolicy | None = None
+    rollback: RollbackVerification | None = None
+    quantization: Quantization | None = None
+    opset: int | None = None
 
 
 class Encryption(Node):
     at_rest: bool = False
     in_transit: bool = False
-    algorithm: Optional[str] = None
-    kms_key_rotation_days: Optional[PositiveInt] = None
+    algorithm: str | None = None
+    kms_key_rotation_days: PositiveInt | None = None
 
 
 class CacheSettings(Node):
@@ -185,39 +201,42 @@ class CacheSettings(Node):
 
     key: str = Field(description="what the entry is keyed by, e.g. sha256(image)")
     backend: Literal["memory", "redis", "memcached", "other"] = "memory"
-    ttl_s: Optional[Annotated[float, Field(gt=0)]] = None
-    max_entries: Optional[PositiveInt] = None
-    hit_p99_ms: Optional[Ms] = Field(None, description="latency of a hit")
+    ttl_s: Annotated[float, Field(gt=0)] | None = None
+    max_entries: PositiveInt | None = None
+    hit_p99_ms: Ms | None = Field(None, description="latency of a hit")
 
 
 class Stage(Node):
     """One step of the data flow with its latency budget, volume and failure rate."""
 
     id: Id
-    name: Optional[str] = None
+    name: str | None = None
     kind: StageKind
     plane: Plane = Plane.data
-    service: Optional[Id] = Field(None, description="topology service that runs this stage")
-    description: Optional[str] = None
-    p50_ms: Optional[Ms] = None
-    p95_ms: Optional[Ms] = None
-    p99_ms: Optional[Ms] = None
-    timeout_ms: Optional[Ms] = None
-    gb_per_hour: Optional[Annotated[float, Field(ge=0)]] = None
-    failure_rate: Optional[Fraction] = None
-    failure_cause: Optional[str] = None
-    concurrency: Optional[PositiveInt] = Field(None, description="parallel workers for non-model stages")
+    service: Id | None = Field(None, description="topology service that runs this stage")
+    description: str | None = None
+    p50_ms: Ms | None = None
+    p95_ms: Ms | None = None
+    p99_ms: Ms | None = None
+    timeout_ms: Ms | None = None
+    gb_per_hour: Annotated[float, Field(ge=0)] | None = None
+    failure_rate: Fraction | None = None
+    failure_cause: str | None = None
+    concurrency: PositiveInt | None = Field(None, description="parallel workers for non-model stages")
     items_per_request: Annotated[float, Field(gt=0)] = Field(
-        1.0, description="items this stage handles per end-to-end request (e.g. 8 line crops per "
-                         "page); its arrival rate is this times the request rate")
-    data_classes: list[str] = Field(default_factory=list,
-                                    description="e.g. pii, biometric, credentials, raw_image")
+        1.0,
+        description="items this stage handles per end-to-end request (e.g. 8 line crops per "
+        "page); its arrival rate is this times the request rate",
+    )
+    data_classes: list[str] = Field(
+        default_factory=list, description="e.g. pii, biometric, credentials, raw_image"
+    )
     compliance: list[str] = Field(default_factory=list, description="e.g. 'GDPR Art.9'")
-    encryption: Optional[Encryption] = None
+    encryption: Encryption | None = None
     egress: bool = Field(False, description="data leaves the trust boundary from here")
     logs_payload: bool = Field(False, description="raw payloads are written to logs")
-    model: Optional[ModelInfo] = None
-    cache: Optional[CacheSettings] = None
+    model: ModelInfo | None = None
+    cache: CacheSettings | None = None
 
 
 class Transport(str, Enum):
@@ -237,14 +256,14 @@ class Edge(Node):
 
     from_: Id = Field(alias="from")
     to: Id
-    payload: Optional[str] = None
-    bytes: Optional[Annotated[int, Field(ge=0)]] = Field(None, description="mean payload size")
+    payload: str | None = None
+    bytes: Annotated[int, Field(ge=0)] | None = Field(None, description="mean payload size")
     transport: Transport = Transport.http
     mode: Literal["sync", "async"] = "sync"
-    p50_ms: Optional[Ms] = Field(None, description="transfer time, if significant")
-    p99_ms: Optional[Ms] = None
-    label: Optional[str] = None
-    condition: Optional[str] = Field(None, description="taken only when this holds (branch)")
+    p50_ms: Ms | None = Field(None, description="transfer time, if significant")
+    p99_ms: Ms | None = None
+    label: str | None = None
+    condition: str | None = Field(None, description="taken only when this holds (branch)")
 
 
 class Dataflow(Node):
@@ -256,6 +275,7 @@ class Dataflow(Node):
 
 # --------------------------------------------------------------------------- control flow
 
+
 class Branch(Node):
     when: str = Field(description="the branch condition's outcome, e.g. 'yes', 'fresh'")
     next: Id
@@ -265,12 +285,12 @@ class Decision(Node):
     """A diamond: criterion, where its data comes from, branches and the failure path."""
 
     id: Id
-    label: Optional[str] = None
-    criterion: Optional[str] = Field(None, description="e.g. 'feature age < 300s'")
-    source: Optional[str] = Field(None, description="where the data for the decision comes from")
-    timeout_ms: Optional[Ms] = None
+    label: str | None = None
+    criterion: str | None = Field(None, description="e.g. 'feature age < 300s'")
+    source: str | None = Field(None, description="where the data for the decision comes from")
+    timeout_ms: Ms | None = None
     branches: list[Branch] = Field(default_factory=list)
-    on_failure: Optional[Id] = Field(None, description="node taken when the decision cannot be made")
+    on_failure: Id | None = Field(None, description="node taken when the decision cannot be made")
 
 
 class Retry(Node):
@@ -291,14 +311,14 @@ class Call(Node):
     """A call to a stage or service with its timeout, retries, breaker and fallback."""
 
     id: Id
-    label: Optional[str] = None
+    label: str | None = None
     target: Id = Field(description="a dataflow stage id or a topology service id")
-    timeout_ms: Optional[Ms] = None
-    retry: Optional[Retry] = None
-    circuit_breaker: Optional[CircuitBreaker] = None
-    caller: Optional[Id] = Field(None, description="the call whose target makes this call (nesting)")
-    next: Optional[Id] = None
-    on_failure: Optional[Id] = Field(None, description="fallback node on error or timeout")
+    timeout_ms: Ms | None = None
+    retry: Retry | None = None
+    circuit_breaker: CircuitBreaker | None = None
+    caller: Id | None = Field(None, description="the call whose target makes this call (nesting)")
+    next: Id | None = None
+    on_failure: Id | None = Field(None, description="fallback node on error or timeout")
     idempotent: bool = True
 
 
@@ -306,16 +326,16 @@ class Terminal(Node):
     """Where a request ends."""
 
     id: Id
-    label: Optional[str] = None
+    label: str | None = None
     outcome: Literal["success", "degraded", "rejected", "error"] = "success"
-    status: Optional[int] = Field(None, description="protocol status returned, e.g. 200, 429")
+    status: int | None = Field(None, description="protocol status returned, e.g. 200, 429")
 
 
 class Controlflow(Node):
     """Who decides what, when: decisions, calls and terminals."""
 
-    start: Optional[Id] = None
-    timeout_ms: Optional[Ms] = Field(None, description="overall request deadline")
+    start: Id | None = None
+    timeout_ms: Ms | None = Field(None, description="overall request deadline")
     decisions: list[Decision] = Field(default_factory=list)
     calls: list[Call] = Field(default_factory=list)
     terminals: list[Terminal] = Field(default_factory=list)
@@ -328,6 +348,7 @@ class Controlflow(Node):
 
 # --------------------------------------------------------------------------- topology
 
+
 class GpuSharing(str, Enum):
     exclusive = "exclusive"
     mig = "mig"
@@ -338,15 +359,15 @@ class GpuSharing(str, Enum):
 class Gpu(Node):
     model: str
     count: PositiveInt = 1
-    memory_gb: Optional[Annotated[float, Field(gt=0)]] = None
-    mig_profile: Optional[str] = None
+    memory_gb: Annotated[float, Field(gt=0)] | None = None
+    mig_profile: str | None = None
     sharing: GpuSharing = GpuSharing.exclusive
-    memory_fraction: Optional[Annotated[float, Field(gt=0, le=1)]] = None
+    memory_fraction: Annotated[float, Field(gt=0, le=1)] | None = None
 
 
 class Taint(Node):
     key: str
-    value: Optional[str] = None
+    value: str | None = None
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] = "NoSchedule"
 
 
@@ -355,11 +376,11 @@ class NodePool(Node):
 
     id: Id
     role: Literal["inference", "training", "preprocess", "general", "storage", "system"] = "general"
-    instance_type: Optional[str] = None
+    instance_type: str | None = None
     count: Annotated[int, Field(ge=0)] = 1
-    cpu_cores: Optional[Annotated[float, Field(gt=0)]] = None
-    memory_gib: Optional[Annotated[float, Field(gt=0)]] = None
-    gpu: Optional[Gpu] = None
+    cpu_cores: Annotated[float, Field(gt=0)] | None = None
+    memory_gib: Annotated[float, Field(gt=0)] | None = None
+    gpu: Gpu | None = None
     labels: dict[str, str] = Field(default_factory=dict)
     taints: list[Taint] = Field(default_factory=list)
     networks: list[Id] = Field(default_factory=list)
@@ -378,19 +399,18 @@ class Network(Node):
 
 class Storage(Node):
     id: Id
-    type: Literal["nfs", "cephfs", "tmpfs", "s3", "local", "hostpath", "pvc", "emptydir", "redis",
-                  "database"]
-    source: Optional[str] = Field(None, description="server:/export, bucket, claim name, ...")
+    type: Literal["nfs", "cephfs", "tmpfs", "s3", "local", "hostpath", "pvc", "emptydir", "redis", "database"]
+    source: str | None = Field(None, description="server:/export, bucket, claim name, ...")
     mount_options: list[str] = Field(default_factory=list)
     encrypted: bool = False
-    size_gib: Optional[Annotated[float, Field(gt=0)]] = None
+    size_gib: Annotated[float, Field(gt=0)] | None = None
     data_classes: list[str] = Field(default_factory=list)
 
 
 class ResourceAmounts(Node):
-    cpu_cores: Optional[Annotated[float, Field(ge=0)]] = None
-    memory_mib: Optional[Annotated[float, Field(ge=0)]] = None
-    gpu: Optional[Annotated[float, Field(ge=0)]] = Field(None, description="nvidia.com/gpu")
+    cpu_cores: Annotated[float, Field(ge=0)] | None = None
+    memory_mib: Annotated[float, Field(ge=0)] | None = None
+    gpu: Annotated[float, Field(ge=0)] | None = Field(None, description="nvidia.com/gpu")
 
 
 class Resources(Node):
@@ -408,10 +428,10 @@ class Port(Node):
 class Probe(Node):
     """An HTTP, TCP or exec probe."""
 
-    http_path: Optional[str] = None
-    port: Optional[int] = None
-    exec: Optional[list[str]] = None
-    tcp_port: Optional[int] = None
+    http_path: str | None = None
+    port: int | None = None
+    exec: list[str] | None = None
+    tcp_port: int | None = None
     period_s: Annotated[float, Field(gt=0)] = 10
     timeout_s: Annotated[float, Field(gt=0)] = 1
     failure_threshold: PositiveInt = 3
@@ -419,14 +439,14 @@ class Probe(Node):
 
 
 class Probes(Node):
-    liveness: Optional[Probe] = None
-    readiness: Optional[Probe] = None
-    startup: Optional[Probe] = None
+    liveness: Probe | None = None
+    readiness: Probe | None = None
+    startup: Probe | None = None
 
 
 class Security(Node):
-    run_as_user: Optional[int] = None
-    run_as_non_root: Optional[bool] = None
+    run_as_user: int | None = None
+    run_as_non_root: bool | None = None
     read_only_root_fs: bool = False
     privileged: bool = False
 
@@ -454,9 +474,9 @@ class KubeRef(Node):
     """How the service appears in Kubernetes, for `archkit verify`."""
 
     kind: Literal["Deployment", "StatefulSet", "DaemonSet"] = "Deployment"
-    name: Optional[str] = None
+    name: str | None = None
     namespace: str = "default"
-    container: Optional[str] = None
+    container: str | None = None
     labels: dict[str, str] = Field(default_factory=dict)
 
 
@@ -464,11 +484,11 @@ class Service(Node):
     """A deployable unit placed on a node pool."""
 
     id: Id
-    image: Optional[str] = None
+    image: str | None = None
     pool: Id
     replicas: Annotated[int, Field(ge=0)] = 1
-    min_replicas: Optional[Annotated[int, Field(ge=0)]] = None
-    max_replicas: Optional[Annotated[int, Field(ge=0)]] = None
+    min_replicas: Annotated[int, Field(ge=0)] | None = None
+    max_replicas: Annotated[int, Field(ge=0)] | None = None
     resources: Resources = Field(default_factory=Resources)
     ports: list[Port] = Field(default_factory=list)
     probes: Probes = Field(default_factory=Probes)
@@ -481,17 +501,17 @@ class Service(Node):
     env: dict[str, str] = Field(default_factory=dict)
     public: bool = Field(False, description="reachable from outside the cluster")
     external: bool = Field(False, description="a third-party dependency not deployed by us")
-    kubernetes: Optional[KubeRef] = None
+    kubernetes: KubeRef | None = None
     log_keywords: list[str] = Field(default_factory=list)
-    deploy_command: Optional[str] = None
-    rollback_command: Optional[str] = None
+    deploy_command: str | None = None
+    rollback_command: str | None = None
 
 
 class OsTuning(Node):
     sysctls: dict[str, str | int] = Field(default_factory=dict)
-    ntp: Optional[bool] = None
-    max_clock_drift_ms: Optional[Ms] = None
-    swappiness: Optional[int] = None
+    ntp: bool | None = None
+    max_clock_drift_ms: Ms | None = None
+    swappiness: int | None = None
 
 
 class Topology(Node):
@@ -501,10 +521,11 @@ class Topology(Node):
     networks: list[Network] = Field(default_factory=list)
     storage: list[Storage] = Field(default_factory=list)
     services: list[Service] = Field(default_factory=list)
-    os_tuning: Optional[OsTuning] = None
+    os_tuning: OsTuning | None = None
 
 
 # --------------------------------------------------------------------------- fault trees
+
 
 class GateType(str, Enum):
     OR = "or"
@@ -514,9 +535,9 @@ class GateType(str, Enum):
 
 class Gate(Node):
     id: Id
-    label: Optional[str] = None
+    label: str | None = None
     type: GateType
-    k: Optional[PositiveInt] = Field(None, description="for atleast: how many inputs must fail")
+    k: PositiveInt | None = Field(None, description="for atleast: how many inputs must fail")
     inputs: list[Id] = Field(min_length=1)
 
 
@@ -528,34 +549,36 @@ class BasicEvent(Node):
     """
 
     id: Id
-    label: Optional[str] = None
-    check: Optional[str] = Field(None, description="shell command, run exactly as written")
-    expect: Optional[str] = Field(None, description="substring present when healthy")
-    expect_regex: Optional[str] = None
-    expect_exit_code: Optional[int] = None
+    label: str | None = None
+    check: str | None = Field(None, description="shell command, run exactly as written")
+    expect: str | None = Field(None, description="substring present when healthy")
+    expect_regex: str | None = None
+    expect_exit_code: int | None = None
     timeout_s: Annotated[float, Field(gt=0, le=600)] = 10
-    cost_s: Optional[Annotated[float, Field(ge=0)]] = Field(None, description="time a check takes a human")
-    probability: Optional[Fraction] = None
-    rate_per_hour: Optional[Annotated[float, Field(ge=0)]] = None
-    mismatch_means: Optional[str] = None
-    remedy: Optional[str] = None
+    cost_s: Annotated[float, Field(ge=0)] | None = Field(None, description="time a check takes a human")
+    probability: Fraction | None = None
+    rate_per_hour: Annotated[float, Field(ge=0)] | None = None
+    mismatch_means: str | None = None
+    remedy: str | None = None
 
 
 class FaultTree(Node):
     """Top event of one service, its gates and leaf events."""
 
     id: Id
-    service: Optional[Id] = None
+    service: Id | None = None
     top: Id = Field(description="the gate (or event) that is the top event")
-    label: Optional[str] = None
-    mission_time_h: Optional[Annotated[float, Field(gt=0)]] = Field(
-        None, description="converts rate_per_hour into probability")
+    label: str | None = None
+    mission_time_h: Annotated[float, Field(gt=0)] | None = Field(
+        None, description="converts rate_per_hour into probability"
+    )
     gates: list[Gate] = Field(default_factory=list)
     events: list[BasicEvent] = Field(default_factory=list)
-    escalation: Optional[str] = None
+    escalation: str | None = None
 
 
 # --------------------------------------------------------------------------- observability
+
 
 class MetricType(str, Enum):
     histogram = "histogram"
@@ -568,7 +591,7 @@ class MetricType(str, Enum):
 class MetricRef(Node):
     metric: str
     type: MetricType = MetricType.histogram
-    count_metric: Optional[str] = Field(None, description="request counter for counter_us ratios")
+    count_metric: str | None = Field(None, description="request counter for counter_us ratios")
     labels: dict[str, str] = Field(default_factory=dict)
 
 
@@ -576,11 +599,11 @@ class StageMetrics(Node):
     """The series that measure one stage."""
 
     stage: Id
-    latency: Optional[MetricRef] = None
-    errors: Optional[MetricRef] = None
-    requests: Optional[MetricRef] = None
-    queue: Optional[MetricRef] = None
-    compute: Optional[MetricRef] = None
+    latency: MetricRef | None = None
+    errors: MetricRef | None = None
+    requests: MetricRef | None = None
+    queue: MetricRef | None = None
+    compute: MetricRef | None = None
 
 
 class EffectiveQps(Node):
@@ -588,7 +611,7 @@ class EffectiveQps(Node):
 
     metric: str
     confidence_floor: Fraction = 0.8
-    baseline_qps: Optional[Annotated[float, Field(gt=0)]] = None
+    baseline_qps: Annotated[float, Field(gt=0)] | None = None
     alert_below_ratio: Fraction = 0.5
     labels: dict[str, str] = Field(default_factory=dict)
 
@@ -609,16 +632,16 @@ class Drift(Node):
 
 class GpuMemory(Node):
     metric: str
-    total_metric: Optional[str] = None
+    total_metric: str | None = None
     max_ratio: Fraction = 0.9
     labels: dict[str, str] = Field(default_factory=dict)
 
 
 class GoldenSignals(Node):
-    effective_qps: Optional[EffectiveQps] = None
-    cold_start: Optional[ColdStart] = None
-    drift: Optional[Drift] = None
-    gpu_memory: Optional[GpuMemory] = None
+    effective_qps: EffectiveQps | None = None
+    cold_start: ColdStart | None = None
+    drift: Drift | None = None
+    gpu_memory: GpuMemory | None = None
 
 
 class LogPolicy(Node):
@@ -631,62 +654,63 @@ class ScrapeTarget(Node):
     service: Id
     port: int
     path: str = "/metrics"
-    job: Optional[str] = None
+    job: str | None = None
 
 
 class Observability(Node):
     stages: list[StageMetrics] = Field(default_factory=list)
     golden_signals: GoldenSignals = Field(default_factory=GoldenSignals)
-    logging: Optional[LogPolicy] = None
+    logging: LogPolicy | None = None
     scrape: list[ScrapeTarget] = Field(default_factory=list)
-    clock_sync: Optional[bool] = Field(None, description="hosts' clocks are synchronised (NTP/PTP)")
-    max_clock_drift_ms: Optional[Ms] = None
+    clock_sync: bool | None = Field(None, description="hosts' clocks are synchronised (NTP/PTP)")
+    max_clock_drift_ms: Ms | None = None
     alert_for: str = Field("5m", pattern=r"^[0-9]+[smhd]$", description="default 'for' of alerts")
 
 
 # --------------------------------------------------------------------------- policies
+
 
 class DegradeRule(Node):
     """Seed 004 §2.2 policy plane: condition → action."""
 
     id: Id
     condition: str
-    action: Literal["route", "skip", "reject", "human_review", "cache_only", "default_response",
-                    "shed_load"]
-    target: Optional[Id] = Field(None, description="stage, call, service or control node it acts on")
-    fallback: Optional[Id] = Field(None, description="where traffic goes instead")
-    store: Optional[str] = Field(None, description="where the rule lives, e.g. consul kv path")
+    action: Literal["route", "skip", "reject", "human_review", "cache_only", "default_response", "shed_load"]
+    target: Id | None = Field(None, description="stage, call, service or control node it acts on")
+    fallback: Id | None = Field(None, description="where traffic goes instead")
+    store: str | None = Field(None, description="where the rule lives, e.g. consul kv path")
 
 
 class SecurityPolicy(Node):
     """Service-wide security settings."""
 
-    kms_key_rotation_days: Optional[PositiveInt] = None
-    training_data_encrypted: Optional[bool] = None
+    kms_key_rotation_days: PositiveInt | None = None
+    training_data_encrypted: bool | None = None
 
 
 class Policies(Node):
     degrade: list[DegradeRule] = Field(default_factory=list)
-    security: Optional[SecurityPolicy] = None
+    security: SecurityPolicy | None = None
 
 
 # --------------------------------------------------------------------------- load test
 
+
 class Target(Node):
     protocol: Literal["http", "triton-http", "triton-grpc"] = "http"
     host: str = Field(description="base URL; load tests only ever target loopback addresses")
-    service: Optional[Id] = None
+    service: Id | None = None
 
 
 class Payload(Node):
-    file: Optional[str] = None
-    folder: Optional[str] = None
+    file: str | None = None
+    folder: str | None = None
     glob: str = "*"
-    template: Optional[str] = None
-    content_type: Optional[str] = None
+    template: str | None = None
+    content_type: str | None = None
 
     @model_validator(mode="after")
-    def _one_source(self) -> "Payload":
+    def _one_source(self) -> Payload:
         given = [k for k in ("file", "folder", "template") if getattr(self, k) is not None]
         if len(given) > 1:
             raise ValueError(f"payload takes one of file, folder or template, not {', '.join(given)}")
@@ -705,26 +729,26 @@ class Scenario(Node):
     id: Id
     weight: Annotated[float, Field(gt=0)] = 1
     method: Literal["GET", "POST", "PUT", "DELETE", "PATCH"] = "POST"
-    path: Optional[str] = None
+    path: str | None = None
     headers: dict[str, str] = Field(default_factory=dict)
-    payload: Optional[Payload] = None
-    model: Optional[str] = Field(None, description="Triton model name for triton targets")
+    payload: Payload | None = None
+    model: str | None = Field(None, description="Triton model name for triton targets")
     inputs: list[TritonInput] = Field(default_factory=list)
     outputs: list[str] = Field(default_factory=list)
     expect_status: list[int] = Field(default_factory=lambda: [200])
-    p50_ms: Optional[Ms] = None
-    p95_ms: Optional[Ms] = None
-    p99_ms: Optional[Ms] = None
+    p50_ms: Ms | None = None
+    p95_ms: Ms | None = None
+    p99_ms: Ms | None = None
 
 
 class Fault(Node):
     at_s: Annotated[float, Field(ge=0)]
     action: Literal["stop", "kill", "restart", "pause", "delay"]
     target: Id = Field(description="a topology service id")
-    duration_s: Optional[Annotated[float, Field(ge=0)]] = None
-    delay_ms: Optional[Ms] = None
-    command: Optional[str] = Field(None, description="how to apply it outside the local runner")
-    expect_fallback: Optional[Id] = Field(None, description="control-flow node expected to answer")
+    duration_s: Annotated[float, Field(ge=0)] | None = None
+    delay_ms: Ms | None = None
+    command: str | None = Field(None, description="how to apply it outside the local runner")
+    expect_fallback: Id | None = Field(None, description="control-flow node expected to answer")
 
 
 class Level(Node):
@@ -733,13 +757,13 @@ class Level(Node):
     id: Id
     kind: Literal["baseline", "stress", "chaos"]
     users: PositiveInt = 10
-    rate_rps: Optional[Annotated[float, Field(gt=0)]] = None
+    rate_rps: Annotated[float, Field(gt=0)] | None = None
     duration_s: Annotated[float, Field(gt=0, le=86400)] = 60
-    max_requests: Optional[PositiveInt] = None
-    start_rps: Optional[Annotated[float, Field(gt=0)]] = None
-    step_rps: Optional[Annotated[float, Field(gt=0)]] = None
-    step_duration_s: Optional[Annotated[float, Field(gt=0)]] = None
-    max_rps: Optional[Annotated[float, Field(gt=0)]] = None
+    max_requests: PositiveInt | None = None
+    start_rps: Annotated[float, Field(gt=0)] | None = None
+    step_rps: Annotated[float, Field(gt=0)] | None = None
+    step_duration_s: Annotated[float, Field(gt=0)] | None = None
+    max_rps: Annotated[float, Field(gt=0)] | None = None
     faults: list[Fault] = Field(default_factory=list)
 
 
@@ -751,29 +775,33 @@ class Loadtest(Node):
 
 # --------------------------------------------------------------------------- environments
 
+
 class StageOverride(Node):
     stage: Id
-    p50_ms: Optional[Ms] = None
-    p95_ms: Optional[Ms] = None
-    p99_ms: Optional[Ms] = None
-    service_time: Optional[list[BatchTiming]] = None
-    batching: Optional[Batching] = Field(
-        None, description="the model's batching on this hardware (replaces the stage's; checked by verify --env)")
-    instances: Optional[PositiveInt] = Field(None, description="the model's instance count on this hardware")
+    p50_ms: Ms | None = None
+    p95_ms: Ms | None = None
+    p99_ms: Ms | None = None
+    service_time: list[BatchTiming] | None = None
+    batching: Batching | None = Field(
+        None,
+        description="the model's batching on this hardware (replaces the stage's; checked by verify --env)",
+    )
+    instances: PositiveInt | None = Field(None, description="the model's instance count on this hardware")
 
 
 class Environment(Node):
     """Budget overrides for one hardware profile (e.g. `cpu`, `h200`)."""
 
     id: Id
-    description: Optional[str] = None
-    hardware: Optional[str] = None
-    budgets: Optional[Budgets] = None
+    description: str | None = None
+    hardware: str | None = None
+    budgets: Budgets | None = None
     stages: list[StageOverride] = Field(default_factory=list)
-    measured: Optional[str] = Field(None, description="where the numbers come from")
+    measured: str | None = Field(None, description="where the numbers come from")
 
 
 # --------------------------------------------------------------------------- the spec
+
 
 class CheckSettings(Node):
     """Per-spec rule selection, like a linter's config."""
@@ -794,24 +822,24 @@ class Spec(Node):
     faulttrees: list[FaultTree] = Field(default_factory=list)
     observability: Observability = Field(default_factory=Observability)
     policies: Policies = Field(default_factory=Policies)
-    loadtest: Optional[Loadtest] = None
+    loadtest: Loadtest | None = None
     environments: list[Environment] = Field(default_factory=list)
     checks: CheckSettings = Field(default_factory=CheckSettings)
 
     # ---- lookups (derived; built on demand, never stored in the document)
-    def stage(self, stage_id: str) -> Optional[Stage]:
+    def stage(self, stage_id: str) -> Stage | None:
         return self._index("stages").get(stage_id)
 
-    def service(self, service_id: str) -> Optional[Service]:
+    def service(self, service_id: str) -> Service | None:
         return self._index("services").get(service_id)
 
-    def pool(self, pool_id: str) -> Optional[NodePool]:
+    def pool(self, pool_id: str) -> NodePool | None:
         return self._index("pools").get(pool_id)
 
     def control_node(self, node_id: str):
         return self._index("control").get(node_id)
 
-    def environment(self, env_id: str) -> Optional[Environment]:
+    def environment(self, env_id: str) -> Environment | None:
         return self._index("envs").get(env_id)
 
     def _index(self, name: str) -> dict:
@@ -830,7 +858,7 @@ class Spec(Node):
             cache[name] = idx
         return cache[name]
 
-    def with_environment(self, env_id: Optional[str]) -> "Spec":
+    def with_environment(self, env_id: str | None) -> Spec:
         """A copy of the spec with one environment's budget overrides applied."""
         if not env_id:
             return self
@@ -859,7 +887,7 @@ class Spec(Node):
                 continue
             if ov.service_time is not None:
                 st.model.service_time = [t.model_copy(deep=True) for t in ov.service_time]
-                for a, b in zip(ov.service_time, st.model.service_time):
+                for a, b in zip(ov.service_time, st.model.service_time, strict=False):
                     _copy_paths(a, b)
             if ov.batching is not None:
                 st.model.batching = ov.batching.model_copy(deep=True)
@@ -871,7 +899,7 @@ class Spec(Node):
 
 def _copy_paths(src: Node, dst: Node) -> None:
     """Keep source locations on a deep copy (private attrs are copied, but be explicit)."""
-    for a, b in zip(walk(src), walk(dst)):
+    for a, b in zip(walk(src), walk(dst), strict=False):
         b._path = a._path
 
 

@@ -40,7 +40,9 @@ def _type_name(tp) -> str:
         return " \\| ".join(f"`{m.value}`" for m in tp)
     if isinstance(tp, type) and issubclass(tp, BaseModel):
         return f"[{tp.__name__}](#{tp.__name__.lower()})"
-    return {str: "text", int: "integer", float: "number", bool: "boolean"}.get(tp, getattr(tp, "__name__", str(tp)))
+    return {str: "text", int: "integer", float: "number", bool: "boolean"}.get(
+        tp, getattr(tp, "__name__", str(tp))
+    )
 
 
 def _models(tp, seen: list) -> None:

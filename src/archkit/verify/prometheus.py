@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import json
-import socket
 import urllib.error
 import urllib.request
-from typing import Optional
 from urllib.parse import urlparse
 
 from archkit.spec.model import Spec
@@ -25,7 +23,7 @@ def _get(base: str, path: str, timeout_s: float) -> dict:
     except urllib.error.HTTPError as exc:
         hint = " (credentials?)" if exc.code in (401, 403) else ""
         raise _Unreachable(f"GET {path} answered HTTP {exc.code}{hint}") from None
-    except (urllib.error.URLError, socket.timeout, TimeoutError, ConnectionError) as exc:
+    except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
         raise _Unreachable(f"cannot reach Prometheus at {base}: {getattr(exc, 'reason', exc)}") from None
     except ValueError:
         raise _Unreachable(f"GET {path} did not answer JSON; is {base} a Prometheus server?") from None
@@ -34,8 +32,9 @@ def _get(base: str, path: str, timeout_s: float) -> dict:
     return body.get("data") or {}
 
 
-def check_prometheus(spec: Spec, url: str, expected_groups: Optional[list[str]], groups_note: str = "",
-                     timeout_s: float = 5.0) -> list[Finding]:
+def check_prometheus(
+    spec: Spec, url: str, expected_groups: list[str] | None, groups_note: str = "", timeout_s: float = 5.0
+) -> list[Finding]:
     """Every Prometheus check of `spec`; `expected_groups` are the generated rule groups' names."""
     rec = Recorder(spec, "prometheus")
     obs = spec.observability
@@ -52,12 +51,23 @@ def check_prometheus(spec: Spec, url: str, expected_groups: Optional[list[str]],
     else:
         for name in expected_groups:
             if name in loaded:
-                rec.ok("VP301", f"rules/{name}", obs, None, f"{len(loaded[name].get('rules') or [])} rule(s) loaded")
+                rec.ok(
+                    "VP301",
+                    f"rules/{name}",
+                    obs,
+                    None,
+                    f"{len(loaded[name].get('rules') or [])} rule(s) loaded",
+                )
             else:
-                rec.drift("VP301", f"rules/{name}", obs, None,
-                          f"rule group '{name}' generated from the spec is not loaded in Prometheus "
-                          f"(loaded: {', '.join(sorted(loaded)) or 'none'}); add the rendered rules file to "
-                          "rule_files and reload")
+                rec.drift(
+                    "VP301",
+                    f"rules/{name}",
+                    obs,
+                    None,
+                    f"rule group '{name}' generated from the spec is not loaded in Prometheus "
+                    f"(loaded: {', '.join(sorted(loaded)) or 'none'}); add the rendered rules file to "
+                    "rule_files and reload",
+                )
         check = [n for n in expected_groups if n in loaded]
     for name in check:
         bad, pending = [], 0
@@ -68,11 +78,21 @@ def check_prometheus(spec: Spec, url: str, expected_groups: Optional[list[str]],
             elif health != "ok":
                 pending += 1
         if bad:
-            rec.drift("VP302", f"rules/{name}", obs, None,
-                      f"rule group '{name}' has rules that fail to evaluate, so they never fire: {'; '.join(bad[:3])}")
+            rec.drift(
+                "VP302",
+                f"rules/{name}",
+                obs,
+                None,
+                f"rule group '{name}' has rules that fail to evaluate, so they never fire: {'; '.join(bad[:3])}",
+            )
         elif pending:
-            rec.unknown("VP302", f"rules/{name}", obs, None,
-                        f"{pending} rule(s) of '{name}' have not been evaluated yet")
+            rec.unknown(
+                "VP302",
+                f"rules/{name}",
+                obs,
+                None,
+                f"{pending} rule(s) of '{name}' have not been evaluated yet",
+            )
         else:
             rec.ok("VP302", f"rules/{name}", obs, None, "every rule evaluates")
     if not obs.scrape:
@@ -98,20 +118,35 @@ def check_prometheus(spec: Spec, url: str, expected_groups: Optional[list[str]],
         if not matched:
             jobs = sorted({(t.get("labels") or {}).get("job", "?") for t in targets})
             want = f"job '{st.job}'" if st.job else f"port {st.port} path {st.path} (or job '{st.service}')"
-            rec.drift("VP310", label, st, None,
-                      f"Prometheus scrapes no target for service '{st.service}' ({want}); jobs: "
-                      f"{', '.join(jobs) or 'none'}")
+            rec.drift(
+                "VP310",
+                label,
+                st,
+                None,
+                f"Prometheus scrapes no target for service '{st.service}' ({want}); jobs: "
+                f"{', '.join(jobs) or 'none'}",
+            )
             continue
         rec.ok("VP310", label, st, None, f"{len(matched)} target(s)")
         down = [t for t in matched if t.get("health") == "down"]
         waiting = [t for t in matched if t.get("health") not in ("up", "down")]
         if waiting and not down:
-            rec.unknown("VP311", label, st, None,
-                        f"{len(waiting)} scrape target(s) of '{st.service}' have not been scraped yet")
+            rec.unknown(
+                "VP311",
+                label,
+                st,
+                None,
+                f"{len(waiting)} scrape target(s) of '{st.service}' have not been scraped yet",
+            )
         elif down:
-            rec.drift("VP311", label, st, None,
-                      f"{len(down)} of {len(matched)} scrape target(s) of '{st.service}' are "
-                      f"{down[0].get('health')}: {down[0].get('scrapeUrl')}: {down[0].get('lastError') or 'not scraped yet'}")
+            rec.drift(
+                "VP311",
+                label,
+                st,
+                None,
+                f"{len(down)} of {len(matched)} scrape target(s) of '{st.service}' are "
+                f"{down[0].get('health')}: {down[0].get('scrapeUrl')}: {down[0].get('lastError') or 'not scraped yet'}",
+            )
         else:
             rec.ok("VP311", label, st, None, f"{len(matched)} target(s) up")
     return rec.findings

@@ -14,9 +14,10 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Optional
+from typing import Any
 
 import yaml
 
@@ -36,7 +37,7 @@ class KindSpec:
     namespaced: bool
     api: str
     list_all: str
-    list_namespaced: Optional[str] = None
+    list_namespaced: str | None = None
 
 
 # Every kind `archkit verify` reads; the ClusterRole (`rbac_clusterrole`) is built from this
@@ -44,19 +45,61 @@ class KindSpec:
 KINDS: tuple[KindSpec, ...] = (
     KindSpec("Node", "", "nodes", False, "CoreV1Api", "list_node"),
     KindSpec("Pod", "", "pods", True, "CoreV1Api", "list_pod_for_all_namespaces", "list_namespaced_pod"),
-    KindSpec("Service", "", "services", True, "CoreV1Api", "list_service_for_all_namespaces",
-             "list_namespaced_service"),
-    KindSpec("PersistentVolumeClaim", "", "persistentvolumeclaims", True, "CoreV1Api",
-             "list_persistent_volume_claim_for_all_namespaces", "list_namespaced_persistent_volume_claim"),
+    KindSpec(
+        "Service",
+        "",
+        "services",
+        True,
+        "CoreV1Api",
+        "list_service_for_all_namespaces",
+        "list_namespaced_service",
+    ),
+    KindSpec(
+        "PersistentVolumeClaim",
+        "",
+        "persistentvolumeclaims",
+        True,
+        "CoreV1Api",
+        "list_persistent_volume_claim_for_all_namespaces",
+        "list_namespaced_persistent_volume_claim",
+    ),
     KindSpec("PersistentVolume", "", "persistentvolumes", False, "CoreV1Api", "list_persistent_volume"),
-    KindSpec("Deployment", "apps", "deployments", True, "AppsV1Api", "list_deployment_for_all_namespaces",
-             "list_namespaced_deployment"),
-    KindSpec("StatefulSet", "apps", "statefulsets", True, "AppsV1Api", "list_stateful_set_for_all_namespaces",
-             "list_namespaced_stateful_set"),
-    KindSpec("DaemonSet", "apps", "daemonsets", True, "AppsV1Api", "list_daemon_set_for_all_namespaces",
-             "list_namespaced_daemon_set"),
-    KindSpec("NetworkPolicy", "networking.k8s.io", "networkpolicies", True, "NetworkingV1Api",
-             "list_network_policy_for_all_namespaces", "list_namespaced_network_policy"),
+    KindSpec(
+        "Deployment",
+        "apps",
+        "deployments",
+        True,
+        "AppsV1Api",
+        "list_deployment_for_all_namespaces",
+        "list_namespaced_deployment",
+    ),
+    KindSpec(
+        "StatefulSet",
+        "apps",
+        "statefulsets",
+        True,
+        "AppsV1Api",
+        "list_stateful_set_for_all_namespaces",
+        "list_namespaced_stateful_set",
+    ),
+    KindSpec(
+        "DaemonSet",
+        "apps",
+        "daemonsets",
+        True,
+        "AppsV1Api",
+        "list_daemon_set_for_all_namespaces",
+        "list_namespaced_daemon_set",
+    ),
+    KindSpec(
+        "NetworkPolicy",
+        "networking.k8s.io",
+        "networkpolicies",
+        True,
+        "NetworkingV1Api",
+        "list_network_policy_for_all_namespaces",
+        "list_namespaced_network_policy",
+    ),
     KindSpec("StorageClass", "storage.k8s.io", "storageclasses", False, "StorageV1Api", "list_storage_class"),
 )
 KIND_NAMES = tuple(k.kind for k in KINDS)
@@ -85,11 +128,11 @@ class KindRead:
 class ClusterState:
     """Kubernetes objects by kind, and how completely each kind could be read."""
 
-    mode: str                      # live | snapshot | manifests
-    source: str                    # e.g. "snapshot fixtures/snap.yaml"
+    mode: str  # live | snapshot | manifests
+    source: str  # e.g. "snapshot fixtures/snap.yaml"
     objects: dict[str, list[dict]] = field(default_factory=dict)
     reads: dict[str, KindRead] = field(default_factory=dict)
-    origins: dict[int, str] = field(default_factory=dict)   # id(obj) -> "file:line"
+    origins: dict[int, str] = field(default_factory=dict)  # id(obj) -> "file:line"
     api_calls: int = 0
 
     def items(self, kind: str) -> list[dict]:
@@ -111,7 +154,7 @@ class ClusterState:
         ns = meta.get("namespace")
         return f"{obj.get('kind', '?')} {ns + '/' if ns else ''}{meta.get('name', '?')}"
 
-    def add(self, obj: dict, origin: Optional[str] = None) -> None:
+    def add(self, obj: dict, origin: str | None = None) -> None:
         kind = obj.get("kind") if isinstance(obj, dict) else None
         if kind not in KIND_NAMES:
             return  # Secrets, ConfigMaps and everything else are not kept
@@ -121,6 +164,7 @@ class ClusterState:
 
 
 # --------------------------------------------------------------------------- files
+
 
 def _flatten(doc: Any) -> Iterable[dict]:
     """Objects of a document: a v1 List (kubectl's output) yields its items."""
@@ -161,8 +205,12 @@ def _documents(text: str, file: str) -> Iterable[tuple[Any, int]]:
         except yaml.MarkedYAMLError as exc:
             mark = exc.problem_mark or exc.context_mark
             at = f"{file}:{line + mark.line}:{mark.column + 1}" if mark else f"{file}:{line}"
-            hint = ("; this looks like an unrendered Helm template: give the output of `helm template` "
-                    "(or `kustomize build`)" if "{{" in chunk else "")
+            hint = (
+                "; this looks like an unrendered Helm template: give the output of `helm template` "
+                "(or `kustomize build`)"
+                if "{{" in chunk
+                else ""
+            )
             raise StateError(f"{at}: YAML syntax error: {exc.problem or exc}{hint}") from None
         except yaml.YAMLError as exc:
             raise StateError(f"{file}:{line}: YAML error: {exc}") from None
@@ -191,12 +239,12 @@ _ITEM_KIND = re.compile(r"^  kind: ['\"]?(\w+)['\"]?[ \t]*$", re.M)
 _ITEM_NS = re.compile(r"^    namespace: ['\"]?([^'\"\s]+)['\"]?[ \t]*$", re.M)
 
 
-def _kubectl_list_items(text: str) -> Optional[list[str]]:
+def _kubectl_list_items(text: str) -> list[str] | None:
     """The item chunks of a YAML v1 List as kubectl prints it (items at column 0), else None."""
     if not text.startswith(("apiVersion:", "items:", "kind:", "metadata:")) or "\nitems:\n- " not in text:
         return None
     chunks: list[str] = []
-    start: Optional[int] = None
+    start: int | None = None
     pos = 0
     for line in text.splitlines(keepends=True):
         if line.startswith("- "):
@@ -235,7 +283,7 @@ def _load_items(state: ClusterState, chunks: list[str], text: str, p: Path, want
     return skipped
 
 
-def load_snapshot(path: str | os.PathLike, pod_namespaces: Optional[Iterable[str]] = None) -> ClusterState:
+def load_snapshot(path: str | os.PathLike, pod_namespaces: Iterable[str] | None = None) -> ClusterState:
     """State from `kubectl get ... -A -o yaml` (a v1 List; JSON or multi-document YAML also work).
 
     With `pod_namespaces`, Pods of other namespaces in a kubectl-style YAML List are skipped
@@ -261,13 +309,16 @@ def load_snapshot(path: str | os.PathLike, pod_namespaces: Optional[Iterable[str
                 state.add(obj)
     for kind in KIND_NAMES:
         if kind == "Pod" and skipped:
-            state.reads[kind] = KindRead(COMPLETE, f"{skipped} pod(s) outside namespaces "
-                                                   f"{', '.join(sorted(pod_namespaces or ()))} were skipped")
+            state.reads[kind] = KindRead(
+                COMPLETE,
+                f"{skipped} pod(s) outside namespaces {', '.join(sorted(pod_namespaces or ()))} were skipped",
+            )
         elif kind in SNAPSHOT_BASE_KINDS or state.items(kind):
             state.reads[kind] = KindRead(COMPLETE)
         else:
-            state.reads[kind] = KindRead(ABSENT, f"the snapshot holds no {kind} objects; "
-                                                 f"make it with `{SNAPSHOT_COMMAND}`")
+            state.reads[kind] = KindRead(
+                ABSENT, f"the snapshot holds no {kind} objects; make it with `{SNAPSHOT_COMMAND}`"
+            )
     return state
 
 
@@ -276,8 +327,11 @@ def load_manifests(folder: str | os.PathLike) -> ClusterState:
     root = Path(folder)
     if not root.exists():
         raise StateError(f"{root}: folder not found")
-    files = [root] if root.is_file() else sorted(
-        p for p in root.rglob("*") if p.is_file() and p.suffix in {".yaml", ".yml", ".json"})
+    files = (
+        [root]
+        if root.is_file()
+        else sorted(p for p in root.rglob("*") if p.is_file() and p.suffix in {".yaml", ".yml", ".json"})
+    )
     if not files:
         raise StateError(f"{root}: no .yaml, .yml or .json files in it")
     state = ClusterState("manifests", f"manifests {root}")
@@ -299,8 +353,9 @@ def load_manifests(folder: str | os.PathLike) -> ClusterState:
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 
 
-def _client_config(kubeconfig: Optional[str], context: Optional[str], in_cluster: bool,
-                   service_account_dir: Optional[str] = None):
+def _client_config(
+    kubeconfig: str | None, context: str | None, in_cluster: bool, service_account_dir: str | None = None
+):
     """A kubernetes client Configuration from a kubeconfig (and context) or the pod's service account."""
     from kubernetes import client, config
     from kubernetes.config.config_exception import ConfigException
@@ -311,8 +366,9 @@ def _client_config(kubeconfig: Optional[str], context: Optional[str], in_cluster
         if in_cluster:
             # the same loader as config.load_incluster_config(), with the token folder as a parameter
             sa = Path(service_account_dir or SERVICE_ACCOUNT_DIR)
-            InClusterConfigLoader(token_filename=str(sa / "token"),
-                                  cert_filename=str(sa / "ca.crt")).load_and_set(cfg)
+            InClusterConfigLoader(
+                token_filename=str(sa / "token"), cert_filename=str(sa / "ca.crt")
+            ).load_and_set(cfg)
             where = "in-cluster service account"
         else:
             path = kubeconfig or os.environ.get("KUBECONFIG", "").split(os.pathsep)[0] or None
@@ -322,8 +378,10 @@ def _client_config(kubeconfig: Optional[str], context: Optional[str], in_cluster
                 if os.environ.get("KUBERNETES_SERVICE_HOST"):
                     config.load_incluster_config(client_configuration=cfg)
                     return cfg, "in-cluster service account"
-                raise StateError("no kubeconfig (~/.kube/config, $KUBECONFIG or --kubeconfig) and not "
-                                 "running in a pod; give --snapshot or --manifests to verify offline")
+                raise StateError(
+                    "no kubeconfig (~/.kube/config, $KUBECONFIG or --kubeconfig) and not "
+                    "running in a pod; give --snapshot or --manifests to verify offline"
+                )
             config.load_kube_config(config_file=path, context=context, client_configuration=cfg)
             where = f"context {context}" if context else "current context"
     except ConfigException as exc:
@@ -337,20 +395,32 @@ def _client_config(kubeconfig: Optional[str], context: Optional[str], in_cluster
 def _http_reason(status: int, kind: KindSpec, scope: str) -> tuple[str, str]:
     what = f"list {kind.resource}{'' if not kind.group else '.' + kind.group}{' ' + scope if scope else ''}"
     if status == 401:
-        return FORBIDDEN, (f"401 Unauthorized: the API server did not accept the credentials "
-                           f"({what}); refresh the kubeconfig token or the service account's")
+        return FORBIDDEN, (
+            f"401 Unauthorized: the API server did not accept the credentials "
+            f"({what}); refresh the kubeconfig token or the service account's"
+        )
     if status == 403:
-        return FORBIDDEN, (f"403 Forbidden: this identity may not {what}; apply the ClusterRole "
-                           "from `archkit verify --print-rbac`")
+        return FORBIDDEN, (
+            f"403 Forbidden: this identity may not {what}; apply the ClusterRole "
+            "from `archkit verify --print-rbac`"
+        )
     if status == 410:
-        return PARTIAL, (f"410 Gone: the list continue token expired mid-way ({what}); "
-                         "the objects read so far are used")
+        return PARTIAL, (
+            f"410 Gone: the list continue token expired mid-way ({what}); the objects read so far are used"
+        )
     return FAILED, f"HTTP {status} from the API server ({what})"
 
 
-def read_live(kubeconfig: Optional[str] = None, context: Optional[str] = None, in_cluster: bool = False,
-              namespaces: Iterable[str] = (), timeout_s: float = 10.0, page_size: int = 500,
-              kinds: Iterable[str] = KIND_NAMES, service_account_dir: Optional[str] = None) -> ClusterState:
+def read_live(
+    kubeconfig: str | None = None,
+    context: str | None = None,
+    in_cluster: bool = False,
+    namespaces: Iterable[str] = (),
+    timeout_s: float = 10.0,
+    page_size: int = 500,
+    kinds: Iterable[str] = KIND_NAMES,
+    service_account_dir: str | None = None,
+) -> ClusterState:
     """State from a live cluster: one paginated list call chain per kind, never one call per object.
 
     A 403 on an all-namespaces list falls back to per-namespace lists for the namespaces the
@@ -366,19 +436,20 @@ def read_live(kubeconfig: Optional[str] = None, context: Optional[str] = None, i
     state = ClusterState("live", f"live cluster {cfg.host} ({where})")
     namespaces = sorted(set(namespaces))
     apis: dict[str, Any] = {}
-    network_error: Optional[str] = None
+    network_error: str | None = None
 
-    def list_all(method: Callable, read: KindRead, spec: KindSpec, **kw) -> tuple[list[dict], Optional[int]]:
+    def list_all(method: Callable, read: KindRead, spec: KindSpec, **kw) -> tuple[list[dict], int | None]:
         """Follow `continue` tokens; returns the items read and the HTTP status that stopped it."""
         nonlocal network_error
         items: list[dict] = []
-        cont: Optional[str] = None
+        cont: str | None = None
         while True:
             read.calls += 1
             state.api_calls += 1
             try:
-                resp = method(limit=page_size, _continue=cont, _preload_content=False,
-                              _request_timeout=timeout_s, **kw)
+                resp = method(
+                    limit=page_size, _continue=cont, _preload_content=False, _request_timeout=timeout_s, **kw
+                )
                 data = json.loads(resp.data)
             except ApiException as exc:
                 return items, int(exc.status or 0)
@@ -420,14 +491,19 @@ def read_live(kubeconfig: Optional[str] = None, context: Optional[str] = None, i
                         break
             if not per_ns:
                 stop = None
-                read.message = f"read per namespace ({', '.join(namespaces)}): no cluster-wide list permission"
+                read.message = (
+                    f"read per namespace ({', '.join(namespaces)}): no cluster-wide list permission"
+                )
         state.objects[spec.kind] = items
         if stop is None:
             continue
         if stop == -1:
             read.status, read.message = (PARTIAL if items else FAILED), network_error or ""
         elif stop == -2:
-            read.status, read.message = (PARTIAL if items else FAILED), "the API server sent a non-JSON answer"
+            read.status, read.message = (
+                (PARTIAL if items else FAILED),
+                "the API server sent a non-JSON answer",
+            )
         else:
             status, message = _http_reason(stop, spec, "in all namespaces" if spec.namespaced else "")
             read.status = PARTIAL if items else status
@@ -437,6 +513,7 @@ def read_live(kubeconfig: Optional[str] = None, context: Optional[str] = None, i
 
 
 # --------------------------------------------------------------------------- RBAC
+
 
 def rbac_clusterrole(name: str = "archkit-verify") -> str:
     """A ClusterRole with only get/list on the kinds `archkit verify` reads (no Secrets)."""
