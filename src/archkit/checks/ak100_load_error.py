@@ -9,7 +9,7 @@ class LoadError(Rule):
 
     code = "AK100"
     name = "load-error"
-    source = "DESIGN.md: errors name file, line, column and field path"
+    source = "design principle D1 (docs/sources.md): errors name file, line, column and field path"
     rationale = """
 Reported by the loader before any rule runs: file missing or unreadable, over the size cap,
 not UTF-8, a YAML syntax error, a duplicate key, a YAML tag that would construct objects,

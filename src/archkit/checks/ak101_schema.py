@@ -9,7 +9,7 @@ class SchemaError(Rule):
 
     code = "AK101"
     name = "schema"
-    source = "DESIGN.md: units in key names; unknown keys are errors"
+    source = "design principle D2 (docs/sources.md): units in key names; unknown keys are errors"
     rationale = """
 Reported by the loader when the document does not match the archkit/v1 JSON Schema
 (`archkit schema`). Unknown keys are errors with a "did you mean" suggestion, because a

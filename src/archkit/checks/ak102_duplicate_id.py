@@ -10,7 +10,7 @@ class DuplicateId(Rule):
 
     code = "AK102"
     name = "duplicate-id"
-    source = "DESIGN.md: every cross-reference by id"
+    source = "design principle D3 (docs/sources.md): every cross-reference by id"
     rationale = """
 Every diagram node, alert and runbook anchor is keyed by id; a duplicate makes one of them
 silently disappear.

@@ -12,7 +12,7 @@ class DanglingReference(Rule):
 
     code = "AK103"
     name = "dangling-reference"
-    source = "DESIGN.md: every cross-reference by id"
+    source = "design principle D3 (docs/sources.md): every cross-reference by id"
     rationale = """
 Edges must join stages, services must sit on declared pools, calls must target stages or
 services, fault trees must belong to services and gates must have existing inputs. A

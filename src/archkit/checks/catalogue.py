@@ -73,8 +73,8 @@ def markdown() -> str:
         "",
         f"{len(rules)} rules. `archkit explain CODE` prints one of them; every rule has a YAML "
         "fixture with passing and failing cases in `tests/checks/fixtures/`. Seeds: "
-        "seed 000 = `seeds/000_*.txt` (AI application architecture, illustrated), "
-        "seed 004 = `seeds/004_*.txt` (scenario-flow-driven AI system architecture).",
+        "seed 000 (AI application architecture, illustrated) and seed 004 (scenario-flow-driven AI "
+        "system architecture): [sources.md](sources.md) says what each cited section establishes.",
         "",
     ]
     for prefix, fam in FAMILIES.items():

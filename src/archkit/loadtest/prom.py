@@ -1,6 +1,6 @@
 """A real Prometheus beside the run: scrapes the target with archkit's rules and records which alerts fired.
 
-Debian's `prometheus` starts in ~0.1 s with its TSDB in a temp dir (DESIGN.md); it listens on
+Debian's `prometheus` starts in ~0.1 s with its TSDB in a temp dir (design principle D5, docs/sources.md); it listens on
 127.0.0.1 only, scrapes every second and evaluates rules every second, so short `for:` windows
 (`observability.alert_for: 5s`) can be proven within a bounded run.
 """

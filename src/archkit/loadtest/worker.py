@@ -1,7 +1,7 @@
 """The load-generator process: runs a generated locustfile with locust as a library and streams results.
 
 Run as `python -m archkit.loadtest.worker --plan PLAN.json --role local|master|worker`.
-gevent patches the interpreter here, first, before anything imports `ssl` (DESIGN.md), which is
+gevent patches the interpreter here, first, before anything imports `ssl` (design principle D4, docs/sources.md), which is
 why this is its own process. Every request's latency goes, unrounded, into HDR histograms
 (locust's own stats round to buckets); the process writes JSON lines on stdout:
 
@@ -32,7 +32,7 @@ import sys
 import time
 
 import gevent
-import locust  # before requests and friends (DESIGN.md)
+import locust  # before requests and friends (design principle D4)
 from locust.env import Environment
 
 from archkit.loadtest import hist
