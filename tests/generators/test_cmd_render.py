@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from tests.conftest import EXAMPLES
 from typer.testing import CliRunner
 
 from archkit.cli import _load_commands, app
-from tests.conftest import EXAMPLES
 
 SPEC = str(next(p for p in EXAMPLES if p.stem == "recommendation"))
 runner = CliRunner()
@@ -19,12 +19,20 @@ def test_render_only_dataflow_then_check_and_drift(tmp_path):
     out = tmp_path / "out"
     r = runner.invoke(app, ["render", SPEC, "-o", str(out), "--only", "dataflow", "--format", "svg,png"])
     assert r.exit_code == 0, r.output
-    assert sorted(p.name for p in out.iterdir()) == [".archkit-manifest.json", "dataflow.dot", "dataflow.png",
-                                                    "dataflow.svg"]
-    r = runner.invoke(app, ["render", SPEC, "-o", str(out), "--only", "dataflow", "--format", "svg,png", "--check"])
+    assert sorted(p.name for p in out.iterdir()) == [
+        ".archkit-manifest.json",
+        "dataflow.dot",
+        "dataflow.png",
+        "dataflow.svg",
+    ]
+    r = runner.invoke(
+        app, ["render", SPEC, "-o", str(out), "--only", "dataflow", "--format", "svg,png", "--check"]
+    )
     assert r.exit_code == 0, r.output
     (out / "dataflow.dot").write_text("edited\n")
-    r = runner.invoke(app, ["render", SPEC, "-o", str(out), "--only", "dataflow", "--format", "svg,png", "--check"])
+    r = runner.invoke(
+        app, ["render", SPEC, "-o", str(out), "--only", "dataflow", "--format", "svg,png", "--check"]
+    )
     assert r.exit_code == 1 and "stale:" in r.output and "dataflow.dot" in r.output
 
 
@@ -53,7 +61,9 @@ def test_user_template_overrides_one_builtin(tmp_path):
     tdir.mkdir(parents=True)
     (tdir / "dataflow.dot.j2").write_text("{{ header }}\ndigraph custom { a -> b }\n")
     out = tmp_path / "out"
-    r = runner.invoke(app, ["render", SPEC, "-o", str(out), "--only", "dataflow", "--templates", str(tmp_path / "tpl")])
+    r = runner.invoke(
+        app, ["render", SPEC, "-o", str(out), "--only", "dataflow", "--templates", str(tmp_path / "tpl")]
+    )
     assert r.exit_code == 0, r.output
     assert "digraph custom" in (out / "dataflow.dot").read_text()
     assert (out / "dataflow.svg").read_text().startswith("<?xml")
@@ -61,11 +71,17 @@ def test_user_template_overrides_one_builtin(tmp_path):
 
 def test_env_applies_that_environments_budgets(tmp_path):
     spec = tmp_path / "reco.yaml"
-    spec.write_text(Path(SPEC).read_text(encoding="utf-8") + (
-        "environments:\n  - id: h200\n    budgets: {p99_ms: 777}\n    stages: [{stage: rank, p99_ms: 42}]\n"),
-        encoding="utf-8")
+    spec.write_text(
+        Path(SPEC).read_text(encoding="utf-8")
+        + (
+            "environments:\n  - id: h200\n    budgets: {p99_ms: 777}\n    stages: [{stage: rank, p99_ms: 42}]\n"
+        ),
+        encoding="utf-8",
+    )
     out = tmp_path / "out"
-    r = runner.invoke(app, ["render", str(spec), "-o", str(out), "--only", "dataflow", "--format", "svg", "--env", "h200"])
+    r = runner.invoke(
+        app, ["render", str(spec), "-o", str(out), "--only", "dataflow", "--format", "svg", "--env", "h200"]
+    )
     assert r.exit_code == 0, r.output
     dot = (out / "dataflow.dot").read_text()
     assert "P99 777 ms" in dot and "P50 25 ms · P99 42 ms" in dot

@@ -6,12 +6,12 @@ import importlib.util
 import io
 
 import pytest
+from tests.conftest import ROOT
+from tests.generators.diagram_helpers import diagram_sources
 
 from archkit.generators.gen_dataflow import ROW_DEPTHS, flow_depths
 from archkit.generators.renderers import render_sources
 from archkit.spec.model import Spec
-from tests.conftest import ROOT
-from tests.generators.diagram_helpers import diagram_sources
 
 
 def _synthetic(n: int) -> Spec:
@@ -22,7 +22,12 @@ def _synthetic(n: int) -> Spec:
 
 
 def test_flow_depths_longest_path_and_cycles():
-    assert flow_depths(["a", "b", "c", "d"], [("a", "b"), ("b", "c"), ("a", "c")]) == {"a": 0, "b": 1, "c": 2, "d": 0}
+    assert flow_depths(["a", "b", "c", "d"], [("a", "b"), ("b", "c"), ("a", "c")]) == {
+        "a": 0,
+        "b": 1,
+        "c": 2,
+        "d": 0,
+    }
     cyc = flow_depths(["a", "b", "c"], [("a", "b"), ("b", "c"), ("c", "b")])
     assert cyc["a"] == 0 and set(cyc) == {"a", "b", "c"}  # a cycle (AK104) does not hang or drop stages
 

@@ -2,28 +2,52 @@
 
 from __future__ import annotations
 
-from archkit.generators import all_generators
-from archkit.generators.measured import read_measured
 from tests.conftest import EXAMPLES
 from tests.generators.diagram_helpers import context, load
+
+from archkit.generators import all_generators
+from archkit.generators.measured import read_measured
 
 SPEC = next(p for p in EXAMPLES if p.stem == "recommendation")
 
 
 def test_reads_the_loadtest_measured_json_shape():
-    m = read_measured({"apiVersion": "archkit/v1", "kind": "measured", "spec": "recommendation",
-                       "level": "baseline", "level_kind": "baseline", "env": None, "passed": False,
-                       "end_to_end": {"p50_ms": 50, "p99_ms": 900.5, "throughput_rps": 990, "requests": 10},
-                       "stages": {"rank": {"p50_ms": 20, "p95_ms": 70, "p99_ms": 140, "count": 5}}})
+    m = read_measured(
+        {
+            "apiVersion": "archkit/v1",
+            "kind": "measured",
+            "spec": "recommendation",
+            "level": "baseline",
+            "level_kind": "baseline",
+            "env": None,
+            "passed": False,
+            "end_to_end": {"p50_ms": 50, "p99_ms": 900.5, "throughput_rps": 990, "requests": 10},
+            "stages": {"rank": {"p50_ms": 20, "p95_ms": 70, "p99_ms": 140, "count": 5}},
+        }
+    )
     assert m is not None
     assert m.stage("rank") == {"p50_ms": 20.0, "p95_ms": 70.0, "p99_ms": 140.0}
     assert m.end_to_end == {"p50_ms": 50.0, "p99_ms": 900.5, "throughput_rps": 990.0}
-    assert m.about == {"spec": "recommendation", "level": "baseline", "level_kind": "baseline", "passed": "false"}
+    assert m.about == {
+        "spec": "recommendation",
+        "level": "baseline",
+        "level_kind": "baseline",
+        "passed": "false",
+    }
 
 
 def test_reads_variants_lists_seconds_and_levels():
-    m = read_measured({"levels": [{"id": "a"}, {"stages": [{"stage": "rank", "p99_s": 0.2}],
-                                                "overall": {"latency_ms": {"p50": 12}, "rps": 3}}]})
+    m = read_measured(
+        {
+            "levels": [
+                {"id": "a"},
+                {
+                    "stages": [{"stage": "rank", "p99_s": 0.2}],
+                    "overall": {"latency_ms": {"p50": 12}, "rps": 3},
+                },
+            ]
+        }
+    )
     assert m is not None and m.stage("rank") == {"p99_ms": 200.0}
     assert m.end_to_end == {"p50_ms": 12.0, "throughput_rps": 3.0}
     assert read_measured({"nothing": True}) is None and read_measured([1, 2]) is None
@@ -33,7 +57,9 @@ def test_reads_variants_lists_seconds_and_levels():
 def test_over_budget_stage_is_filled_red_with_its_measurement():
     spec = load(SPEC)
     plain = all_generators()["dataflow"].fn(context(spec))["dataflow.dot"]
-    ctx = context(spec, measured={"stages": {"rank": {"p50_ms": 30, "p99_ms": 140}, "gateway": {"p99_ms": 4}}})
+    ctx = context(
+        spec, measured={"stages": {"rank": {"p50_ms": 30, "p99_ms": 140}, "gateway": {"p99_ms": 4}}}
+    )
     marked = all_generators()["dataflow"].fn(ctx)["dataflow.dot"]
     assert "#fecaca" not in plain.split("legend")[0]
     rank_line = next(line for line in marked.splitlines() if "Ranking model" in line)

@@ -11,12 +11,12 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests.conftest import EXAMPLES, REFERENCE_SPECS
 
 from archkit import api
 from archkit.generators.gen_prometheus import burn_factor, plan, rules_document, unit_tests_document
 from archkit.generators.registry import RenderContext
 from archkit.spec.model import MetricType, Spec
-from tests.conftest import EXAMPLES, REFERENCE_SPECS
 
 PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
 SPECS = EXAMPLES + [p for p in REFERENCE_SPECS if p.name == "ocr-reference.yaml"]
@@ -43,10 +43,13 @@ def _write(folder: Path, files: dict[str, str]) -> Path:
 
 
 def _promtool(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([PROMTOOL, *args], capture_output=True, text=True, cwd=cwd, timeout=300, check=False)
+    return subprocess.run(
+        [PROMTOOL, *args], capture_output=True, text=True, cwd=cwd, timeout=300, check=False
+    )
 
 
 # ---------------------------------------------------------------- promtool accepts and passes
+
 
 @needs_promtool
 def test_promtool_checks_and_passes_every_example(tmp_path):
@@ -94,13 +97,19 @@ def test_tightened_budget_makes_generated_tests_fail(tmp_path):
     assert res.returncode == 1, res.stdout
     out = res.stdout + res.stderr
     # the series that must stay quiet under the original budgets now fire the stricter alerts
-    for alert in ("DetectLatencyAboveBudget", "PreprocessFailureRateAboveBudget", "ErrorBudgetBurnFast",
-                  "ColdStartSlow", "GpuMemoryHigh"):
+    for alert in (
+        "DetectLatencyAboveBudget",
+        "PreprocessFailureRateAboveBudget",
+        "ErrorBudgetBurnFast",
+        "ColdStartSlow",
+        "GpuMemoryHigh",
+    ):
         assert f"alertname: {alert}" in out, alert
     # (test_promtool_checks_and_passes_every_example shows the untouched rules pass these tests)
 
 
 # ---------------------------------------------------------------- the rules themselves
+
 
 def test_burn_factors_follow_the_sre_workbook_and_scale_with_the_window():
     assert burn_factor(0.02, 1, 30) == pytest.approx(14.4)
@@ -125,10 +134,12 @@ def test_latency_alerts_follow_the_bound_metric_type():
     # Triton cumulative counters: a rate ratio of duration over count, in microseconds
     assert by["DetectLatencyAboveBudget"].expr == (
         '((sum(rate(nv_inference_request_duration_us{model="yolov8-defect"}[5m])) / '
-        'sum(rate(nv_inference_request_success{model="yolov8-defect"}[5m]))) * 1e-06) > 0.04')
+        'sum(rate(nv_inference_request_success{model="yolov8-defect"}[5m]))) * 1e-06) > 0.04'
+    )
     # a histogram: histogram_quantile over _bucket
     assert by["PreprocessLatencyAboveBudget"].expr == (
-        "histogram_quantile(0.99, sum by (le) (rate(preprocess_latency_seconds_bucket[5m]))) > 0.005")
+        "histogram_quantile(0.99, sum by (le) (rate(preprocess_latency_seconds_bucket[5m]))) > 0.005"
+    )
     # Triton's success counter excludes failures: the denominator adds them back
     assert "(sum(rate(nv_inference_request_success" in by["DetectFailureRateAboveBudget"].expr
     assert "+ sum(rate(nv_inference_request_failure" in by["DetectFailureRateAboveBudget"].expr
@@ -186,7 +197,9 @@ def test_every_alert_has_severity_summary_and_runbook_url(path):
     assert alerts
     for r in alerts:
         assert r["labels"]["severity"] in {"page", "ticket"}
-        assert r["annotations"]["summary"] and r["annotations"]["runbook_url"].startswith("runbooks/alerts.md#")
+        assert r["annotations"]["summary"] and r["annotations"]["runbook_url"].startswith(
+            "runbooks/alerts.md#"
+        )
     names = [r["alert"] for r in alerts]
     assert len(names) == len(set(names))
 
@@ -207,41 +220,96 @@ _label_key = st.text(min_size=1, max_size=10)
 
 
 def _random_spec(draw_name, metric, labels, title, stage_name, owner) -> Spec:
-    return Spec.model_validate({
-        "apiVersion": "archkit/v1",
-        "metadata": {"name": draw_name, "title": title, "owners": [owner],
-                     "links": {"runbook_base_url": "https://runbooks.example/" + title}},
-        "budgets": {"availability": 0.999, "slo_window_days": 30},
-        "dataflow": {"stages": [{"id": "s1", "name": stage_name, "kind": "model", "p99_ms": 50,
-                                 "failure_rate": 0.01, "service": "svc",
-                                 "model": {"name": title, "batching": {"max_batch_size": 4,
-                                                                        "max_queue_delay_us": 1000}}}]},
-        "topology": {"node_pools": [{"id": "p"}], "services": [{"id": "svc", "pool": "p"}]},
-        "faulttrees": [{"id": "t", "service": "svc", "top": "g", "label": title,
-                        "gates": [{"id": "g", "type": "or", "inputs": ["e"]}],
-                        "events": [{"id": "e", "label": stage_name, "check": title, "expect": owner,
-                                    "probability": 0.1, "remedy": title}]}],
-        "observability": {
-            "stages": [{"stage": "s1",
+    return Spec.model_validate(
+        {
+            "apiVersion": "archkit/v1",
+            "metadata": {
+                "name": draw_name,
+                "title": title,
+                "owners": [owner],
+                "links": {"runbook_base_url": "https://runbooks.example/" + title},
+            },
+            "budgets": {"availability": 0.999, "slo_window_days": 30},
+            "dataflow": {
+                "stages": [
+                    {
+                        "id": "s1",
+                        "name": stage_name,
+                        "kind": "model",
+                        "p99_ms": 50,
+                        "failure_rate": 0.01,
+                        "service": "svc",
+                        "model": {
+                            "name": title,
+                            "batching": {"max_batch_size": 4, "max_queue_delay_us": 1000},
+                        },
+                    }
+                ]
+            },
+            "topology": {"node_pools": [{"id": "p"}], "services": [{"id": "svc", "pool": "p"}]},
+            "faulttrees": [
+                {
+                    "id": "t",
+                    "service": "svc",
+                    "top": "g",
+                    "label": title,
+                    "gates": [{"id": "g", "type": "or", "inputs": ["e"]}],
+                    "events": [
+                        {
+                            "id": "e",
+                            "label": stage_name,
+                            "check": title,
+                            "expect": owner,
+                            "probability": 0.1,
+                            "remedy": title,
+                        }
+                    ],
+                }
+            ],
+            "observability": {
+                "stages": [
+                    {
+                        "stage": "s1",
                         "latency": {"metric": metric, "type": "histogram", "labels": labels},
-                        "queue": {"metric": metric + "_q", "type": "counter_us", "count_metric": metric + "_n",
-                                  "labels": labels},
+                        "queue": {
+                            "metric": metric + "_q",
+                            "type": "counter_us",
+                            "count_metric": metric + "_n",
+                            "labels": labels,
+                        },
                         "errors": {"metric": metric + "_e", "type": "counter", "labels": labels},
-                        "requests": {"metric": metric + "_r", "type": "counter", "labels": labels}}],
-            "golden_signals": {
-                "effective_qps": {"metric": metric + "_eff", "baseline_qps": 10, "labels": labels},
-                "cold_start": {"metric": metric + "_cold", "labels": labels},
-                "gpu_memory": {"metric": metric + "_used", "total_metric": metric + "_total", "labels": labels},
-                "drift": {"metric": metric + "_drift", "labels": labels}}},
-    })
+                        "requests": {"metric": metric + "_r", "type": "counter", "labels": labels},
+                    }
+                ],
+                "golden_signals": {
+                    "effective_qps": {"metric": metric + "_eff", "baseline_qps": 10, "labels": labels},
+                    "cold_start": {"metric": metric + "_cold", "labels": labels},
+                    "gpu_memory": {
+                        "metric": metric + "_used",
+                        "total_metric": metric + "_total",
+                        "labels": labels,
+                    },
+                    "drift": {"metric": metric + "_drift", "labels": labels},
+                },
+            },
+        }
+    )
 
 
 @needs_promtool
 @pytest.mark.slow
-@settings(max_examples=2, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                 HealthCheck.function_scoped_fixture])
-@given(st.lists(st.tuples(_text, st.dictionaries(_label_key, _text, max_size=3), _text, _text, _text),
-                min_size=3, max_size=3))
+@settings(
+    max_examples=2,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(
+    st.lists(
+        st.tuples(_text, st.dictionaries(_label_key, _text, max_size=3), _text, _text, _text),
+        min_size=3,
+        max_size=3,
+    )
+)
 def test_any_string_yields_valid_yaml_and_promql(tmp_path_factory, batch):
     """Random metric names, label keys and values, titles: promtool accepts the rules and passes the tests."""
     root = tmp_path_factory.mktemp("hyp")

@@ -7,14 +7,53 @@ import xml.etree.ElementTree as ET
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
-
-from archkit.spec.model import Spec
 from tests.generators.diagram_helpers import context
 
-NASTY = ["@enduml", "@startuml", '"quoted"', "'single'", "{braces}", "}", "<b>bold</b>", "&amp;", "<script>",
-         "line1\nline2", "\\n", "\\", "end note", "endlegend", "%date()", "!include /etc/passwd", "-[#red]->",
-         "[[link]]", "]]", "(paren)", ")", ";", "|", "--", "**", "~", "ünïcödé 中文 🚀", "\t", "#", ":", "\r\n",
-         "<<stereo>>", "$var", "]", "-->", "<!-- c -->", "\x1b[31m", "\ufeff", "\u202e", "\x00", "\ud800"]
+from archkit.spec.model import Spec
+
+NASTY = [
+    "@enduml",
+    "@startuml",
+    '"quoted"',
+    "'single'",
+    "{braces}",
+    "}",
+    "<b>bold</b>",
+    "&amp;",
+    "<script>",
+    "line1\nline2",
+    "\\n",
+    "\\",
+    "end note",
+    "endlegend",
+    "%date()",
+    "!include /etc/passwd",
+    "-[#red]->",
+    "[[link]]",
+    "]]",
+    "(paren)",
+    ")",
+    ";",
+    "|",
+    "--",
+    "**",
+    "~",
+    "ünïcödé 中文 🚀",
+    "\t",
+    "#",
+    ":",
+    "\r\n",
+    "<<stereo>>",
+    "$var",
+    "]",
+    "-->",
+    "<!-- c -->",
+    "\x1b[31m",
+    "\ufeff",
+    "\u202e",
+    "\x00",
+    "\ud800",
+]
 
 fragment = st.one_of(st.sampled_from(NASTY), st.text(max_size=8))
 nasty = st.lists(fragment, min_size=1, max_size=4).map("".join)
@@ -28,35 +67,87 @@ def spec_with(s: list[str]) -> Spec:
         "budgets": {"p50_ms": 10, "p99_ms": 100},
         "dataflow": {
             "stages": [
-                {"id": "a", "name": s[3], "kind": "ingress", "description": s[4], "data_classes": [s[5]],
-                 "compliance": [s[6]], "p99_ms": 5, "failure_rate": 0.5},
-                {"id": "b", "name": s[7], "kind": "model", "plane": "policy", "p50_ms": 1, "p99_ms": 9,
-                 "model": {"name": s[8], "version": s[9]}},
+                {
+                    "id": "a",
+                    "name": s[3],
+                    "kind": "ingress",
+                    "description": s[4],
+                    "data_classes": [s[5]],
+                    "compliance": [s[6]],
+                    "p99_ms": 5,
+                    "failure_rate": 0.5,
+                },
+                {
+                    "id": "b",
+                    "name": s[7],
+                    "kind": "model",
+                    "plane": "policy",
+                    "p50_ms": 1,
+                    "p99_ms": 9,
+                    "model": {"name": s[8], "version": s[9]},
+                },
             ],
             "edges": [{"from": "a", "to": "b", "label": s[10], "payload": s[11], "condition": s[12]}],
         },
         "controlflow": {
             "start": "d",
-            "decisions": [{"id": "d", "label": s[13], "criterion": s[14], "source": s[15],
-                           "branches": [{"when": s[16], "next": "c"}, {"when": s[17], "next": "t"}],
-                           "on_failure": "t"}],
-            "calls": [{"id": "c", "label": s[18], "target": "b", "timeout_ms": 5,
-                       "retry": {"attempts": 1}, "next": "t", "on_failure": "t2"}],
+            "decisions": [
+                {
+                    "id": "d",
+                    "label": s[13],
+                    "criterion": s[14],
+                    "source": s[15],
+                    "branches": [{"when": s[16], "next": "c"}, {"when": s[17], "next": "t"}],
+                    "on_failure": "t",
+                }
+            ],
+            "calls": [
+                {
+                    "id": "c",
+                    "label": s[18],
+                    "target": "b",
+                    "timeout_ms": 5,
+                    "retry": {"attempts": 1},
+                    "next": "t",
+                    "on_failure": "t2",
+                }
+            ],
             "terminals": [{"id": "t", "label": s[19]}, {"id": "t2", "label": s[20], "outcome": "error"}],
         },
         "topology": {
-            "node_pools": [{"id": "p", "instance_type": s[21], "gpu": {"model": s[22], "mig_profile": s[23]},
-                            "networks": ["n"], "taints": [{"key": s[24]}]}],
+            "node_pools": [
+                {
+                    "id": "p",
+                    "instance_type": s[21],
+                    "gpu": {"model": s[22], "mig_profile": s[23]},
+                    "networks": ["n"],
+                    "taints": [{"key": s[24]}],
+                }
+            ],
             "networks": [{"id": "n", "cidr": s[25]}],
             "storage": [{"id": "v", "type": "nfs", "source": s[26], "mount_options": [s[27]]}],
-            "services": [{"id": "svc", "pool": "p", "image": s[28], "mounts": [{"storage": "v", "path": s[29]}],
-                          "ingress": [{"from": s[30], "ports": [80]}]}],
+            "services": [
+                {
+                    "id": "svc",
+                    "pool": "p",
+                    "image": s[28],
+                    "mounts": [{"storage": "v", "path": s[29]}],
+                    "ingress": [{"from": s[30], "ports": [80]}],
+                }
+            ],
         },
-        "faulttrees": [{"id": "ft", "top": "g", "label": s[31],
-                        "gates": [{"id": "g", "label": s[32], "type": "or", "inputs": ["e1", "e2"]}],
-                        "events": [{"id": "e1", "label": s[33], "check": s[34], "expect": s[35],
-                                    "probability": 0.1},
-                                   {"id": "e2", "label": s[36], "check": s[37], "expect_regex": s[38]}]}],
+        "faulttrees": [
+            {
+                "id": "ft",
+                "top": "g",
+                "label": s[31],
+                "gates": [{"id": "g", "label": s[32], "type": "or", "inputs": ["e1", "e2"]}],
+                "events": [
+                    {"id": "e1", "label": s[33], "check": s[34], "expect": s[35], "probability": 0.1},
+                    {"id": "e2", "label": s[36], "check": s[37], "expect_regex": s[38]},
+                ],
+            }
+        ],
     }
     return Spec.model_validate(doc)
 
@@ -67,8 +158,13 @@ BATCH = 4  # specs per example: one renderer pass (one JVM) renders a whole batc
 
 @pytest.mark.slow
 # No shrinking: each example costs a JVM start; a failure prints its whole (un-shrunk) batch.
-@settings(max_examples=4, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True,
-          phases=[Phase.explicit, Phase.generate])
+@settings(
+    max_examples=4,
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+    derandomize=True,
+    phases=[Phase.explicit, Phase.generate],
+)
 @given(st.lists(st.lists(nasty, min_size=N_FIELDS, max_size=N_FIELDS), min_size=BATCH, max_size=BATCH))
 def test_any_spec_string_renders_safely(batch):
     from archkit.generators import all_generators

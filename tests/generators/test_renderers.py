@@ -5,11 +5,11 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 import pytest
+from tests.conftest import EXAMPLES, REFERENCE_SPECS, ROOT
+from tests.generators.diagram_helpers import diagram_sources, load
 
 from archkit.generators import renderers
 from archkit.generators.renderers import RendererError, clean_svg, render_sources
-from tests.conftest import EXAMPLES, REFERENCE_SPECS, ROOT
-from tests.generators.diagram_helpers import diagram_sources, load
 
 SPECS = EXAMPLES + REFERENCE_SPECS
 
@@ -76,8 +76,10 @@ def test_cache_renders_each_source_once(monkeypatch):
 
 def test_clean_svg_inlines_only_files_under_base(tmp_path):
     (tmp_path / "icon.png").write_bytes(b"\x89PNG fake")
-    svg = ('<?xml version="1.0"?><!DOCTYPE svg PUBLIC "x" "y"><!-- secret /home/u -->'
-           '<svg><image xlink:href="icon.png"/><image xlink:href="/etc/passwd.png"/></svg>')
+    svg = (
+        '<?xml version="1.0"?><!DOCTYPE svg PUBLIC "x" "y"><!-- secret /home/u -->'
+        '<svg><image xlink:href="icon.png"/><image xlink:href="/etc/passwd.png"/></svg>'
+    )
     out = clean_svg(svg, tmp_path)
     assert "data:image/png;base64," in out and "/etc/passwd" not in out and "secret" not in out
 
@@ -118,6 +120,9 @@ def test_svg_and_png_share_one_jvm_and_carry_no_source(monkeypatch):
 
 
 def test_server_reports_the_failing_diagram_and_line():
-    bad = {"ok.puml": "@startuml\nstart\n:a;\nstop\n@enduml\n", "bad.puml": "@startuml\nstart\n:oops\nif (x) then\n@enduml\n"}
+    bad = {
+        "ok.puml": "@startuml\nstart\n:a;\nstop\n@enduml\n",
+        "bad.puml": "@startuml\nstart\n:oops\nif (x) then\n@enduml\n",
+    }
     with pytest.raises(RendererError, match=r"bad.puml: line \d+"):
         render_sources(bad, ("svg", "png"))

@@ -11,14 +11,16 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from tests.conftest import EXAMPLES
 
 from archkit import api
-from tests.conftest import EXAMPLES
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 SPEC = next(p for p in EXAMPLES if p.stem == "recommendation")
-MEASURED = {"stages": {"rank": {"p50_ms": 30, "p99_ms": 140}, "gateway": {"p50_ms": 1, "p99_ms": 4}},
-            "end_to_end": {"p50_ms": 70, "p95_ms": 180, "p99_ms": 900, "throughput_rps": 1200, "error_rate": 0.001}}
+MEASURED = {
+    "stages": {"rank": {"p50_ms": 30, "p99_ms": 140}, "gateway": {"p50_ms": 1, "p99_ms": 4}},
+    "end_to_end": {"p50_ms": 70, "p95_ms": 180, "p99_ms": 900, "throughput_rps": 1200, "error_rate": 0.001},
+}
 
 
 @pytest.fixture(scope="module")
@@ -46,11 +48,26 @@ def test_chromium_shows_four_diagrams_without_errors_or_requests(page, tmp_path,
         pytest.skip("chromium is not installed")
     websocket = pytest.importorskip("websocket")
     profile = tmp_path / "profile"
-    proc = subprocess.Popen([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-                             "--no-first-run", "--disable-background-networking", "--disable-component-update",
-                             "--disable-sync", f"--user-data-dir={profile}", "--remote-debugging-address=127.0.0.1",
-                             "--remote-debugging-port=0", "--window-size=1400,1000", "about:blank"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            f"--user-data-dir={profile}",
+            "--remote-debugging-address=127.0.0.1",
+            "--remote-debugging-port=0",
+            "--window-size=1400,1000",
+            "about:blank",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         port_file = profile / "DevToolsActivePort"
         deadline = time.monotonic() + 30
@@ -79,10 +96,14 @@ def test_chromium_shows_four_diagrams_without_errors_or_requests(page, tmp_path,
         call("Page.navigate", url=page.as_uri())
         while not any(e.get("method") == "Page.loadEventFired" for e in events):
             events.append(json.loads(ws.recv()))
-        rects = call("Runtime.evaluate", returnByValue=True, expression="""
+        rects = call(
+            "Runtime.evaluate",
+            returnByValue=True,
+            expression="""
             Array.from(document.querySelectorAll('section.diagram-section figure svg')).map(s => {
               const r = s.getBoundingClientRect(); return [s.closest('section').id, r.width, r.height]; })
-        """)["result"]["value"]
+        """,
+        )["result"]["value"]
         shot = call("Page.captureScreenshot", format="png", captureBeyondViewport=True)
         (artifacts_dir / "review-page.png").write_bytes(base64.b64decode(shot["data"]))
         time.sleep(0.3)
@@ -96,9 +117,13 @@ def test_chromium_shows_four_diagrams_without_errors_or_requests(page, tmp_path,
     finally:
         proc.terminate()
         proc.wait(timeout=10)
-    console = [e for e in events if e.get("method") == "Runtime.consoleAPICalled"
-               or e.get("method") == "Runtime.exceptionThrown"
-               or (e.get("method") == "Log.entryAdded" and e["params"]["entry"]["level"] == "error")]
+    console = [
+        e
+        for e in events
+        if e.get("method") == "Runtime.consoleAPICalled"
+        or e.get("method") == "Runtime.exceptionThrown"
+        or (e.get("method") == "Log.entryAdded" and e["params"]["entry"]["level"] == "error")
+    ]
     assert not console, console
     urls = [e["params"]["request"]["url"] for e in events if e.get("method") == "Network.requestWillBeSent"]
     assert all(u == page.as_uri() or u.startswith("data:") for u in urls), urls

@@ -12,11 +12,22 @@ from archkit.generators.registry import RenderContext, register
 from archkit.spec.model import Stage
 
 # Seed 004 §2.2: the data, control and policy planes are physical boundaries; colours per plane.
-PLANE_STYLE = {"data": ("data plane", "#eef4fb"), "control": ("control plane", "#f3eefb"),
-               "policy": ("policy plane", "#fbf5e8")}
-KIND_FILL = {"model": "#dbeafe", "ingress": "#e5e7eb", "gateway": "#e5e7eb", "store": "#fef3c7",
-             "cache": "#fef3c7", "queue": "#fde68a", "external": "#f3f4f6", "rules": "#ede9fe",
-             "human": "#fce7f3"}
+PLANE_STYLE = {
+    "data": ("data plane", "#eef4fb"),
+    "control": ("control plane", "#f3eefb"),
+    "policy": ("policy plane", "#fbf5e8"),
+}
+KIND_FILL = {
+    "model": "#dbeafe",
+    "ingress": "#e5e7eb",
+    "gateway": "#e5e7eb",
+    "store": "#fef3c7",
+    "cache": "#fef3c7",
+    "queue": "#fde68a",
+    "external": "#f3f4f6",
+    "rules": "#ede9fe",
+    "human": "#fce7f3",
+}
 # Beyond this many stages the diagram is folded into rows with edge labels as tooltips only:
 # a pipeline of 200 stages laid out by flow depth is 200 ranks long (25,000 px in one column,
 # beyond cairo's 32,767 px PNG limit at 1,000), and edge labels start to collide. Each row
@@ -45,8 +56,10 @@ def _stage_label(st: Stage, threshold: float, figures: dict[str, float], over: l
     sub = f"{st.kind.value}"
     if st.name and st.name != st.id:
         sub = f"{st.id} · {sub}"
-    rows.append(f'<TR><TD ALIGN="LEFT" BALIGN="LEFT"><FONT POINT-SIZE="8" COLOR="#555555">{html_lines(sub, 40, 160)}'
-                f'</FONT></TD></TR>')
+    rows.append(
+        f'<TR><TD ALIGN="LEFT" BALIGN="LEFT"><FONT POINT-SIZE="8" COLOR="#555555">{html_lines(sub, 40, 160)}'
+        f"</FONT></TD></TR>"
+    )
     budget = f"P50 {num(st.p50_ms, 'ms')} · P99 {num(st.p99_ms, 'ms')}"
     rows.append(f'<TR><TD ALIGN="LEFT" BALIGN="LEFT">{html(budget)}</TD></TR>')
     fail = pct(st.failure_rate)
@@ -58,21 +71,30 @@ def _stage_label(st: Stage, threshold: float, figures: dict[str, float], over: l
         desc = m.name + (f" {m.version}" if m.version else "")
         if m.batching is not None:
             desc += f" · batch ≤{m.batching.max_batch_size}"
-        rows.append(f'<TR><TD ALIGN="LEFT" BALIGN="LEFT"><FONT POINT-SIZE="8">model {html_lines(desc, 36, 120)}'
-                    f'</FONT></TD></TR>')
+        rows.append(
+            f'<TR><TD ALIGN="LEFT" BALIGN="LEFT"><FONT POINT-SIZE="8">model {html_lines(desc, 36, 120)}'
+            f"</FONT></TD></TR>"
+        )
     if st.data_classes:
-        rows.append(f'<TR><TD ALIGN="LEFT" BALIGN="LEFT"><FONT POINT-SIZE="8" COLOR="#b45309">data: '
-                    f'{html_lines(", ".join(st.data_classes), 36, 160)}</FONT></TD></TR>')
+        rows.append(
+            f'<TR><TD ALIGN="LEFT" BALIGN="LEFT"><FONT POINT-SIZE="8" COLOR="#b45309">data: '
+            f"{html_lines(', '.join(st.data_classes), 36, 160)}</FONT></TD></TR>"
+        )
     if st.compliance:
-        rows.append(f'<TR><TD ALIGN="LEFT" BALIGN="LEFT"><FONT POINT-SIZE="8" COLOR="#1d4ed8">compliance: '
-                    f'{html_lines(", ".join(st.compliance), 32, 160)}</FONT></TD></TR>')
+        rows.append(
+            f'<TR><TD ALIGN="LEFT" BALIGN="LEFT"><FONT POINT-SIZE="8" COLOR="#1d4ed8">compliance: '
+            f"{html_lines(', '.join(st.compliance), 32, 160)}</FONT></TD></TR>"
+        )
     if figures:
-        shown = " · ".join(f"{k[:-3].upper()} {num(figures[k], 'ms')}" for k in ("p50_ms", "p99_ms")
-                           if k in figures)
+        shown = " · ".join(
+            f"{k[:-3].upper()} {num(figures[k], 'ms')}" for k in ("p50_ms", "p99_ms") if k in figures
+        )
         mark = "⚠ measured" if over else "measured"
         colour = FAIL_RED if over else "#15803d"
-        rows.append(f'<TR><TD ALIGN="LEFT" BALIGN="LEFT"><FONT COLOR="{colour}"><B>{html(mark)}</B> '
-                    f'{html(shown)}</FONT></TD></TR>')
+        rows.append(
+            f'<TR><TD ALIGN="LEFT" BALIGN="LEFT"><FONT COLOR="{colour}"><B>{html(mark)}</B> '
+            f"{html(shown)}</FONT></TD></TR>"
+        )
     return '<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="1">' + "".join(rows) + "</TABLE>>"
 
 
@@ -137,15 +159,23 @@ def dataflow_view(ctx: RenderContext) -> dict[str, Any]:
             attrs.update(color=FAIL_RED, penwidth="2")
         attrs["style"] = ",".join(style)
         tooltip = f"{st.id}: {st.description}" if st.description else st.id
-        nodes.append({"id": ids[st.id], "plane": st.plane.value, "label": _stage_label(st, threshold, figures, over),
-                      "attrs": attrs, "tooltip": " ".join(wrap(tooltip, 200, 300))})
+        nodes.append(
+            {
+                "id": ids[st.id],
+                "plane": st.plane.value,
+                "label": _stage_label(st, threshold, figures, over),
+                "attrs": attrs,
+                "tooltip": " ".join(wrap(tooltip, 200, 300)),
+            }
+        )
     planes = sorted({n["plane"] for n in nodes}, key=list(PLANE_STYLE).index)
     clusters = []
     if len(planes) > 1:
         for p in planes:
             label, colour = PLANE_STYLE[p]
-            clusters.append({"id": p, "label": label, "colour": colour,
-                             "nodes": [n for n in nodes if n["plane"] == p]})
+            clusters.append(
+                {"id": p, "label": label, "colour": colour, "nodes": [n for n in nodes if n["plane"] == p]}
+            )
     missing = []
     edges = []
     lats = []
@@ -153,7 +183,7 @@ def dataflow_view(ctx: RenderContext) -> dict[str, Any]:
         lat = e.p99_ms if e.p99_ms is not None else stage_latency(spec.stage(e.to))
         lats.append(lat)
     max_lat = max([x for x in lats if x is not None], default=0.0)
-    for e, lat in zip(spec.dataflow.edges, lats):
+    for e, lat in zip(spec.dataflow.edges, lats, strict=True):
         for end in (e.from_, e.to):
             if end not in ids:
                 ids[end] = f"x{len(missing)}"
@@ -170,10 +200,16 @@ def dataflow_view(ctx: RenderContext) -> dict[str, Any]:
         if e.condition:
             bits.append(f"if {e.condition}")
         text = " · ".join(bits)
-        edges.append({"src": ids[e.from_], "dst": ids[e.to], "penwidth": _width(lat, max_lat),
-                      "style": "dashed" if e.mode == "async" else "solid",
-                      "label": "" if large else "<BR/>".join(html(x) for x in wrap(text, 30, 160)),
-                      "tooltip": " ".join(wrap(text, 300, 300))})
+        edges.append(
+            {
+                "src": ids[e.from_],
+                "dst": ids[e.to],
+                "penwidth": _width(lat, max_lat),
+                "style": "dashed" if e.mode == "async" else "solid",
+                "label": "" if large else "<BR/>".join(html(x) for x in wrap(text, 30, 160)),
+                "tooltip": " ".join(wrap(text, 300, 300)),
+            }
+        )
     rows: list[list[str]] = []
     if large:
         firsts = [st.id for i, st in enumerate(stages) if ids[st.id] == f"s{i}"]
@@ -184,27 +220,40 @@ def dataflow_view(ctx: RenderContext) -> dict[str, Any]:
         rows = [by_row[r] for r in sorted(by_row)]
     b = spec.budgets
     title = spec.metadata.title or spec.metadata.name
-    e2e = " · ".join(x for x in (
-        f"P50 {num(b.p50_ms, 'ms')}" if b.p50_ms is not None else "",
-        f"P95 {num(b.p95_ms, 'ms')}" if b.p95_ms is not None else "",
-        f"P99 {num(b.p99_ms, 'ms')}" if b.p99_ms is not None else "",
-        f"{num(b.throughput_rps)} rps" if b.throughput_rps is not None else "",
-        f"errors ≤ {pct(b.error_rate)}" if b.error_rate is not None else "") if x)
+    e2e = " · ".join(
+        x
+        for x in (
+            f"P50 {num(b.p50_ms, 'ms')}" if b.p50_ms is not None else "",
+            f"P95 {num(b.p95_ms, 'ms')}" if b.p95_ms is not None else "",
+            f"P99 {num(b.p99_ms, 'ms')}" if b.p99_ms is not None else "",
+            f"{num(b.throughput_rps)} rps" if b.throughput_rps is not None else "",
+            f"errors ≤ {pct(b.error_rate)}" if b.error_rate is not None else "",
+        )
+        if x
+    )
     return {
         "header": ctx.header("//"),
         "title": html_lines(f"{title} — data flow", 80, 200),
         "budget": html(f"end-to-end budget: {e2e}" if e2e else "no end-to-end budget"),
-        "rankdir": "TB" if large else "LR", "rows": rows,
+        "rankdir": "TB" if large else "LR",
+        "rows": rows,
         "large": large,
-        "nodes": nodes, "clusters": clusters, "missing": missing, "edges": edges,
-        "threshold": html(pct(threshold)), "any_over": any_over, "measured": measured is not None,
-        "any_fail": any_fail, "empty": not nodes,
+        "nodes": nodes,
+        "clusters": clusters,
+        "missing": missing,
+        "edges": edges,
+        "threshold": html(pct(threshold)),
+        "any_over": any_over,
+        "measured": measured is not None,
+        "any_fail": any_fail,
+        "empty": not nodes,
     }
 
 
 def dataflow_source(ctx: RenderContext) -> str:
-    return ctx.memo("dataflow.dot", lambda: render("dataflow/dataflow.dot.j2", ctx.templates_dir,
-                                                   **dataflow_view(ctx)))
+    return ctx.memo(
+        "dataflow.dot", lambda: render("dataflow/dataflow.dot.j2", ctx.templates_dir, **dataflow_view(ctx))
+    )
 
 
 @register("dataflow", order=10)

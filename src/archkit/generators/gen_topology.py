@@ -54,8 +54,11 @@ def pool_label(p: NodePool) -> str:
         gpu = f"GPU {g.count} × {g.model}" + (f" {num(g.memory_gb)} GB" if g.memory_gb else "")
         lines.append(gpu)
         if g.mig_profile or g.sharing.value != "exclusive":
-            lines.append(f"sharing {g.sharing.value}" + (f" · MIG {g.mig_profile}" if g.mig_profile else "")
-                         + (f" · {num(g.memory_fraction)} of memory" if g.memory_fraction else ""))
+            lines.append(
+                f"sharing {g.sharing.value}"
+                + (f" · MIG {g.mig_profile}" if g.mig_profile else "")
+                + (f" · {num(g.memory_fraction)} of memory" if g.memory_fraction else "")
+            )
     for t in p.taints:
         lines.append(f"taint {t.key}" + (f"={t.value}" if t.value else "") + f":{t.effect}")
     if p.multi_tenant:
@@ -85,7 +88,9 @@ def _build(ctx: RenderContext) -> str:
     try:
         import diagrams  # noqa: F401
     except ImportError as exc:
-        raise RendererError("the topology diagram needs the `diagrams` package: pip install 'archkit[render]'") from exc
+        raise RendererError(
+            "the topology diagram needs the `diagrams` package: pip install 'archkit[render]'"
+        ) from exc
     from diagrams import Cluster, Diagram, Edge, setcluster, setdiagram
     from diagrams.generic.compute import Rack
     from diagrams.generic.network import Subnet, Switch
@@ -107,21 +112,38 @@ def _build(ctx: RenderContext) -> str:
     large = len(topo.services) > LARGE
     with _LOCK:
         setcluster(None)
-        graph_attr = {"fontname": "DejaVu Sans", "fontsize": "14", "splines": "spline", "pad": "0.3",
-                      "nodesep": "0.9", "ranksep": "1.2" if not large else "0.8", "labelloc": "t",
-                      "newrank": "true"}
+        graph_attr = {
+            "fontname": "DejaVu Sans",
+            "fontsize": "14",
+            "splines": "spline",
+            "pad": "0.3",
+            "nodesep": "0.9",
+            "ranksep": "1.2" if not large else "0.8",
+            "labelloc": "t",
+            "newrank": "true",
+        }
         node_attr = {"fontname": "DejaVu Sans", "fontsize": "10"}
         edge_attr = {"fontname": "DejaVu Sans", "fontsize": "9", "color": "#4b5563"}
-        with SourceOnly(text(f"{title} — deployment topology", 80), filename="topology", show=False,
-                        direction="TB" if large else "LR", curvestyle="curved", outformat="dot",
-                        graph_attr=graph_attr, node_attr=node_attr, edge_attr=edge_attr) as diag:
+        with SourceOnly(
+            text(f"{title} — deployment topology", 80),
+            filename="topology",
+            show=False,
+            direction="TB" if large else "LR",
+            curvestyle="curved",
+            outformat="dot",
+            graph_attr=graph_attr,
+            node_attr=node_attr,
+            edge_attr=edge_attr,
+        ) as diag:
             nets: dict[str, Any] = {}
             if topo.networks:
                 with Cluster("networks"):
                     for i, n in enumerate(topo.networks):
                         if n.id in nets:
                             continue
-                        lab = [f"{n.id} · {n.kind}", n.cidr, f"MTU {n.mtu}"] + (["public"] if n.public else [])
+                        lab = [f"{n.id} · {n.kind}", n.cidr, f"MTU {n.mtu}"] + (
+                            ["public"] if n.public else []
+                        )
                         nets[n.id] = Switch("\n".join(text(x, WRAP) for x in lab), nodeid=f"net{i}")
             pools: dict[str, Any] = {}
             svc_nodes: dict[str, Any] = {}
@@ -141,9 +163,10 @@ def _build(ctx: RenderContext) -> str:
                 with Cluster("services on undefined pools / external"):
                     for j, s in orphans:
                         if s.id not in svc_nodes:
-                            svc_nodes[s.id] = Deploy(service_label(s) + "\n" + text(f"pool {s.pool} ?"),
-                                                     nodeid=f"svc{j}")
-            for i, p in enumerate(topo.node_pools):
+                            svc_nodes[s.id] = Deploy(
+                                service_label(s) + "\n" + text(f"pool {s.pool} ?"), nodeid=f"svc{j}"
+                            )
+            for p in topo.node_pools:
                 for net in p.networks:
                     if net in nets and pools.get(p.id) is not None:
                         nets[net] - Edge(color="#9ca3af", style="dashed") - pools[p.id]
@@ -184,15 +207,32 @@ def _build(ctx: RenderContext) -> str:
                     continue
                 for m in s.mounts:
                     if m.storage in stores:
-                        node >> Edge(fontsize="9", fontname="DejaVu Sans", label=text(m.path + (" (ro)" if m.read_only else ""), 30),
-                                     color="#b45309", style="dotted") >> stores[m.storage]
+                        (
+                            node
+                            >> Edge(
+                                fontsize="9",
+                                fontname="DejaVu Sans",
+                                label=text(m.path + (" (ro)" if m.read_only else ""), 30),
+                                color="#b45309",
+                                style="dotted",
+                            )
+                            >> stores[m.storage]
+                        )
                 for r in s.ingress:
                     lab = ",".join(str(p) for p in r.ports) or "all ports"
                     if r.auth != "none":
                         lab += f" · {r.auth}"
-                    source(r.from_) >> Edge(fontsize="9", fontname="DejaVu Sans", label=text(lab, 30), color="#1d4ed8") >> node
+                    (
+                        source(r.from_)
+                        >> Edge(fontsize="9", fontname="DejaVu Sans", label=text(lab, 30), color="#1d4ed8")
+                        >> node
+                    )
                 if s.public and not s.ingress:
-                    source("public") >> Edge(fontsize="9", fontname="DejaVu Sans", label="public", color="#1d4ed8") >> node
+                    (
+                        source("public")
+                        >> Edge(fontsize="9", fontname="DejaVu Sans", label="public", color="#1d4ed8")
+                        >> node
+                    )
             src = diag.dot.source
     root = icon_root()
     if root is not None:

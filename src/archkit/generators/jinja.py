@@ -7,7 +7,7 @@ import re
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import jinja2
 from jinja2.sandbox import SandboxedEnvironment
@@ -22,6 +22,7 @@ def builtin_templates_dir() -> Path:
 
 
 # ---- escaping filters: any string from a spec must stay inert in each target language
+
 
 def plantuml_label(value: Any) -> str:
     """Text safe inside a PlantUML activity label or note (no directives, no line breaks)."""
@@ -83,7 +84,7 @@ FILTERS = {
 
 
 @lru_cache(maxsize=8)
-def _env(user_dir: Optional[str]) -> jinja2.Environment:
+def _env(user_dir: str | None) -> jinja2.Environment:
     loaders: list[jinja2.BaseLoader] = []
     if user_dir:
         loaders.append(jinja2.FileSystemLoader(user_dir))
@@ -93,8 +94,9 @@ def _env(user_dir: Optional[str]) -> jinja2.Environment:
         loader=jinja2.ChoiceLoader(loaders),
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
-        autoescape=jinja2.select_autoescape(enabled_extensions=("html", "htm", "svg", "xml"),
-                                            default_for_string=False),
+        autoescape=jinja2.select_autoescape(
+            enabled_extensions=("html", "htm", "svg", "xml"), default_for_string=False
+        ),
         trim_blocks=True,
         lstrip_blocks=True,
     )
@@ -102,11 +104,11 @@ def _env(user_dir: Optional[str]) -> jinja2.Environment:
     return env
 
 
-def environment(user_dir: Optional[Path] = None) -> jinja2.Environment:
+def environment(user_dir: Path | None = None) -> jinja2.Environment:
     """The shared environment; `user_dir` templates override built-in ones of the same name."""
     return _env(str(user_dir) if user_dir else None)
 
 
-def render(template: str, user_dir: Optional[Path] = None, **values: Any) -> str:
+def render(template: str, user_dir: Path | None = None, **values: Any) -> str:
     """Render `NAME/file.j2` with `values`."""
     return environment(user_dir).get_template(template).render(**values)

@@ -32,52 +32,39 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from pathlib import Path
 
+from archkit.generators.toolchain import (
+    PLANTUML_VERSION,
+    RendererError,
+    RendererMissing,
+    Tools,
+    find_dot,
+    find_java,
+    find_plantuml_jar,
+)
 from archkit.process import stop
 
 DIAGRAM_SUFFIXES = (".dot", ".puml")
 FORMATS = ("svg", "png")
-PLANTUML_VERSION = "1.2026.8"
+
+__all__ = [
+    "PLANTUML_VERSION",
+    "RendererError",
+    "RendererMissing",
+    "Tools",
+    "find_dot",
+    "find_java",
+    "find_plantuml_jar",
+    "register_fallback",
+    "render_sources",
+]
 
 
-class RendererError(RuntimeError):
-    """A renderer is missing or reported an error for a diagram."""
+def register_fallback(cache: dict, source: str, make_dot: Callable[[], str]) -> None:
+    """Offer a Graphviz drawing of a PlantUML `source`, used when PlantUML cannot run here."""
+    cache.setdefault("_puml_fallback", {})[_key(".puml", "", source)[2]] = make_dot
 
 
 # --------------------------------------------------------------------------- locating tools
-
-def repo_root() -> Path:
-    return Path(__file__).resolve().parents[3]
-
-
-def find_plantuml_jar() -> Path:
-    """`ARCHKIT_PLANTUML_JAR`, else the pinned jar in the repo's `.cache/plantuml/`."""
-    env = os.environ.get("ARCHKIT_PLANTUML_JAR")
-    if env and Path(env).is_file():
-        return Path(env)
-    for base in (Path.cwd(), repo_root()):
-        pinned = base / ".cache" / "plantuml" / f"plantuml-{PLANTUML_VERSION}.jar"
-        if pinned.is_file():
-            return pinned
-        found = sorted((base / ".cache" / "plantuml").glob("plantuml-*.jar"))
-        if found:
-            return found[-1]
-    where = f"ARCHKIT_PLANTUML_JAR={env} does not exist; " if env else ""
-    raise RendererError(f"{where}no PlantUML jar found: run `make .cache/plantuml/plantuml-{PLANTUML_VERSION}.jar` "
-                        "or set ARCHKIT_PLANTUML_JAR")
-
-
-def find_java() -> str:
-    java = shutil.which("java")
-    if not java:
-        raise RendererError("no Java runtime on PATH: PlantUML needs one (Debian: default-jre-headless)")
-    return java
-
-
-def find_dot() -> str:
-    dot = shutil.which("dot")
-    if not dot:
-        raise RendererError("Graphviz `dot` is not on PATH (Debian: graphviz)")
-    return dot
 
 
 @lru_cache(maxsize=1)
@@ -144,11 +131,18 @@ def clean_svg(svg: str | bytes, base: Path | None = None) -> str:
 
 # --------------------------------------------------------------------------- running renderers
 
+
 def run_dot(source: str, fmt: str) -> bytes:
     """One `dot -T<fmt>` call; icons referenced as `resources/...` resolve against `diagrams`."""
     root = icon_root()
-    proc = subprocess.run([find_dot(), f"-T{fmt}"], input=source.encode("utf-8"), capture_output=True,
-                          cwd=str(root) if root else None, timeout=300, check=False)
+    proc = subprocess.run(
+        [find_dot(), f"-T{fmt}"],
+        input=source.encode("utf-8"),
+        capture_output=True,
+        cwd=str(root) if root else None,
+        timeout=300,
+        check=False,
+    )
     err = proc.stderr.decode("utf-8", "replace")
     if proc.returncode != 0 or "Error" in err:
         raise RendererError(f"dot failed ({proc.returncode}): {err.strip()[:2000]}")
@@ -158,11 +152,11 @@ def run_dot(source: str, fmt: str) -> bytes:
 _PUML_ERROR = re.compile(r"Error line (\d+) in file: (\S+)")
 
 
-def run_plantuml(sources: dict[str, str], fmt: str) -> dict[str, bytes]:
+def run_plantuml(sources: dict[str, str], fmt: str, jar: Path | None = None) -> dict[str, bytes]:
     """Render every PlantUML source with ONE JVM; name -> image. Raises on any diagram error."""
     if not sources:
         return {}
-    java, jar = find_java(), find_plantuml_jar()
+    java, jar = find_java(), find_plantuml_jar(jar)
     with tempfile.TemporaryDirectory(prefix="archkit-puml-") as tmp:
         src_dir, out_dir = Path(tmp, "src"), Path(tmp, "out")
         src_dir.mkdir()
@@ -173,9 +167,21 @@ def run_plantuml(sources: dict[str, str], fmt: str) -> dict[str, bytes]:
             p.write_text(sources[name], encoding="utf-8")
             files.append(str(p))
         # PLANTUML_LIMIT_SIZE: PNGs are cropped at 4096 px by default, too small for large specs
-        cmd = [java, "-Djava.awt.headless=true", "-Dfile.encoding=UTF-8", "-DPLANTUML_LIMIT_SIZE=32768",
-               "-jar", str(jar),
-               f"-t{fmt}", "-nometadata", "-charset", "UTF-8", "-o", str(out_dir), *files]
+        cmd = [
+            java,
+            "-Djava.awt.headless=true",
+            "-Dfile.encoding=UTF-8",
+            "-DPLANTUML_LIMIT_SIZE=32768",
+            "-jar",
+            str(jar),
+            f"-t{fmt}",
+            "-nometadata",
+            "-charset",
+            "UTF-8",
+            "-o",
+            str(out_dir),
+            *files,
+        ]
         proc = subprocess.run(cmd, capture_output=True, timeout=600, cwd=tmp, check=False)
         err = proc.stderr.decode("utf-8", "replace") + proc.stdout.decode("utf-8", "replace")
         if proc.returncode != 0:
@@ -202,9 +208,13 @@ def plantuml_url_encode(text: str) -> str:
     data = zlib.compress(text.encode("utf-8"), 9)[2:-4]
     out = []
     for i in range(0, len(data), 3):
-        b1, b2, b3 = (data[i:i + 3] + b"\0\0")[:3]
-        out += [_PUML_ALPHABET[b1 >> 2], _PUML_ALPHABET[((b1 & 3) << 4) | (b2 >> 4)],
-                _PUML_ALPHABET[((b2 & 15) << 2) | (b3 >> 6)], _PUML_ALPHABET[b3 & 63]]
+        b1, b2, b3 = (data[i : i + 3] + b"\0\0")[:3]
+        out += [
+            _PUML_ALPHABET[b1 >> 2],
+            _PUML_ALPHABET[((b1 & 3) << 4) | (b2 >> 4)],
+            _PUML_ALPHABET[((b2 & 15) << 2) | (b3 >> 6)],
+            _PUML_ALPHABET[b3 & 63],
+        ]
     return "".join(out)
 
 
@@ -214,7 +224,9 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def run_plantuml_server(sources: dict[str, str], formats: tuple[str, ...]) -> dict[tuple[str, str], bytes]:
+def run_plantuml_server(
+    sources: dict[str, str], formats: tuple[str, ...], jar: Path | None = None
+) -> dict[tuple[str, str], bytes]:
     """Render every source in every format with ONE JVM: a PlantUML server on 127.0.0.1 for this call.
 
     The CLI takes one output format per JVM; for SVG and PNG together a local `-picoweb`
@@ -222,15 +234,26 @@ def run_plantuml_server(sources: dict[str, str], formats: tuple[str, ...]) -> di
     """
     if not sources:
         return {}
-    java, jar = find_java(), find_plantuml_jar()
+    java, jar = find_java(), find_plantuml_jar(jar)
     log = tempfile.TemporaryFile()  # noqa: SIM115 - closed in finally; output to a file: a full pipe would stall the JVM
     proc, port = None, 0
     try:
         for attempt in range(3):  # the free port may be taken before the JVM binds it: try another
             port = _free_port()
-            proc = subprocess.Popen([java, "-Djava.awt.headless=true", "-Dfile.encoding=UTF-8",
-                                     "-DPLANTUML_LIMIT_SIZE=32768", "-jar", str(jar), f"-picoweb:{port}:127.0.0.1"],
-                                    stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+            proc = subprocess.Popen(
+                [
+                    java,
+                    "-Djava.awt.headless=true",
+                    "-Dfile.encoding=UTF-8",
+                    "-DPLANTUML_LIMIT_SIZE=32768",
+                    "-jar",
+                    str(jar),
+                    f"-picoweb:{port}:127.0.0.1",
+                ],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+            )
             if _wait_listening(proc, port, log, last=attempt == 2):
                 break
 
@@ -252,7 +275,7 @@ def run_plantuml_server(sources: dict[str, str], formats: tuple[str, ...]) -> di
 
         jobs = [(name, fmt) for name in sorted(sources) for fmt in formats]
         with ThreadPoolExecutor(max_workers=max(2, min(4, os.cpu_count() or 2))) as pool:
-            return dict(zip(jobs, pool.map(fetch, jobs)))
+            return dict(zip(jobs, pool.map(fetch, jobs), strict=True))
     finally:
         if proc is not None:
             stop(proc, timeout=10)
@@ -287,8 +310,8 @@ def strip_png_text(data: bytes) -> bytes:
         return data
     out, i = [_PNG_SIGNATURE], len(_PNG_SIGNATURE)
     while i + 8 <= len(data):
-        (length,) = struct.unpack(">I", data[i:i + 4])
-        kind = data[i + 4:i + 8]
+        (length,) = struct.unpack(">I", data[i : i + 4])
+        kind = data[i + 4 : i + 8]
         end = i + 12 + length
         if kind not in (b"tEXt", b"zTXt", b"iTXt", b"tIME"):
             out.append(data[i:end])
@@ -310,17 +333,33 @@ def _key(kind: str, fmt: str, source: str) -> tuple[str, str, str]:
     return (kind, fmt, hashlib.sha256(source.encode("utf-8")).hexdigest())
 
 
-def render_sources(files: dict[str, str | bytes], formats: tuple[str, ...] = ("svg",),
-                   cache: dict | None = None,
-                   progress: Callable[[str, int, int], None] | None = None) -> dict[str, bytes]:
+def _missing(find: Callable[[], object]) -> str | None:
+    try:
+        find()
+    except RendererMissing as exc:
+        return str(exc)
+    return None
+
+
+def render_sources(
+    files: dict[str, str | bytes],
+    formats: tuple[str, ...] = ("svg",),
+    cache: dict | None = None,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> dict[str, bytes]:
     """Render every `.dot`/`.puml` in `files`: returns {`name.svg`/`name.png`: bytes}.
 
     One JVM per PlantUML output format, `dot` calls in parallel with it. `cache` (a dict kept
     in the render context) maps source hashes to results, so repeated calls are free.
+
+    `cache["_tools"]` (a `Tools`) names the jar and, with `degrade`, turns a missing renderer
+    into entries of `Tools.unrendered` instead of an error; a PlantUML source with a
+    registered Graphviz fallback (`register_fallback`) is then drawn by `dot` instead.
     """
     formats = tuple(f for f in FORMATS if f in formats)
     cache = cache if cache is not None else {}
     store: dict = cache.setdefault("_renderers", {})
+    tools: Tools = cache.get("_tools") or Tools()
     todo_puml: dict[str, dict[str, tuple[str, str]]] = {f: {} for f in formats}
     todo_dot: list[tuple[str, str]] = []
     for rel in sorted(files):
@@ -337,7 +376,39 @@ def render_sources(files: dict[str, str | bytes], formats: tuple[str, ...] = ("s
                 todo_puml[fmt].setdefault(key[2], (rel, src))
             else:
                 todo_dot.append((fmt, src))
-    total = len(todo_dot) + min(1, sum(1 for f in formats if todo_puml[f]))
+    puml_missing = dot_missing = None
+    if tools.degrade and any(todo_puml.values()):
+        puml_missing = _missing(find_java) or _missing(lambda: find_plantuml_jar(tools.jar))
+    # PlantUML sources drawn by Graphviz instead: (format, puml hash) -> DOT source
+    fallback_dot: dict[tuple[str, str], str] = {}
+    if puml_missing:
+        offers = cache.get("_puml_fallback", {})
+        for fmt in formats:
+            for h, (rel, _src) in sorted(todo_puml[fmt].items()):
+                if h in offers:
+                    fallback_dot[(fmt, h)] = offers[h]()
+                    tools.notes[rel] = f"drawn by Graphviz instead of PlantUML: {puml_missing}"
+                else:
+                    tools.unrendered[f"{rel[: -len('.puml')]}.{fmt}"] = puml_missing
+            todo_puml[fmt] = {}
+    if tools.degrade and (todo_dot or fallback_dot):
+        dot_missing = _missing(find_dot)
+    if dot_missing:
+        for (fmt, h), _dot in fallback_dot.items():
+            rel = next(r for r, why in tools.notes.items() if why and r.endswith(".puml"))
+            tools.unrendered.setdefault(f"{rel[: -len('.puml')]}.{fmt}", dot_missing)
+        fallback_dot = {}
+        todo_dot_names = {_key(".dot", f, s)[2]: f for f, s in todo_dot}
+        for rel in sorted(files):
+            if Path(rel).suffix != ".dot":
+                continue
+            src = files[rel]
+            h = _key(".dot", "", src.decode("utf-8") if isinstance(src, bytes) else src)[2]
+            if h in todo_dot_names:
+                for fmt in formats:
+                    tools.unrendered[f"{rel[: -len('.dot')]}.{fmt}"] = dot_missing
+        todo_dot = []
+    total = len(todo_dot) + len(fallback_dot) + min(1, sum(1 for f in formats if todo_puml[f]))
     done = 0
     if total:
         if progress:
@@ -347,16 +418,22 @@ def render_sources(files: dict[str, str | bytes], formats: tuple[str, ...] = ("s
             puml_formats = [f for f in formats if todo_puml[f]]
             if len(puml_formats) > 1:  # one JVM for all formats: a local server for this render
                 named = {rel: src for f in puml_formats for rel, src in todo_puml[f].values()}
-                jobs[pool.submit(run_plantuml_server, named, tuple(puml_formats))] = (".puml", "*", None)
+                jobs[pool.submit(run_plantuml_server, named, tuple(puml_formats), tools.jar)] = (
+                    ".puml",
+                    "*",
+                    None,
+                )
             for fmt in puml_formats if len(puml_formats) == 1 else ():
                 named = {rel: src for rel, src in todo_puml[fmt].values()}
-                jobs[pool.submit(run_plantuml, named, fmt)] = (".puml", fmt, None)
+                jobs[pool.submit(run_plantuml, named, fmt, tools.jar)] = (".puml", fmt, None)
             seen: set = set()
             for fmt, src in todo_dot:
                 key = _key(".dot", fmt, src)
                 if key not in seen:
                     seen.add(key)
                     jobs[pool.submit(run_dot, src, fmt)] = (".dot", fmt, key)
+            for (fmt, h), dot_src in sorted(fallback_dot.items()):
+                jobs[pool.submit(run_dot, dot_src, fmt)] = ("fallback", fmt, (".puml", fmt, h))
             for fut, (kind, fmt, key) in jobs.items():
                 result = fut.result()
                 if kind == ".puml" and fmt == "*":
@@ -367,7 +444,7 @@ def render_sources(files: dict[str, str | bytes], formats: tuple[str, ...] = ("s
                     for h, (rel, _src) in todo_puml[fmt].items():
                         store[(".puml", fmt, h)] = _finish(kind, fmt, result[rel])
                 else:
-                    store[key] = _finish(kind, fmt, result)
+                    store[key] = _finish(".dot", fmt, result)
                 done += 1
                 if progress:
                     progress("render", done, total)
@@ -380,5 +457,7 @@ def render_sources(files: dict[str, str | bytes], formats: tuple[str, ...] = ("s
         src = src.decode("utf-8") if isinstance(src, bytes) else src
         stem = rel[: -len(suffix)]
         for fmt in formats:
-            out[f"{stem}.{fmt}"] = store[_key(suffix, fmt, src)]
+            key = _key(suffix, fmt, src)
+            if key in store:
+                out[f"{stem}.{fmt}"] = store[key]
     return out
