@@ -23,57 +23,16 @@ The model (stated in docs/checks.md and printed by `archkit capacity`):
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
 from archkit.analysis import queueing as q
+from archkit.analysis.service_table import ServiceTable, TimingPoint
+from archkit.analysis.simulate import simulate
+
+__all__ = ["ServiceTable", "TimingPoint", "BatchPrediction", "Recommendation", "predict", "recommend"]
 
 INF = math.inf
-
-
-@dataclass(frozen=True)
-class TimingPoint:
-    """Service time of one batch of `batch_size` items, in milliseconds."""
-
-    batch_size: int
-    total_ms: float
-
-
-class ServiceTable:
-    """Per-batch service time, linearly interpolated between measured batch sizes."""
-
-    def __init__(self, points: Iterable[TimingPoint | tuple[int, float]]):
-        pts: dict[int, float] = {}
-        for p in points:
-            b, t = (p.batch_size, p.total_ms) if isinstance(p, TimingPoint) else p
-            pts[int(b)] = float(t)
-        if not pts:
-            raise ValueError("a service-time table needs at least one batch size")
-        self.points = sorted(pts.items())
-
-    @property
-    def largest(self) -> int:
-        return self.points[-1][0]
-
-    def extrapolated(self, batch_size: float) -> bool:
-        """True when `batch_size` lies outside the measured sizes."""
-        return batch_size > self.largest or batch_size < self.points[0][0]
-
-    def ms(self, batch_size: float) -> float:
-        """Service time (ms) of one batch of `batch_size` items (fractional sizes allowed)."""
-        pts = self.points
-        if len(pts) == 1:
-            # one measurement: assume the per-item cost stays the same (conservative)
-            b0, t0 = pts[0]
-            return t0 * max(batch_size, 1) / b0 if batch_size > b0 else t0
-        if batch_size <= pts[0][0]:
-            return pts[0][1]
-        for (b0, t0), (b1, t1) in zip(pts, pts[1:], strict=False):
-            if batch_size <= b1:
-                return t0 + (t1 - t0) * (batch_size - b0) / (b1 - b0)
-        (b0, t0), (b1, t1) = pts[-2], pts[-1]
-        slope = max((t1 - t0) / (b1 - b0), 0.0)
-        return t1 + slope * (batch_size - b1)
 
 
 @dataclass(frozen=True)
@@ -263,8 +222,6 @@ def recommend(
     budget the reason names the floor: the service time of one item, which no amount of
     hardware removes.
     """
-    from archkit.analysis.simulate import simulate
-
     def meets(p: BatchPrediction) -> bool:
         if p.p99_ms > budget_ms:
             return False

@@ -15,7 +15,7 @@ import math
 import random
 from dataclasses import dataclass
 
-from archkit.analysis.batching import ServiceTable
+from archkit.analysis.service_table import ServiceTable
 
 
 @dataclass(frozen=True)
