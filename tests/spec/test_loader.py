@@ -179,3 +179,145 @@ def test_mutated_examples_never_crash(data):
     parent[path[-1]] = data.draw(_docs)
     res = load_text(yaml.safe_dump(base, sort_keys=False), "mutated.yaml")
     _assert_clean(res)
+
+
+# ---------------------------------------------------------------------------- bounded reads
+
+
+def test_dev_zero_is_refused_at_the_cap():
+    """/dev/zero reports st_size 0: the cap must hold on what is read, not on what stat says."""
+    start = time.perf_counter()
+    res = load_file("/dev/zero")
+    assert time.perf_counter() - start < 1
+    assert not res.ok and res.diagnostics[0].message == (
+        f"file is over the {loader_mod.MAX_FILE_BYTES}-byte limit for a spec"
+    )
+
+
+def test_directory_is_a_clear_error(tmp_path):
+    res = load_file(tmp_path)
+    assert res.diagnostics[0].message == "is a directory, not a file"
+    assert res.diagnostics[0].file == str(tmp_path)
+
+
+def test_unreadable_file_is_a_clear_error(tmp_path):
+    import os
+
+    import pytest
+
+    if os.geteuid() == 0:
+        pytest.skip("root reads every file")
+    p = tmp_path / "secret.yaml"
+    p.write_text(MINIMAL)
+    p.chmod(0)
+    assert load_file(p).diagnostics[0].message == "cannot read file: Permission denied"
+
+
+def test_fifo_is_read_when_its_writer_comes_late(tmp_path):
+    import os
+    import threading
+
+    fifo = tmp_path / "spec.fifo"
+    os.mkfifo(fifo)
+
+    def writer():
+        time.sleep(0.3)
+        with open(fifo, "w") as fh:
+            fh.write(MINIMAL)
+
+    t = threading.Thread(target=writer)
+    t.start()
+    res = load_file(fifo)
+    t.join()
+    assert res.ok, res.diagnostics
+
+
+def test_stalled_fifo_times_out(tmp_path, monkeypatch):
+    """A writer that sends part of a spec and then stalls: a timeout, not a hang."""
+    import os
+
+    monkeypatch.setattr(loader_mod, "READ_TIMEOUT_S", 0.5)
+    fifo = tmp_path / "spec.fifo"
+    os.mkfifo(fifo)
+    wfd = None
+    rfd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # lets the writer open without blocking
+    try:
+        wfd = os.open(fifo, os.O_WRONLY)
+        os.write(wfd, b"apiVersion: archkit/v1\n")
+        start = time.perf_counter()
+        res = load_file(fifo)
+        assert time.perf_counter() - start < 3
+        assert "no complete input within 0.5 s" in res.diagnostics[0].message
+    finally:
+        if wfd is not None:
+            os.close(wfd)
+        os.close(rfd)
+
+
+def test_endless_pipe_on_stdin_is_refused_at_the_cap():
+    import subprocess
+    import sys
+
+    yes = subprocess.Popen(["yes", "# padding"], stdout=subprocess.PIPE)
+    try:
+        out = subprocess.run(
+            [sys.executable, "-m", "archkit", "check", "-"],
+            stdin=yes.stdout,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        yes.kill()
+        yes.wait()
+    assert out.returncode == 1
+    assert out.stdout.startswith("<stdin>:1:1: AK100 error file is over the"), out.stdout + out.stderr
+
+
+def test_spec_on_stdin_is_checked():
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-m", "archkit", "check", "-", "--select", "AK1"],
+        input=MINIMAL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert out.stdout.endswith("1 file(s) checked: 0 error(s), 0 warning(s), 0 info\n")
+
+
+# ---------------------------------------------------------------------------- scalars and tags
+
+
+def test_yaml_1_1_scalars_stay_text():
+    """Dates, sexagesimals and underscored numbers are text; 0777 is decimal (YAML 1.2 core)."""
+    text = MINIMAL.replace("{name: t}", "{name: t, labels: {a: 2024-13-01, b: 1:30, c: 1_000, d: =}}")
+    res = load_text(text)
+    assert res.ok, res.diagnostics
+    assert res.spec.metadata.labels == {"a": "2024-13-01", "b": "1:30", "c": "1_000", "d": "="}
+    data, _ = loader_mod.parse_yaml("[0777, 2024-01-01 25:00:00]")
+    assert data == [777, "2024-01-01 25:00:00"]
+
+
+def test_core_schema_numbers():
+    data, _ = loader_mod.parse_yaml(
+        "[0o17, 0x1F, -5, +3, 1e3, .5, -.inf, true, ~, null, '', !!float 2, !!str 3]"
+    )
+    assert data[:11] == [15, 31, -5, 3, 1000.0, 0.5, float("-inf"), True, None, None, ""]
+    assert data[11] == 2.0 and isinstance(data[11], float) and data[12] == "3"
+
+
+def test_timeout_inf_is_a_check_error_not_a_broken_locustfile(monkeypatch):
+    """`timeout_ms: .inf` once passed check and reached the locustfile as the name `inf`."""
+    from archkit import api
+
+    monkeypatch.chdir(ROOT)
+    report = api.check(["tests/spec/broken/locust-timeout-inf.yaml"])
+    assert report.failed
+    assert [d.path for d in report.diagnostics if d.code == "AK101"] == [
+        "dataflow.stages[0].timeout_ms",
+        "loadtest.scenarios[0].weight",
+    ]

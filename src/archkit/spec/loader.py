@@ -9,11 +9,11 @@ Diagnostic; nothing here raises to the caller.
 from __future__ import annotations
 
 import difflib
+import math
 import os
 import re
 import types
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, NamedTuple
 
 import yaml
@@ -25,17 +25,28 @@ from archkit.spec.model import Spec, assign_paths
 MAX_FILE_BYTES = 4 * 1024 * 1024
 MAX_NODES = 200_000  # total nodes after alias expansion
 MAX_DEPTH = 64
+# A number written with more characters than this is refused before any conversion: a double
+# has 17 significant digits and the spec's largest bounds have 10, so 50 leaves room for
+# signs, exponents and zeros while staying far below Python's int-to-str limit (4,300 digits).
+MAX_NUMBER_CHARS = 50
+# Pipes, FIFOs and devices have no size to check up front: they are read with a deadline.
+READ_TIMEOUT_S = 30.0
 
-_CORE_TAGS = {
-    "tag:yaml.org,2002:str",
-    "tag:yaml.org,2002:int",
-    "tag:yaml.org,2002:float",
-    "tag:yaml.org,2002:bool",
-    "tag:yaml.org,2002:null",
-    "tag:yaml.org,2002:map",
-    "tag:yaml.org,2002:seq",
-    "tag:yaml.org,2002:timestamp",
-}
+_TAG = "tag:yaml.org,2002:"
+_STR, _INT, _FLOAT, _BOOL, _NULL = (_TAG + t for t in ("str", "int", "float", "bool", "null"))
+_MAP, _SEQ, _MERGE = _TAG + "map", _TAG + "seq", _TAG + "merge"
+_SCALAR_TAGS = {_STR, _INT, _FLOAT, _BOOL, _NULL}
+_CORE_TAGS = _SCALAR_TAGS | {_MAP, _SEQ}
+
+# YAML 1.2 core schema (yaml.org/spec/1.2.2 §10.3.2): the only plain scalars that are not text.
+# YAML 1.1's extras (yes/no/on/off, 0777 octals, 1_000, 1:30 sexagesimals, timestamps, '=')
+# stay text, so nothing reaches PyYAML's own constructors.
+_NULL_RX = re.compile(r"(?:~|null|Null|NULL|)")
+_BOOL_RX = re.compile(r"(?:true|True|TRUE|false|False|FALSE)")
+_INT_RX = re.compile(r"[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+")
+_FLOAT_RX = re.compile(
+    r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)"
+)
 
 try:  # the C composer is much faster on big specs; marks are the same
     _Base = yaml.CSafeLoader  # type: ignore[attr-defined]
@@ -44,15 +55,22 @@ except AttributeError:  # pragma: no cover - libyaml missing
 
 
 class _Loader(_Base):  # type: ignore[misc,valid-type]
-    """YAML 1.2 booleans: only true/false are booleans, so `when: yes` stays the text 'yes'."""
+    """Resolves plain scalars by the YAML 1.2 core schema: `when: yes` stays the text 'yes'."""
 
 
-_BOOL = "tag:yaml.org,2002:bool"
-_Loader.yaml_implicit_resolvers = {
-    first: [(tag, rx) for tag, rx in resolvers if tag != _BOOL]
-    for first, resolvers in _Base.yaml_implicit_resolvers.items()
-}
-_Loader.add_implicit_resolver(_BOOL, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF"))
+_Loader.yaml_implicit_resolvers = {}
+for _tag, _rx, _first in (
+    (_NULL, _NULL_RX, ["~", "n", "N", ""]),
+    (_BOOL, _BOOL_RX, list("tTfF")),
+    (_INT, _INT_RX, list("-+0123456789")),
+    (_FLOAT, _FLOAT_RX, list("-+0123456789.")),
+    (_MERGE, re.compile(r"<<"), ["<"]),  # resolved only to refuse it with a clear message
+):
+    _Loader.add_implicit_resolver(_tag, re.compile(rf"^(?:{_rx.pattern})$"), _first)
+
+
+def _short_tag(tag: str) -> str:
+    return "!!" + tag[len(_TAG) :] if tag.startswith(_TAG) else tag
 
 
 class Loc(NamedTuple):
@@ -128,14 +146,7 @@ class _Converter:
                 path,
             )
         self.smap.values.setdefault(path, Loc(node.start_mark.line + 1, node.start_mark.column + 1))
-        if node.tag not in _CORE_TAGS:
-            raise _LoadError(
-                f"YAML tag {node.tag!r} is not allowed (only plain data is accepted)",
-                node.start_mark.line + 1,
-                node.start_mark.column + 1,
-                "AK100",
-                path,
-            )
+        _check_tag(node, path)
         if isinstance(node, yaml.MappingNode):
             out: dict = {}
             for knode, vnode in node.value:
@@ -155,6 +166,7 @@ class _Converter:
                         "AK100",
                         path,
                     )
+                _check_tag(knode, path)
                 key = knode.value
                 if key in out:
                     raise _LoadError(
@@ -170,21 +182,83 @@ class _Converter:
             return out
         if isinstance(node, yaml.SequenceNode):
             return [self.convert(v, path + (i,), depth + 1) for i, v in enumerate(node.value)]
-        return _scalar(node)
+        return _scalar(node, path)
 
 
-_CONSTRUCTOR = yaml.SafeLoader("")  # only used for its scalar constructors (no caching)
-
-
-def _scalar(node: yaml.ScalarNode) -> Any:
-    try:
-        value = _CONSTRUCTOR.yaml_constructors[node.tag](_CONSTRUCTOR, node)
-    except yaml.YAMLError as exc:
+def _check_tag(node: yaml.Node, path: tuple) -> None:
+    """Only core-schema tags, each on its own node kind: !!map on a mapping, and so on."""
+    tag = node.tag
+    if tag == _MERGE and isinstance(node, yaml.ScalarNode):
+        return  # the mapping refuses merge keys with its own message
+    if tag not in _CORE_TAGS:
+        reason = (
+            "the spec has no date fields; write dates as quoted text"
+            if tag == _TAG + "timestamp"
+            else "only plain data is accepted"
+        )
         raise _LoadError(
-            f"bad scalar value: {exc}", node.start_mark.line + 1, node.start_mark.column + 1
-        ) from None
-    if hasattr(value, "isoformat"):  # timestamps: keep the text the user wrote
-        return node.value
+            f"YAML tag {_short_tag(tag)!r} is not allowed ({reason})", *_mark(node), "AK100", path
+        )
+    kind = (
+        "mapping"
+        if isinstance(node, yaml.MappingNode)
+        else "sequence"
+        if isinstance(node, yaml.SequenceNode)
+        else "scalar"
+    )
+    fits = {_MAP: "mapping", _SEQ: "sequence"}.get(tag, "scalar")
+    if kind != fits:
+        raise _LoadError(
+            f"YAML tag {_short_tag(tag)!r} cannot be put on a {kind}", *_mark(node), "AK100", path
+        )
+
+
+def _mark(node: yaml.Node) -> tuple[int, int]:
+    return node.start_mark.line + 1, node.start_mark.column + 1
+
+
+def _scalar(node: yaml.ScalarNode, path: tuple = ()) -> Any:
+    """A scalar by the YAML 1.2 core schema, resolved here (never by PyYAML's constructors), so
+    an explicit `!!int abc` is a located error and not a ValueError from deep inside PyYAML."""
+    text, tag = node.value, node.tag
+    if tag == _STR:
+        return text
+    if tag in (_INT, _FLOAT) and len(text) > MAX_NUMBER_CHARS:
+        raise _LoadError(
+            f"a number of {len(text)} characters is over the {MAX_NUMBER_CHARS}-character limit"
+            " (quote it if it is text)",
+            *_mark(node),
+            "AK100",
+            path,
+        )
+    rx = {_NULL: _NULL_RX, _BOOL: _BOOL_RX, _INT: _INT_RX, _FLOAT: _FLOAT_RX}[tag]
+    if not rx.fullmatch(text):
+        shown = text if len(text) <= 40 else text[:37] + "..."
+        raise _LoadError(
+            f"{shown!r} is not a valid {_short_tag(tag)} (YAML 1.2 core schema)", *_mark(node), "AK100", path
+        )
+    if tag == _NULL:
+        return None
+    if tag == _BOOL:
+        return text.lower() == "true"
+    if tag == _INT:
+        if text.startswith(("0o", "0x")):
+            return int(text[2:], 8 if text[1] == "o" else 16)
+        return int(text, 10)
+    low = text.lower()
+    if low.endswith(".nan"):
+        return math.nan
+    if low.endswith(".inf"):
+        return -math.inf if text.startswith("-") else math.inf
+    return float(text)
+
+
+def _plain_copy(value: Any) -> Any:
+    """A copy of loaded plain data (dicts, lists, scalars); depth is bounded by MAX_DEPTH."""
+    if isinstance(value, dict):
+        return {k: _plain_copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain_copy(v) for v in value]
     return value
 
 
@@ -279,9 +353,7 @@ def _salvage(data: dict, exc: ValidationError, smap: SourceMap, file: str, round
     """Drop every invalid value and validate again, so that reference and structure checks can
     still report their findings in the same run as the schema errors (several errors at once).
     Gives up (None) when a required field is missing or nothing more can be dropped."""
-    import copy
-
-    work = copy.deepcopy(data)
+    work = _plain_copy(data)
     for _ in range(rounds):
         dropped = False
         for err in exc.errors(include_url=False):
@@ -314,52 +386,90 @@ def _salvage(data: dict, exc: ValidationError, smap: SourceMap, file: str, round
     return None
 
 
+class ReadError(Exception):
+    """A file that cannot be read as a spec: its message is one line, without the file name."""
+
+
+def read_capped(path: str | os.PathLike, cap: int, timeout_s: float | None = None) -> bytes:
+    """At most `cap` bytes of a file, pipe, FIFO, device or of standard input (`-`).
+
+    Reads cap + 1 bytes at most, so /dev/zero or an endless pipe is refused as soon as it passes
+    the cap (`st_size` is 0 for those and cannot be trusted). Pipes and devices are read without
+    blocking, within `timeout_s` in all. Raises ReadError with a one-line reason."""
+    import select
+    import stat
+    import time
+
+    timeout = READ_TIMEOUT_S if timeout_s is None else timeout_s
+    if str(path) == "-":
+        fd, own = 0, False
+        if os.isatty(0):
+            raise ReadError("standard input is a terminal; pipe a file in (archkit check - < spec.yaml)")
+    else:
+        try:
+            # O_NONBLOCK: opening a FIFO without a writer must not hang; cleared for plain files
+            fd, own = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)), True
+        except FileNotFoundError:
+            raise ReadError("file not found") from None
+        except OSError as exc:
+            raise ReadError(f"cannot read file: {exc.strerror or exc}") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise ReadError("is a directory, not a file")
+        regular, fifo = stat.S_ISREG(mode), stat.S_ISFIFO(mode) and own
+        if regular and own:
+            os.set_blocking(fd, True)
+        elif not own:
+            os.set_blocking(fd, False)
+        chunks: list[bytes] = []
+        got = 0
+        deadline = time.monotonic() + timeout
+        while got <= cap:
+            try:
+                chunk = os.read(fd, min(cap + 1 - got, 1 << 20))
+            except BlockingIOError:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise ReadError(
+                        f"no complete input within {timeout:g} s (a pipe or device that stalls?)"
+                    ) from None
+                select.select([fd], [], [], min(left, 1.0))
+                continue
+            except OSError as exc:
+                raise ReadError(f"cannot read file: {exc.strerror or exc}") from None
+            if not chunk:
+                if got == 0 and fifo and time.monotonic() < deadline:
+                    time.sleep(0.05)  # a named FIFO whose writer has not opened it yet reads as EOF
+                    continue
+                break
+            chunks.append(chunk)
+            got += len(chunk)
+            if not regular and time.monotonic() > deadline:
+                raise ReadError(f"no complete input within {timeout:g} s (a pipe or device that stalls?)")
+        if got > cap:
+            raise ReadError(f"file is over the {cap}-byte limit for a spec")
+        return b"".join(chunks)
+    finally:
+        if own:
+            os.close(fd)
+
+
 def load_file(path: str | os.PathLike) -> LoadResult:
-    """Load a spec file, refusing huge, binary or unreadable files with a located error."""
-    file = str(path)
-    p = Path(path)
+    """Load a spec file (or `-`, standard input), refusing huge, binary or unreadable input
+    with a located error in bounded time."""
+    file = "<stdin>" if str(path) == "-" else str(path)
     try:
-        size = p.stat().st_size
-        if p.is_dir():
-            raise IsADirectoryError(file)
-    except FileNotFoundError:
-        return LoadResult(file, None, None, [Diagnostic("AK100", Severity.ERROR, "file not found", file)])
-    except OSError as exc:
-        return LoadResult(
-            file,
-            None,
-            None,
-            [Diagnostic("AK100", Severity.ERROR, f"cannot read file: {exc.strerror or exc}", file)],
-        )
-    if size > MAX_FILE_BYTES:
-        return LoadResult(
-            file,
-            None,
-            None,
-            [
-                Diagnostic(
-                    "AK100",
-                    Severity.ERROR,
-                    f"file is {size} bytes, over the {MAX_FILE_BYTES}-byte limit for a spec",
-                    file,
-                )
-            ],
-        )
+        raw = read_capped(path, MAX_FILE_BYTES)
+    except ReadError as exc:
+        return LoadResult(file, None, None, [Diagnostic("AK100", Severity.ERROR, str(exc), file)])
     try:
-        raw = p.read_bytes()
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
         col = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
         return LoadResult(
             file, None, None, [Diagnostic("AK100", Severity.ERROR, "file is not UTF-8 text", file, line, col)]
-        )
-    except OSError as exc:
-        return LoadResult(
-            file,
-            None,
-            None,
-            [Diagnostic("AK100", Severity.ERROR, f"cannot read file: {exc.strerror or exc}", file)],
         )
     if text.startswith("\ufeff"):
         text = text[1:]

@@ -33,8 +33,15 @@ PositiveInt = Annotated[int, Field(ge=1)]
 class Node(BaseModel):
     """Base of every spec object: strict keys, and a record of where in the file it came from."""
 
+    # allow_inf_nan=False: `.inf`/`.nan` are YAML floats, but no field of a spec means them
+    # (a `timeout_ms: .inf` once reached a locustfile as the undefined name `inf`)
     model_config = ConfigDict(
-        extra="forbid", populate_by_name=True, frozen=False, use_enum_values=False, validate_default=True
+        extra="forbid",
+        populate_by_name=True,
+        frozen=False,
+        use_enum_values=False,
+        validate_default=True,
+        allow_inf_nan=False,
     )
     _path: tuple = PrivateAttr(default=())
 
@@ -178,6 +185,11 @@ class ModelInfo(Node):
     server: str | None = Field(None, description="serving runtime, e.g. triton")
     device: Device = Device.gpu
     instances: PositiveInt = 1
+    items_per_call: PositiveInt = Field(
+        1,
+        description="items each inference request carries (a client that sends line crops in pairs: 2); "
+        "the batcher never splits a request",
+    )
     batching: Batching | None = None
     service_time: list[BatchTiming] = Field(default_factory=list)
     reload_ms: Ms | None = Field(None, description="model reload / CUDA context rebuild time")
@@ -264,6 +276,11 @@ class Edge(Node):
     p99_ms: Ms | None = None
     label: str | None = None
     condition: str | None = Field(None, description="taken only when this holds (branch)")
+    weight: Fraction | None = Field(
+        None,
+        description="share of the source stage's traffic that takes this edge (a cache miss ratio, a "
+        "fallback share); unset: all of it (conservative)",
+    )
 
 
 class Dataflow(Node):
@@ -490,6 +507,10 @@ class Service(Node):
     min_replicas: Annotated[int, Field(ge=0)] | None = None
     max_replicas: Annotated[int, Field(ge=0)] | None = None
     resources: Resources = Field(default_factory=Resources)
+    routing: Literal["random", "round-robin", "least-request"] = Field(
+        "random",
+        description="how callers spread requests over the replicas; a Kubernetes Service (kube-proxy) is random",
+    )
     ports: list[Port] = Field(default_factory=list)
     probes: Probes = Field(default_factory=Probes)
     security: Security = Field(default_factory=Security)
@@ -528,9 +549,18 @@ class Topology(Node):
 
 
 class GateType(str, Enum):
+    """Open-PSA MEF's Boolean connectives, plus `inhibit` (an AND with a conditioning event)."""
+
     OR = "or"
     AND = "and"
     ATLEAST = "atleast"
+    NOT = "not"
+    XOR = "xor"
+    NAND = "nand"
+    NOR = "nor"
+    IFF = "iff"
+    IMPLY = "imply"
+    INHIBIT = "inhibit"
 
 
 class Gate(Node):
@@ -539,6 +569,47 @@ class Gate(Node):
     type: GateType
     k: PositiveInt | None = Field(None, description="for atleast: how many inputs must fail")
     inputs: list[Id] = Field(min_length=1)
+    condition: Id | None = Field(
+        None, description="for inhibit: the conditioning event (basic or house) that must also hold"
+    )
+
+
+class HouseEvent(Node):
+    """An event that is certainly true or false (a switch), e.g. 'maintenance in progress'."""
+
+    id: Id
+    label: str | None = None
+    state: bool = Field(False, description="true or false; `archkit faulttree --house ID=true` overrides it")
+
+
+class CcfModel(str, Enum):
+    BETA_FACTOR = "beta-factor"
+    ALPHA_FACTOR = "alpha-factor"
+    MGL = "mgl"
+
+
+class CcfGroup(Node):
+    """Common-cause failure group: members fail independently or together (NUREG/CR-5485 models).
+
+    beta-factor: `factors: [beta]`; alpha-factor: `factors: [a1, ..., am]`; MGL:
+    `factors: [beta, gamma, ...]` (m - 1 values). The members' total failure probability
+    is `probability`, or each member's own when they agree.
+    """
+
+    id: Id
+    members: list[Id] = Field(min_length=2)
+    model: CcfModel = CcfModel.BETA_FACTOR
+    probability: Fraction | None = None
+    factors: list[Fraction] = Field(min_length=1)
+
+
+class FaultTreeLimits(Node):
+    """Bounds on the analysis, so that a huge tree is a finding instead of a hang."""
+
+    max_bdd_nodes: PositiveInt = Field(4_000_000, description="decision-diagram nodes (~250 bytes each)")
+    max_cut_sets: PositiveInt = Field(1_000_000, description="minimal cut sets listed (counts are exact)")
+    max_order: PositiveInt | None = Field(None, description="drop cut sets with more events")
+    cutoff: Fraction | None = Field(None, description="drop cut sets less probable than this")
 
 
 class BasicEvent(Node):
@@ -557,7 +628,13 @@ class BasicEvent(Node):
     timeout_s: Annotated[float, Field(gt=0, le=600)] = 10
     cost_s: Annotated[float, Field(ge=0)] | None = Field(None, description="time a check takes a human")
     probability: Fraction | None = None
-    rate_per_hour: Annotated[float, Field(ge=0)] | None = None
+    rate_per_hour: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None = None
+    test_interval_h: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = Field(
+        None, description="periodically tested: with rate_per_hour, unavailability since the last test"
+    )
+    first_test_h: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None = Field(
+        None, description="time of the first test (default: test_interval_h)"
+    )
     mismatch_means: str | None = None
     remedy: str | None = None
 
@@ -574,6 +651,9 @@ class FaultTree(Node):
     )
     gates: list[Gate] = Field(default_factory=list)
     events: list[BasicEvent] = Field(default_factory=list)
+    house_events: list[HouseEvent] = Field(default_factory=list)
+    ccf_groups: list[CcfGroup] = Field(default_factory=list)
+    limits: FaultTreeLimits = Field(default_factory=FaultTreeLimits)
     escalation: str | None = None
 
 
@@ -764,6 +844,14 @@ class Level(Node):
     step_rps: Annotated[float, Field(gt=0)] | None = None
     step_duration_s: Annotated[float, Field(gt=0)] | None = None
     max_rps: Annotated[float, Field(gt=0)] | None = None
+    arrival: Literal["constant", "poisson", "closed"] | None = Field(
+        None,
+        description="open model (constant or poisson arrivals at the offered rate, the default for "
+        "baseline and stress) or closed (users wait for each answer; the default for chaos)",
+    )
+    max_inflight: PositiveInt | None = Field(
+        None, description="open model: requests in flight at most (default: users); beyond it a request is dropped"
+    )
     faults: list[Fault] = Field(default_factory=list)
 
 
@@ -798,6 +886,17 @@ class Environment(Node):
     budgets: Budgets | None = None
     stages: list[StageOverride] = Field(default_factory=list)
     measured: str | None = Field(None, description="where the numbers come from")
+    device: Device | None = Field(None, description="where every model stage runs on this hardware")
+    cpu_cores: Annotated[float, Field(gt=0)] | None = Field(
+        None,
+        description="every service runs on one machine with this many cores (a development box): "
+        "all stages share them",
+    )
+    calibration: str | None = Field(
+        None,
+        description="a calibration file written by `archkit calibrate` (path relative to the spec): its "
+        "measured service times replace the model stages' on this hardware",
+    )
 
 
 # --------------------------------------------------------------------------- the spec
@@ -894,6 +993,10 @@ class Spec(Node):
                 _copy_paths(ov.batching, st.model.batching)
             if ov.instances is not None:
                 st.model.instances = ov.instances
+        if env.device is not None:
+            for st in clone.dataflow.stages:
+                if st.model is not None:
+                    st.model.device = env.device
         return clone
 
 
