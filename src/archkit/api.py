@@ -257,7 +257,8 @@ class RenderResult:
     files: dict[str, str | bytes]
     write: WriteResult
     diagnostics: list[Diagnostic]
-    skipped: dict[str, str] = field(default_factory=dict)  # generator -> why
+    skipped: dict[str, str] = field(default_factory=dict)  # file not rendered -> why, and the fix
+    notes: dict[str, str] = field(default_factory=dict)  # source drawn another way -> how and why
 
 
 def generate(
@@ -269,8 +270,13 @@ def generate(
     templates_dir: Path | None = None,
     env: str | None = None,
     progress=None,
+    tools=None,
 ) -> tuple[dict[str, str | bytes], list[Diagnostic]]:
-    """Run the selected generators in memory; returns {relative path: content} and findings."""
+    """Run the selected generators in memory; returns {relative path: content} and findings.
+
+    `tools` (an `archkit.generators.renderers.Tools`) names the PlantUML jar and, with
+    `degrade`, collects diagrams that could not be rendered here instead of raising.
+    """
     from archkit.generators import RenderContext, all_generators
 
     gens = all_generators()
@@ -290,6 +296,8 @@ def generate(
         env=env,
         progress=progress,
     )
+    if tools is not None:
+        ctx.cache["_tools"] = tools
     files: dict[str, str | bytes] = {}
     selected = [g for name, g in gens.items() if not only or name in only]
     for i, gen in enumerate(selected):
@@ -329,13 +337,27 @@ def render(
     force: bool = False,
     env: str | None = None,
     progress=None,
+    plantuml_jar: Path | None = None,
 ) -> RenderResult:
-    """Render every artifact of a spec into `out_dir` (or, with `check`, report stale files)."""
+    """Render every artifact of a spec into `out_dir` (or, with `check`, report stale files).
+
+    A renderer that is missing here does not stop the render: the other files are written,
+    the control flow is drawn by Graphviz when PlantUML cannot run, and `skipped` lists each
+    file that was not rendered with why and how to fix it (`notes` what was drawn instead).
+    """
+    from archkit.generators.renderers import Tools
+
     res = load(spec_path)
     if res.spec is None:
         return RenderResult({}, WriteResult(), res.diagnostics)
-    files, diags = generate(res.spec, str(spec_path), only, formats, measured, templates_dir, env, progress)
-    return RenderResult(files, write_tree(out_dir, files, check=check, force=force), diags)
+    tools = Tools(jar=plantuml_jar, degrade=True)
+    files, diags = generate(
+        res.spec, str(spec_path), only, formats, measured, templates_dir, env, progress, tools
+    )
+    result = RenderResult(files, write_tree(out_dir, files, check=check, force=force), diags)
+    result.skipped.update(tools.unrendered)
+    result.notes.update(tools.notes)
+    return result
 
 
 # --------------------------------------------------------------------------- verify (issue 8)
@@ -493,6 +515,8 @@ def loadtest(
     prometheus: bool = True,
     plots: bool = True,
     progress=None,
+    arrival: str | None = None,
+    max_inflight: int | None = None,
 ) -> LoadtestOutcome:
     """Load-test the spec's target at one level (baseline, stress, chaos or a level id) and judge its budgets.
 
@@ -541,6 +565,8 @@ def loadtest(
         metrics=list(metrics or []),
         rule_files=rule_files,
         prometheus=prometheus,
+        arrival=arrival,
+        max_inflight=max_inflight,
     )
     folder = None
     try:

@@ -57,9 +57,10 @@ def test_dot_error_is_reported():
 
 def test_missing_jar_is_a_clear_error(monkeypatch, tmp_path):
     monkeypatch.setenv("ARCHKIT_PLANTUML_JAR", str(tmp_path / "nope.jar"))
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(renderers, "repo_root", lambda: tmp_path)
-    with pytest.raises(RendererError, match="no PlantUML jar found"):
+    with pytest.raises(
+        RendererError,
+        match="ARCHKIT_PLANTUML_JAR: .*nope.jar does not exist: run `archkit renderers install`",
+    ):
         renderers.find_plantuml_jar()
 
 

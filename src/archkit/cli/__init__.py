@@ -16,9 +16,11 @@ from typing import Annotated
 import typer
 
 from archkit import __version__
+from archkit.cli.usage import ArchkitGroup
 
 app = typer.Typer(
     name="archkit",
+    cls=ArchkitGroup,  # usage errors as one line `archkit: ...`, exit 2
     help="Architecture as code for AI services: check, render, verify and load-test one YAML spec.",
     no_args_is_help=True,
     add_completion=False,

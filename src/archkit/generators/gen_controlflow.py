@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from archkit.generators.controlflow_dot import controlflow_dot
 from archkit.generators.diagram_text import clean, num, pct, wrap
 from archkit.generators.jinja import plantuml_label, render
 from archkit.generators.registry import RenderContext, register
+from archkit.generators.renderers import register_fallback
 from archkit.spec.model import Call, Decision, Terminal
 
 # Seed 004 §2.1: failure branches must be drawn with arrows of a different colour, not left in
@@ -202,8 +204,11 @@ def controlflow_view(ctx: RenderContext) -> dict[str, Any]:
 
 
 def controlflow_source(ctx: RenderContext) -> str:
-    return ctx.memo("controlflow.puml", lambda: render("controlflow/controlflow.puml.j2", ctx.templates_dir,
-                                                       **controlflow_view(ctx)))
+    source = ctx.memo("controlflow.puml", lambda: render("controlflow/controlflow.puml.j2", ctx.templates_dir,
+                                                         **controlflow_view(ctx)))
+    # without a JVM the renderers draw this Graphviz version instead (its title says so)
+    register_fallback(ctx.cache, source, lambda: controlflow_dot(ctx))
+    return source
 
 
 @register("controlflow", order=20)

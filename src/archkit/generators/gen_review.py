@@ -15,7 +15,7 @@ from archkit.generators.gen_topology import topology_source
 from archkit.generators.jinja import render
 from archkit.generators.measured import LATENCY, over_budget
 from archkit.generators.registry import RenderContext, register
-from archkit.generators.renderers import render_sources
+from archkit.generators.renderers import render_sources, with_placeholders
 
 _XML_DECL = re.compile(r"^\s*<\?xml[^>]*\?>\s*")
 _ID = re.compile(r'\bid="([^"]+)"')
@@ -68,7 +68,8 @@ def review_view(ctx: RenderContext) -> dict[str, Any]:
                                "topology.dot": topology_source(ctx)}
     sources.update(faulttree_sources(ctx))
     formats = tuple(dict.fromkeys(("svg",) + tuple(ctx.formats)))
-    rendered = render_sources(sources, formats, ctx.cache, ctx.progress)
+    # a diagram whose renderer is missing here shows as a box saying why and how to fix it
+    rendered = with_placeholders(render_sources(sources, formats, ctx.cache, ctx.progress), sources, ctx.cache)
     diagrams = [
         {"id": "dataflow", "title": "Data flow", "svg": inline_svg(rendered["dataflow.svg"], "df", "data flow")},
         {"id": "controlflow", "title": "Control flow",

@@ -18,7 +18,6 @@ import base64
 import hashlib
 import os
 import re
-import shutil
 import socket
 import struct
 import subprocess
@@ -333,6 +332,10 @@ def _key(kind: str, fmt: str, source: str) -> tuple[str, str, str]:
     return (kind, fmt, hashlib.sha256(source.encode("utf-8")).hexdigest())
 
 
+def _out_name(rel: str, fmt: str) -> str:
+    return f"{rel[: -len(Path(rel).suffix)]}.{fmt}"
+
+
 def _missing(find: Callable[[], object]) -> str | None:
     try:
         find()
@@ -361,7 +364,7 @@ def render_sources(
     store: dict = cache.setdefault("_renderers", {})
     tools: Tools = cache.get("_tools") or Tools()
     todo_puml: dict[str, dict[str, tuple[str, str]]] = {f: {} for f in formats}
-    todo_dot: list[tuple[str, str]] = []
+    todo_dot: list[tuple[str, str, str]] = []  # (format, source, file name)
     for rel in sorted(files):
         suffix = Path(rel).suffix
         if suffix not in DIAGRAM_SUFFIXES:
@@ -375,39 +378,31 @@ def render_sources(
             if suffix == ".puml":
                 todo_puml[fmt].setdefault(key[2], (rel, src))
             else:
-                todo_dot.append((fmt, src))
+                todo_dot.append((fmt, src, rel))
     puml_missing = dot_missing = None
     if tools.degrade and any(todo_puml.values()):
         puml_missing = _missing(find_java) or _missing(lambda: find_plantuml_jar(tools.jar))
-    # PlantUML sources drawn by Graphviz instead: (format, puml hash) -> DOT source
-    fallback_dot: dict[tuple[str, str], str] = {}
+    # PlantUML sources drawn by Graphviz instead: (format, puml hash) -> (file name, DOT source)
+    fallback_dot: dict[tuple[str, str], tuple[str, str]] = {}
     if puml_missing:
         offers = cache.get("_puml_fallback", {})
         for fmt in formats:
             for h, (rel, _src) in sorted(todo_puml[fmt].items()):
                 if h in offers:
-                    fallback_dot[(fmt, h)] = offers[h]()
+                    fallback_dot[(fmt, h)] = (rel, offers[h]())
                     tools.notes[rel] = f"drawn by Graphviz instead of PlantUML: {puml_missing}"
                 else:
-                    tools.unrendered[f"{rel[: -len('.puml')]}.{fmt}"] = puml_missing
+                    tools.unrendered[_out_name(rel, fmt)] = puml_missing
             todo_puml[fmt] = {}
     if tools.degrade and (todo_dot or fallback_dot):
         dot_missing = _missing(find_dot)
     if dot_missing:
-        for (fmt, h), _dot in fallback_dot.items():
-            rel = next(r for r, why in tools.notes.items() if why and r.endswith(".puml"))
-            tools.unrendered.setdefault(f"{rel[: -len('.puml')]}.{fmt}", dot_missing)
-        fallback_dot = {}
-        todo_dot_names = {_key(".dot", f, s)[2]: f for f, s in todo_dot}
-        for rel in sorted(files):
-            if Path(rel).suffix != ".dot":
-                continue
-            src = files[rel]
-            h = _key(".dot", "", src.decode("utf-8") if isinstance(src, bytes) else src)[2]
-            if h in todo_dot_names:
-                for fmt in formats:
-                    tools.unrendered[f"{rel[: -len('.dot')]}.{fmt}"] = dot_missing
-        todo_dot = []
+        for fmt, _src, rel in todo_dot:
+            tools.unrendered[_out_name(rel, fmt)] = dot_missing
+        for (fmt, _h), (rel, _dot) in fallback_dot.items():
+            tools.unrendered[_out_name(rel, fmt)] = f"{puml_missing}; and {dot_missing}"
+            tools.notes.pop(rel, None)
+        todo_dot, fallback_dot = [], {}
     total = len(todo_dot) + len(fallback_dot) + min(1, sum(1 for f in formats if todo_puml[f]))
     done = 0
     if total:
@@ -427,12 +422,12 @@ def render_sources(
                 named = {rel: src for rel, src in todo_puml[fmt].values()}
                 jobs[pool.submit(run_plantuml, named, fmt, tools.jar)] = (".puml", fmt, None)
             seen: set = set()
-            for fmt, src in todo_dot:
+            for fmt, src, _rel in todo_dot:
                 key = _key(".dot", fmt, src)
                 if key not in seen:
                     seen.add(key)
                     jobs[pool.submit(run_dot, src, fmt)] = (".dot", fmt, key)
-            for (fmt, h), dot_src in sorted(fallback_dot.items()):
+            for (fmt, h), (_rel, dot_src) in sorted(fallback_dot.items()):
                 jobs[pool.submit(run_dot, dot_src, fmt)] = ("fallback", fmt, (".puml", fmt, h))
             for fut, (kind, fmt, key) in jobs.items():
                 result = fut.result()
@@ -460,4 +455,35 @@ def render_sources(
             key = _key(suffix, fmt, src)
             if key in store:
                 out[f"{stem}.{fmt}"] = store[key]
+    return out
+
+
+def placeholder_svg(title: str, why: str) -> bytes:
+    """A small SVG that says a diagram was not rendered, and why (shown on the review page)."""
+    from html import escape
+
+    lines = [title, *(why[i : i + 90] for i in range(0, min(len(why), 450), 90))]
+    texts = "".join(
+        f'<text x="12" y="{24 + 18 * i}" font-family="sans-serif" font-size="{13 if i == 0 else 11}"'
+        f"{' font-weight=' + chr(34) + 'bold' + chr(34) if i == 0 else ''}>{escape(line)}</text>"
+        for i, line in enumerate(lines)
+    )
+    height = 24 + 18 * len(lines)
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="680" height="{height}" viewBox="0 0 680 {height}">'
+        f'<rect x="1" y="1" width="678" height="{height - 2}" fill="#fef2f2" stroke="#b91c1c" '
+        f'stroke-dasharray="6 3"/>{texts}</svg>\n'
+    ).encode()
+
+
+def with_placeholders(
+    rendered: dict[str, bytes], sources: dict[str, str | bytes], cache: dict
+) -> dict[str, bytes]:
+    """`rendered` plus a placeholder SVG for every source whose SVG could not be rendered here."""
+    tools: Tools = cache.get("_tools") or Tools()
+    out = dict(rendered)
+    for rel in sorted(sources):
+        if Path(rel).suffix in DIAGRAM_SUFFIXES and _out_name(rel, "svg") not in out:
+            why = tools.unrendered.get(_out_name(rel, "svg"), "its renderer is not available here")
+            out[_out_name(rel, "svg")] = placeholder_svg(f"{rel}: not rendered", why)
     return out
