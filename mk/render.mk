@@ -7,7 +7,7 @@ RENDER_MEASURED ?= $(firstword $(wildcard $(LOADTEST_OUT)/measured.json))
 
 .PHONY: render-demo render-test bench-render
 render-demo: setup
-	$(BIN)/archkit render $(DEMO_SPEC) -o $(RENDER_OUT) --format svg,png $(if $(RENDER_MEASURED),--measured $(RENDER_MEASURED))
+	$(BIN)/archkit render $(DEMO_SPEC) -o $(RENDER_OUT) --image-format svg,png $(if $(RENDER_MEASURED),--measured $(RENDER_MEASURED))
 	@echo "review page: $(RENDER_OUT)/review.html"
 
 render-test: setup

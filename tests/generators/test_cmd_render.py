@@ -10,14 +10,18 @@ from typer.testing import CliRunner
 
 from archkit.cli import _load_commands, app
 
-SPEC = str(next(p for p in EXAMPLES if p.stem == "recommendation"))
+# a spec the checks find no errors in: render exits 1 when they do
+SPEC = str(next(p for p in EXAMPLES if p.stem == "loan-preapproval"))
+RECO = str(next(p for p in EXAMPLES if p.stem == "recommendation"))
 runner = CliRunner()
 _load_commands()
 
 
 def test_render_only_dataflow_then_check_and_drift(tmp_path):
     out = tmp_path / "out"
-    r = runner.invoke(app, ["render", SPEC, "-o", str(out), "--only", "dataflow", "--format", "svg,png"])
+    r = runner.invoke(
+        app, ["render", SPEC, "-o", str(out), "--only", "dataflow", "--image-format", "svg,png"]
+    )
     assert r.exit_code == 0, r.output
     assert sorted(p.name for p in out.iterdir()) == [
         ".archkit-manifest.json",
@@ -26,12 +30,12 @@ def test_render_only_dataflow_then_check_and_drift(tmp_path):
         "dataflow.svg",
     ]
     r = runner.invoke(
-        app, ["render", SPEC, "-o", str(out), "--only", "dataflow", "--format", "svg,png", "--check"]
+        app, ["render", SPEC, "-o", str(out), "--only", "dataflow", "--image-format", "svg,png", "--check"]
     )
     assert r.exit_code == 0, r.output
     (out / "dataflow.dot").write_text("edited\n")
     r = runner.invoke(
-        app, ["render", SPEC, "-o", str(out), "--only", "dataflow", "--format", "svg,png", "--check"]
+        app, ["render", SPEC, "-o", str(out), "--only", "dataflow", "--image-format", "svg,png", "--check"]
     )
     assert r.exit_code == 1 and "stale:" in r.output and "dataflow.dot" in r.output
 
@@ -48,7 +52,7 @@ def test_render_refuses_a_users_file(tmp_path):
 def test_bad_options_are_usage_errors(tmp_path):
     r = runner.invoke(app, ["render", SPEC, "-o", str(tmp_path), "--only", "nope"])
     assert r.exit_code == 2 and "no generator 'nope'" in r.output
-    r = runner.invoke(app, ["render", SPEC, "-o", str(tmp_path), "--format", "gif"])
+    r = runner.invoke(app, ["render", SPEC, "-o", str(tmp_path), "--image-format", "gif"])
     assert r.exit_code == 2 and "gif" in r.output
     bad = tmp_path / "m.json"
     bad.write_text(json.dumps({"nothing": 1}))
@@ -72,7 +76,7 @@ def test_user_template_overrides_one_builtin(tmp_path):
 def test_env_applies_that_environments_budgets(tmp_path):
     spec = tmp_path / "reco.yaml"
     spec.write_text(
-        Path(SPEC).read_text(encoding="utf-8")
+        Path(RECO).read_text(encoding="utf-8")
         + (
             "environments:\n  - id: h200\n    budgets: {p99_ms: 777}\n    stages: [{stage: rank, p99_ms: 42}]\n"
         ),
@@ -80,8 +84,10 @@ def test_env_applies_that_environments_budgets(tmp_path):
     )
     out = tmp_path / "out"
     r = runner.invoke(
-        app, ["render", str(spec), "-o", str(out), "--only", "dataflow", "--format", "svg", "--env", "h200"]
+        app,
+        ["render", str(spec), "-o", str(out), "--only", "dataflow", "--image-format", "svg", "--env", "h200"],
     )
-    assert r.exit_code == 0, r.output
+    # the recommendation example has a check error: rendered, counted, exit 1
+    assert r.exit_code == 1 and "error(s) found by the checks" in r.output, r.output
     dot = (out / "dataflow.dot").read_text()
     assert "P99 777 ms" in dot and "P50 25 ms · P99 42 ms" in dot

@@ -76,12 +76,14 @@ class _Progress:
 @app.command()
 def render(
     spec: Annotated[Path, typer.Argument(help="The spec file.", show_default=False)],
-    out: Annotated[Path, typer.Option("--out", "-o", help="Output folder.")] = Path("out"),
+    out: Annotated[Path, typer.Option("--output", "-o", help="Output folder.")] = Path("out"),
     only: Annotated[
         list[str] | None,
         typer.Option(help="Only these generators (comma-separated or repeated), e.g. dataflow,review."),
     ] = None,
-    format: Annotated[str, typer.Option("--format", help="Image formats: svg, png or svg,png.")] = "svg,png",
+    image_format: Annotated[
+        str, typer.Option("--image-format", help="Image formats: svg, png or svg,png.")
+    ] = "svg,png",
     measured: Annotated[
         Path | None,
         typer.Option(help="A load-test report (JSON) whose measured values are shown beside the budgets."),
@@ -92,14 +94,21 @@ def render(
     check: Annotated[bool, typer.Option("--check", help="Write nothing; exit 1 if OUT is stale.")] = False,
     force: Annotated[bool, typer.Option("--force", help="Overwrite files archkit did not write.")] = False,
     env: Annotated[str | None, typer.Option(help="Apply this environment's budget overrides.")] = None,
-    report: Annotated[
-        ReportFormat, typer.Option("--report", help="Summary as text or json.")
+    format: Annotated[
+        ReportFormat, typer.Option("--format", "-f", help="Summary as text or json.")
     ] = ReportFormat.text,
+    plantuml_jar: Annotated[
+        Path | None,
+        typer.Option(
+            help="The PlantUML jar (else ARCHKIT_PLANTUML_JAR, the user cache, `plantuml` on PATH)."
+        ),
+    ] = None,
 ) -> None:
     """Render the diagrams, the review page and every other artifact of SPEC into OUT.
 
-    Findings of `archkit check` are shown on the review page and do not fail the render;
-    exit 1 when files are stale (--check) or refused, a renderer fails, or the spec does not load.
+    Findings of `archkit check` are shown on the review page; exit 1 when the checks find
+    errors, files are stale (--check) or refused, or a diagram could not be rendered here
+    (everything else is still written); exit 2 when the spec does not load.
     """
     # imported here, not at module top, so that `archkit --help` stays fast
     from archkit import api
@@ -107,11 +116,11 @@ def render(
     from archkit.generators import all_generators
     from archkit.generators.renderers import RendererError
 
-    formats = tuple(_split([format]))
+    formats = tuple(_split([image_format]))
     bad = [f for f in formats if f not in FORMATS]
     if bad or not formats:
         raise fail(
-            f"--format: unknown image format {', '.join(bad) or format!r}; use svg, png or svg,png"
+            f"--image-format: unknown image format {', '.join(bad) or image_format!r}; use svg, png or svg,png"
         ) from None
     names = _split(only)
     known = all_generators()
@@ -151,6 +160,7 @@ def render(
             force=force,
             env=env,
             progress=progress,
+            plantuml_jar=plantuml_jar,
         )
     except RendererError as exc:
         progress.done()
@@ -166,7 +176,11 @@ def render(
     progress.done()
     w = res.write
     errors = [d for d in res.diagnostics if d.severity is Severity.ERROR]
-    if report is ReportFormat.json:
+    if not res.files and errors:  # the spec does not load: an input problem, nothing rendered
+        for d in errors:
+            typer.echo(diag_line(d), err=True)
+        raise fail(f"{spec}: not rendered, the spec does not load", 2) from None
+    if format is ReportFormat.json:
         typer.echo(
             json.dumps(
                 {
@@ -175,6 +189,8 @@ def render(
                     "unchanged": w.unchanged,
                     "stale": w.stale,
                     "refused": w.refused,
+                    "not_rendered": res.skipped,
+                    "drawn_instead": res.notes,
                     "errors": [d.as_dict() for d in errors],
                 },
                 indent=2,
@@ -182,14 +198,14 @@ def render(
             )
         )
     else:
-        if not res.files and errors:
-            for d in errors:
-                typer.echo(diag_line(d), err=True)
-            raise fail(f"{spec}: not rendered, the spec does not load", 1) from None
         for rel in w.refused:
             typer.echo(
                 f"archkit: refused to overwrite {out / rel}: archkit did not write it (use --force)", err=True
             )
+        for rel, why in sorted(res.notes.items()):
+            typer.echo(f"archkit: {rel}: {why}", err=True)
+        for rel, why in sorted(res.skipped.items()):
+            typer.echo(f"archkit: not rendered: {out / rel}: {why}", err=True)
         if check:
             for rel in w.stale:
                 typer.echo(f"stale: {out / rel}")
@@ -198,7 +214,12 @@ def render(
             typer.echo(
                 f"{out}: {len(w.written)} written, {len(w.unchanged)} unchanged"
                 + (f", {len(w.refused)} refused" if w.refused else "")
+                + (f", {len(res.skipped)} not rendered" if res.skipped else "")
             )
-    if not res.files and errors:
-        raise typer.Exit(1)
-    raise typer.Exit(0 if w.ok else 1)
+        if errors:
+            typer.echo(
+                f"archkit: {spec}: {len(errors)} error(s) found by the checks, shown on the review page "
+                f"(details: archkit check {spec})",
+                err=True,
+            )
+    raise typer.Exit(0 if w.ok and not res.skipped and not errors else 1)
