@@ -19,6 +19,12 @@ class Format(str, Enum):
     json = "json"
 
 
+class Arrival(str, Enum):
+    constant = "constant"
+    poisson = "poisson"
+    closed = "closed"
+
+
 def _progress_printer(level: str):
     """A one-line live status on stderr (only on a terminal)."""
     if not sys.stderr.isatty():
@@ -84,6 +90,17 @@ def loadtest(
     no_prometheus: Annotated[
         bool, typer.Option("--no-prometheus", help="Do not run a live Prometheus.")
     ] = False,
+    arrival: Annotated[
+        Arrival | None,
+        typer.Option(
+            help="Open model (constant or poisson arrivals; default for baseline and stress) or closed "
+            "(users wait for answers; default for chaos)."
+        ),
+    ] = None,
+    max_inflight: Annotated[
+        int | None,
+        typer.Option(min=1, help="Open model: requests in flight at most; beyond it a request is dropped."),
+    ] = None,
     format: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.text,
 ) -> None:
     """Load-test the spec's target and judge its budgets (exit 1 when one is missed).
@@ -113,15 +130,21 @@ def loadtest(
             rules=rules,
             prometheus=not no_prometheus,
             progress=_progress_printer(level),
+            arrival=arrival.value if arrival else None,
+            max_inflight=max_inflight,
         )
     except api.LoadtestError as exc:
         raise fail(str(exc), 2) from None
     finally:
         if sys.stderr.isatty():
             sys.stderr.write("\n")
+    from archkit.loadtest import compare as compare_mod
     from archkit.loadtest import report as report_mod
 
     res = outcome.result
+    if res.generator_error:  # the numbers describe the generator, not the service: refuse them
+        where = f" (report: {outcome.report_dir / 'report.html'})" if outcome.report_dir else ""
+        raise fail(res.generator_error + where, 2)
     if format is Format.json:
         typer.echo(json.dumps(report_mod.result_json(res), indent=1, ensure_ascii=False, default=str))
     else:
@@ -132,9 +155,22 @@ def loadtest(
             f"P50 {m.get('p50_ms')} ms, P95 {m.get('p95_ms')} ms, P99 {m.get('p99_ms')} ms, "
             f"error rate {m.get('error_rate')}"
         )
+        gen = res.measured.get("generator")
+        if gen:
+            fs = m.get("from_send") or {}
+            typer.echo(
+                f"open model ({gen['arrival']} arrivals, at most {gen['max_inflight']} in flight): "
+                f"{gen['sent']} of {gen['scheduled']} scheduled requests sent, {gen['dropped']} dropped; "
+                f"latency from the scheduled send time above, from the actual send P50 {fs.get('p50_ms')} ms, "
+                f"P99 {fs.get('p99_ms')} ms; send lag P99 {gen['send_lag'].get('p99_ms')} ms"
+            )
+            if gen.get("message"):
+                typer.echo(f"note: {gen['message']}")
         if res.measured.get("stress"):
             st = res.measured["stress"]
             typer.echo(f"knee: {st['knee_rps']} req/s; past it: {st['failure_mode']}")
+        for line in compare_mod.prediction_lines(res.measured.get("predicted") or {}):
+            typer.echo(line)
         for f in res.measured.get("chaos") or []:
             typer.echo(
                 f"fault {f['action']} {f['target']} at {f.get('started_s')} s: {f.get('burst_errors')} errors, "

@@ -13,6 +13,10 @@ from archkit.spec.model import Level, Spec
 
 GRACE_S = 35.0  # hard kill this long after the planned end (the worker drains ≤ 15 s): every run stops
 DEFAULT_DURATION_S = {"baseline": 30.0, "stress": 60.0, "chaos": 60.0}
+# Open model for baseline and stress (latency free of coordinated omission); chaos keeps the
+# closed model: its error-burst and recovery analysis counts answers per second of users.
+DEFAULT_ARRIVAL = {"baseline": "constant", "stress": "constant", "chaos": "closed"}
+ARRIVAL_CHOICES = ("constant", "poisson", "closed")
 
 
 class PlanError(ValueError):
@@ -45,6 +49,11 @@ class Plan:
     seed: int = 1
     level_path: tuple = ()
     fallback_status: dict = field(default_factory=dict)
+    arrival: str = "closed"  # constant or poisson: open model, users = the maximum in flight
+
+    @property
+    def open(self) -> bool:
+        return self.arrival != "closed"
 
     @property
     def duration_s(self) -> float:
@@ -88,6 +97,8 @@ def build(
     rate: float | None = None,
     duration: float | None = None,
     max_requests: int | None = None,
+    arrival: str | None = None,
+    max_inflight: int | None = None,
 ) -> Plan:
     """The plan for one level; `rate` is the offered rate (for stress: the highest step)."""
     lt = spec.loadtest
@@ -108,7 +119,17 @@ def build(
             phases = [Phase(round(p.start_s * k, 6), round(p.duration_s * k, 6), p.rate_rps) for p in phases]
     else:
         phases = [Phase(0.0, float(duration or lv.duration_s), rate or lv.rate_rps or design)]
-    n_users = int(users or lv.users)
+    chosen = arrival or lv.arrival or DEFAULT_ARRIVAL[lv.kind]
+    if chosen not in ARRIVAL_CHOICES:
+        raise PlanError(f"unknown arrival {chosen!r} (use {', '.join(ARRIVAL_CHOICES)})")
+    if chosen != "closed" and not all(p.rate_rps for p in phases):
+        raise PlanError(
+            f"level {lv.id!r}: an open model ({chosen} arrivals) needs an offered rate (rate_rps)"
+        )
+    if chosen == "closed":
+        n_users = int(users or lv.users)
+    else:  # open model: the users are the slots a request can be in flight in
+        n_users = int(max_inflight or lv.max_inflight or users or lv.users)
     if max_requests is None:
         max_requests = lv.max_requests
     if max_requests is None:
@@ -127,4 +148,5 @@ def build(
         phases=phases,
         max_requests=max_requests,
         level_path=tuple(lv.spec_path),
+        arrival=chosen,
     )

@@ -18,7 +18,10 @@ unless it is empty):
        "models": {model: {"queue_ms", "compute_input_ms", "compute_infer_ms", "compute_output_ms",
                           "request_ms", "requests"}},                              # Triton counters
        "network_serialisation_ms": float,   # client mean minus server mean
-       "stress": {"knee_rps", "failure_mode"}, "passed": bool}
+       "stress": {"knee_rps", "failure_mode"}, "passed": bool,
+       "end_to_end_from_send": {...}, "generator": {...},   # open model: actual-send latency, schedule
+       "predicted": {"source", "rate_rps", "end_to_end": {key: {"predicted", "measured", "error_pct"}},
+                     "stages": {stage_id: {key: {...}}}, "knee_rps": {...}}}   # loadtest/compare.py
 - `locustfile.py`, `plan.json`, `locust.log`: what ran, for reproduction.
 """
 
@@ -33,6 +36,8 @@ from xml.sax.saxutils import escape as xml_escape
 from xml.sax.saxutils import quoteattr
 
 from archkit.atomic import write_atomic
+from archkit.loadtest import compare as compare_mod
+from archkit.loadtest import generator as generator_mod
 
 MARKER = ".archkit-loadtest"
 FILES = ("result.json", "junit.xml", "report.md", "report.html", "measured.json")
@@ -117,6 +122,7 @@ def measured_json(res) -> dict:
     }
     if dec.get("network_serialisation_ms") is not None:
         out["network_serialisation_ms"] = dec["network_serialisation_ms"]
+    out.update(compare_mod.measured_extras(m, keys))
     if m.get("stress"):
         out["stress"] = {
             "knee_rps": m["stress"].get("knee_rps"),
@@ -348,6 +354,8 @@ def sections(res) -> list[tuple[str, list[str], list[list[str]], list[str]]]:
             ],
         )
     )
+    extra = (generator_mod.section(m.get("generator")), compare_mod.section(m.get("predicted")))
+    out += [x for x in extra if x is not None]
     if m.get("phases") and res.plan.kind == "stress":
         st = m.get("stress") or {}
         out.append(

@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from archkit.loadtest import hist
 from archkit.loadtest.plan import Plan
@@ -37,30 +38,43 @@ class Bucket:
     n: int = 0
     err: int = 0
     st: dict = field(default_factory=dict)
-    h: object = field(default_factory=hist.new)
-    he: object = field(default_factory=hist.new)
+    h: Any = field(default_factory=hist.new)  # open model: from the scheduled send time
+    he: Any = field(default_factory=hist.new)
+    ha: Any = field(default_factory=hist.new)  # open model: from the actual send time
     msgs: dict = field(default_factory=dict)
+    dropped: int = 0  # open model: scheduled requests that found every in-flight slot taken
+    sent: int = 0  # open model: requests that left in this stretch of time
 
     def add(self, ev: dict) -> None:
         self.n += ev.get("n", 0)
         self.err += ev.get("err", 0)
+        self.dropped += ev.get("dr", 0)
+        self.sent += ev.get("sent", 0)
         for k, v in ev.get("st", {}).items():
             self.st[str(k)] = self.st.get(str(k), 0) + v
         if ev.get("h"):
             self.h.add(hist.decode(ev["h"]))
         if ev.get("he"):
             self.he.add(hist.decode(ev["he"]))
+        if ev.get("ha"):
+            self.ha.add(hist.decode(ev["ha"]))
         for k, v in ev.get("msgs", {}).items():
             self.msgs[k] = self.msgs.get(k, 0) + v
 
     def stats(self, seconds: float | None = None) -> dict:
+        # a dropped request is a failed one: the service could not take it when it was due
+        failed, offered = self.err + self.dropped, self.n + self.dropped
         out = {
             "requests": self.n,
             "errors": self.err,
-            "error_rate": round(self.err / self.n, 6) if self.n else None,
+            "error_rate": round(failed / offered, 6) if offered else None,
             "statuses": dict(sorted(self.st.items())),
         }
+        if self.dropped:
+            out["dropped"] = self.dropped
         out.update({k: v for k, v in hist.summary(self.h).items() if k != "count"})
+        if self.ha.get_total_count():
+            out["from_send"] = {k: v for k, v in hist.summary(self.ha).items() if k != "count"}
         if self.err:
             out["error_latency"] = {k: v for k, v in hist.summary(self.he).items() if k != "count"}
         if seconds:
@@ -82,6 +96,8 @@ class RunData:
     started_at: float = 0.0  # time.time() when users started
     stopped: str = ""
     log: str = ""
+    generator: dict = field(default_factory=dict)  # per recording process: cpu_s, wall_s, open-model counts
+    lag: Any = field(default_factory=hist.new)  # open model: actual - scheduled send time
 
 
 def free_port() -> int:
@@ -247,6 +263,9 @@ def _loop(plan, data, procs, recording, control, q, progress, phase_check, on_st
                     "duration_s": ph.duration_s,
                     **b.stats(ph.duration_s),
                 }
+                if plan.open:
+                    row["sent"] = b.sent
+                    row["dropped"] = b.dropped
                 data.phases.append(row)
                 if phase_check and not stopping and i + 1 < len(plan.phases) and not phase_check(i, row):
                     stopping = True
@@ -254,6 +273,8 @@ def _loop(plan, data, procs, recording, control, q, progress, phase_check, on_st
                     stop_all()
         elif kind == "final":
             finals.add(idx)
+            if idx in recording:
+                _merge_generator(data, ev)
             if all(i in finals for i in recording):
                 done_at = time.monotonic()
             if idx in recording:
@@ -267,10 +288,32 @@ def _loop(plan, data, procs, recording, control, q, progress, phase_check, on_st
         data.total.add({"n": b.n, "err": b.err, "st": b.st, "msgs": b.msgs})
         data.total.h.add(b.h)
         data.total.he.add(b.he)
+        data.total.ha.add(b.ha)
+    data.total.dropped = data.generator.get("dropped", 0)
     if not data.scenarios and errors:
         raise RunError("; ".join(errors))
     if t_started is None:
         raise RunError("the load generator did not start; see its log")
+
+
+def _merge_generator(data: RunData, ev: dict) -> None:
+    """Sum what each recording process says about itself (CPU, open-model counts)."""
+    g = data.generator
+    g["processes"] = g.get("processes", 0) + 1
+    g["cpu_s"] = round(g.get("cpu_s", 0.0) + (ev.get("cpu_s") or 0.0), 3)
+    g["wall_s"] = max(g.get("wall_s", 0.0), ev.get("wall_s") or 0.0)
+    op = ev.get("open")
+    if not op:
+        return
+    g["arrival"] = op.get("arrival")
+    sched = g.setdefault("scheduled", [0] * len(op.get("scheduled", [])))
+    for i, n in enumerate(op.get("scheduled", [])):
+        if i < len(sched):
+            sched[i] += n
+    for key in ("handed", "dropped", "max_inflight"):
+        g[key] = g.get(key, 0) + (op.get(key) or 0)
+    if op.get("lag"):
+        data.lag.add(hist.decode(op["lag"]))
 
 
 def _second_row(s: int, b: dict) -> dict:
@@ -286,4 +329,5 @@ def _second_row(s: int, b: dict) -> dict:
         "max_ms": summ["max_ms"],
         "offered_rps": b.get("rate"),
         "users": b.get("users"),
+        "dropped": bucket.dropped,
     }

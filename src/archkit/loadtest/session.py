@@ -15,8 +15,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from archkit.loadtest import chaos as chaos_mod
+from archkit.loadtest import compare as compare_mod
+from archkit.loadtest import generator as generator_mod
 from archkit.loadtest import judge as judge_mod
 from archkit.loadtest import plan as plan_mod
 from archkit.loadtest import scrape
@@ -49,6 +52,8 @@ class Options:
     metrics: list[str] = field(default_factory=list)
     rule_files: dict[str, str] | None = None
     prometheus: bool = True
+    arrival: str | None = None  # constant, poisson (open model) or closed; default: the level's
+    max_inflight: int | None = None
 
 
 @dataclass
@@ -70,6 +75,12 @@ class Result:
     @property
     def passed(self) -> bool:
         return judge_mod.passed(self.verdicts)
+
+    @property
+    def generator_error(self) -> str | None:
+        """Why the numbers describe the load generator rather than the service, if they do."""
+        gen = self.measured.get("generator") or {}
+        return None if gen.get("kept_up", True) else gen.get("message")
 
 
 def _loc(spec: Spec, path: tuple) -> str:
@@ -96,6 +107,15 @@ def payload_root(spec: Spec, spec_dir: Path) -> Path:
             except plan_mod.PlanError:
                 pass
         raise
+
+
+def check_scenario_urls(spec: Spec) -> None:
+    """A scenario path that names its own host (an absolute URL) must pass the loopback rule too."""
+    for sc in spec.loadtest.scenarios:
+        path = sc.path or ""
+        parts = urlsplit(path)
+        if parts.scheme or parts.netloc or path.startswith("//"):
+            require_loopback(path, f"scenario {sc.id!r} path ({_loc(spec, tuple(sc.spec_path) + ('path',))})")
 
 
 def check_payloads(spec: Spec, root: Path) -> None:
@@ -222,8 +242,11 @@ def execute(
         rate=opts.rate,
         duration=opts.duration,
         max_requests=opts.max_requests,
+        arrival=opts.arrival,
+        max_inflight=opts.max_inflight,
     )
     require_loopback(plan.host, "target")
+    check_scenario_urls(spec)
     target_host = plan.host  # before a chaos delay proxy takes its place
     if opts.master_host:
         require_loopback(opts.master_host, "locust master")
@@ -250,8 +273,6 @@ def execute(
             any(f.action == "delay" and f.target == target_service for f in level.faults)
             and target_service not in proxies
         ):
-            from urllib.parse import urlsplit
-
             u = urlsplit(plan.host)
             proxy = chaos_mod.DelayProxy(u.port or 80)
             proxies[target_service] = proxy
@@ -338,12 +359,16 @@ def execute(
         "phases": data.phases,
         "stopped": data.stopped,
     }
+    gen = generator_mod.assess(plan, data.phases, data.generator, data.lag)
+    if gen is not None:
+        measured["generator"] = gen
     measured["decomposition"] = scrape.decompose(spec, before, after, e2e) if after else {}
     measured["stages"] = measured["decomposition"].get("stages", {}) if measured["decomposition"] else {}
     if plan.kind == "stress":
         measured["stress"] = analyse_stress(spec, data.phases)
     if plan.kind == "chaos" and injector:
         measured["chaos"] = chaos_mod.analyse(injector.records, data.seconds, spec, plan.duration_s)
+    measured["predicted"] = compare_mod.compare(spec, measured, opts.env)
     verdicts = judge_mod.judge(spec, measured)
     b = spec.budgets
     budgets = {
