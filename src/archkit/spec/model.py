@@ -25,9 +25,49 @@ Id = Annotated[
         description="identifier: letters, digits, '_', '-', '.'",
     ),
 ]
-Ms = Annotated[float, Field(ge=0, description="milliseconds")]
+# Bounds on numbers: each says the largest value that still means something for one online AI
+# service, so that a typo (or a fuzzer's 10^9) is a located schema error instead of an analysis
+# that runs for hours. The loader refuses numbers over 50 characters and NaN/inf before this.
+MAX_MS = 86_400_000  # a day: a latency, timeout or backoff longer than that is not a latency
+MAX_RPS = 10_000_000.0  # 10 M req/s, above the front door of the largest public services
+MAX_REPLICAS = 5_000  # one replica per node of Kubernetes' largest tested cluster (5,000 nodes)
+MAX_INSTANCES = 128  # Triton instance_group count per server: 8 GPUs x 16 already only contend
+MAX_BATCH = 1_024  # dynamic batches beyond ~1k items exceed GPU memory for vision/language models
+MAX_WORKERS = 1_024  # workers (threads, processes) of one replica of a non-model stage
+MAX_ITEMS = 10_000  # items one request fans out to (line crops, candidates to rank)
+MAX_SECONDS = 86_400.0  # periods, windows and durations in seconds: a day
+Ms = Annotated[float, Field(ge=0, le=MAX_MS, description="milliseconds, at most a day (86,400,000)")]
 Fraction = Annotated[float, Field(ge=0, le=1)]
 PositiveInt = Annotated[int, Field(ge=1)]
+Rps = Annotated[float, Field(ge=0, le=MAX_RPS, description="requests per second, at most 10,000,000")]
+Seconds = Annotated[float, Field(gt=0, le=MAX_SECONDS, description="seconds, at most a day (86,400)")]
+PortNumber = Annotated[int, Field(ge=1, le=65535, description="a TCP/UDP port")]
+Replicas = Annotated[
+    int,
+    Field(
+        ge=0,
+        le=MAX_REPLICAS,
+        description="at most 5,000 (Kubernetes' largest tested cluster has 5,000 nodes)",
+    ),
+]
+Instances = Annotated[
+    int,
+    Field(
+        ge=1,
+        le=MAX_INSTANCES,
+        description="model instances per server (Triton instance_group count), at most 128: "
+        "8 GPUs x 16 instances already only contend",
+    ),
+]
+BatchSize = Annotated[
+    int,
+    Field(
+        ge=1,
+        le=MAX_BATCH,
+        description="at most 1,024 items: larger dynamic batches exceed GPU memory for vision and "
+        "language models (seed 000 §2.1 measures 1 to 8)",
+    ),
+]
 
 
 class Node(BaseModel):
@@ -73,10 +113,8 @@ class Budgets(Node):
     p50_ms: Ms | None = None
     p95_ms: Ms | None = None
     p99_ms: Ms | None = None
-    throughput_rps: Annotated[float, Field(ge=0)] | None = Field(
-        None, description="design request rate the service must sustain"
-    )
-    peak_throughput_rps: Annotated[float, Field(ge=0)] | None = None
+    throughput_rps: Rps | None = Field(None, description="design request rate the service must sustain")
+    peak_throughput_rps: Rps | None = None
     error_rate: Fraction | None = Field(None, description="max fraction of failed requests")
     availability: Annotated[float, Field(gt=0, lt=1)] | None = Field(
         None, description="availability objective, e.g. 0.999"
@@ -131,7 +169,7 @@ class ModelFormat(str, Enum):
 class BatchTiming(Node):
     """Measured or estimated service time of ONE batch of `batch_size` items (seed 000 §2.1)."""
 
-    batch_size: PositiveInt
+    batch_size: BatchSize
     copy_ms: Ms = Field(0.0, description="host→device copy time of the whole batch")
     compute_ms: Ms = Field(description="compute time of the whole batch")
     overhead_ms: Ms = Field(0.0, description="fixed pre/post work per batch")
@@ -145,19 +183,23 @@ class BatchTiming(Node):
 class Batching(Node):
     """Dynamic batching as Triton configures it."""
 
-    max_batch_size: PositiveInt
-    preferred_batch_sizes: list[PositiveInt] = Field(default_factory=list)
-    max_queue_delay_us: Annotated[int, Field(ge=0)] = 0
-    max_queue_size: Annotated[int, Field(ge=0)] | None = Field(
-        None, description="bounded queue: requests beyond it are refused"
+    max_batch_size: BatchSize
+    preferred_batch_sizes: list[BatchSize] = Field(default_factory=list, max_length=64)
+    max_queue_delay_us: Annotated[int, Field(ge=0, le=60_000_000)] = Field(
+        0, description="at most a minute (60,000,000 us): seed 000 §2.1 uses 100 ms"
     )
-    queue_timeout_us: Annotated[int, Field(ge=0)] | None = None
+    max_queue_size: Annotated[int, Field(ge=0, le=1_000_000)] | None = Field(
+        None, description="bounded queue: requests beyond it are refused; at most 1,000,000"
+    )
+    queue_timeout_us: Annotated[int, Field(ge=0, le=MAX_MS * 1000)] | None = Field(
+        None, description="at most a day in microseconds"
+    )
 
 
 class VersionPolicy(Node):
     """Which model versions the server keeps loaded (seed 000 §2.2: latest 2)."""
 
-    latest_num_versions: PositiveInt | None = None
+    latest_num_versions: Annotated[int, Field(ge=1, le=100)] | None = None
     specific: list[int] = Field(default_factory=list)
 
 
@@ -184,7 +226,7 @@ class ModelInfo(Node):
     format: ModelFormat = ModelFormat.onnx
     server: str | None = Field(None, description="serving runtime, e.g. triton")
     device: Device = Device.gpu
-    instances: PositiveInt = 1
+    instances: Instances = 1
     items_per_call: PositiveInt = Field(
         1,
         description="items each inference request carries (a client that sends line crops in pairs: 2); "
@@ -194,18 +236,18 @@ class ModelInfo(Node):
     service_time: list[BatchTiming] = Field(default_factory=list)
     reload_ms: Ms | None = Field(None, description="model reload / CUDA context rebuild time")
     cold_start_ms: Ms | None = None
-    gpu_memory_gb: Annotated[float, Field(ge=0)] | None = None
+    gpu_memory_gb: Annotated[float, Field(ge=0, le=4096)] | None = None
     version_policy: VersionPolicy | None = None
     rollback: RollbackVerification | None = None
     quantization: Quantization | None = None
-    opset: int | None = None
+    opset: Annotated[int, Field(ge=1, le=1000)] | None = None
 
 
 class Encryption(Node):
     at_rest: bool = False
     in_transit: bool = False
     algorithm: str | None = None
-    kms_key_rotation_days: PositiveInt | None = None
+    kms_key_rotation_days: Annotated[int, Field(ge=1, le=36_500)] | None = None
 
 
 class CacheSettings(Node):
@@ -213,8 +255,8 @@ class CacheSettings(Node):
 
     key: str = Field(description="what the entry is keyed by, e.g. sha256(image)")
     backend: Literal["memory", "redis", "memcached", "other"] = "memory"
-    ttl_s: Annotated[float, Field(gt=0)] | None = None
-    max_entries: PositiveInt | None = None
+    ttl_s: Annotated[float, Field(gt=0, le=10 * 365 * 86_400)] | None = None
+    max_entries: Annotated[int, Field(ge=1, le=10**12)] | None = None
     hit_p99_ms: Ms | None = Field(None, description="latency of a hit")
 
 
@@ -231,14 +273,21 @@ class Stage(Node):
     p95_ms: Ms | None = None
     p99_ms: Ms | None = None
     timeout_ms: Ms | None = None
-    gb_per_hour: Annotated[float, Field(ge=0)] | None = None
+    gb_per_hour: Annotated[float, Field(ge=0, le=10**9)] | None = None
     failure_rate: Fraction | None = None
     failure_cause: str | None = None
-    concurrency: PositiveInt | None = Field(None, description="parallel workers for non-model stages")
-    items_per_request: Annotated[float, Field(gt=0)] = Field(
+    concurrency: Annotated[int, Field(ge=1, le=MAX_WORKERS)] | None = Field(
+        None, description="parallel workers per replica for non-model stages, at most 1,024"
+    )
+    items_per_request: Annotated[float, Field(gt=0, le=MAX_ITEMS)] = Field(
         1.0,
         description="items this stage handles per end-to-end request (e.g. 8 line crops per "
-        "page); its arrival rate is this times the request rate",
+        "page); its arrival rate is this times the request rate; at most 10,000",
+    )
+    cpu_ms: Ms | None = Field(
+        None,
+        description="processor time one item of a non-model stage takes on its service's cores (median); "
+        "unset: its latency is waiting (I/O, a remote call), not work on shared cores",
     )
     data_classes: list[str] = Field(
         default_factory=list, description="e.g. pii, biometric, credentials, raw_image"
@@ -269,7 +318,9 @@ class Edge(Node):
     from_: Id = Field(alias="from")
     to: Id
     payload: str | None = None
-    bytes: Annotated[int, Field(ge=0)] | None = Field(None, description="mean payload size")
+    bytes: Annotated[int, Field(ge=0, le=2**40)] | None = Field(
+        None, description="mean payload size, at most 1 TiB"
+    )
     transport: Transport = Transport.http
     mode: Literal["sync", "async"] = "sync"
     p50_ms: Ms | None = Field(None, description="transfer time, if significant")
@@ -313,15 +364,17 @@ class Decision(Node):
 class Retry(Node):
     attempts: Annotated[int, Field(ge=0, le=100)] = Field(description="retries after the first try")
     backoff_ms: Ms = 0.0
-    backoff_multiplier: Annotated[float, Field(ge=1)] = 1.0
+    backoff_multiplier: Annotated[float, Field(ge=1, le=10)] = Field(
+        1.0, description="at most 10 (gRPC's default is 1.6, most clients double)"
+    )
     jitter: bool = False
 
 
 class CircuitBreaker(Node):
     error_rate_threshold: Fraction = 0.5
-    window_s: Annotated[float, Field(gt=0)] = 10.0
-    open_s: Annotated[float, Field(gt=0)] = 30.0
-    min_requests: PositiveInt = 20
+    window_s: Seconds = 10.0
+    open_s: Seconds = 30.0
+    min_requests: Annotated[int, Field(ge=1, le=1_000_000)] = 20
 
 
 class Call(Node):
@@ -345,7 +398,9 @@ class Terminal(Node):
     id: Id
     label: str | None = None
     outcome: Literal["success", "degraded", "rejected", "error"] = "success"
-    status: int | None = Field(None, description="protocol status returned, e.g. 200, 429")
+    status: Annotated[int, Field(ge=0, le=999)] | None = Field(
+        None, description="protocol status returned, e.g. 200, 429 (HTTP) or 14 (gRPC)"
+    )
 
 
 class Controlflow(Node):
@@ -375,8 +430,8 @@ class GpuSharing(str, Enum):
 
 class Gpu(Node):
     model: str
-    count: PositiveInt = 1
-    memory_gb: Annotated[float, Field(gt=0)] | None = None
+    count: Annotated[int, Field(ge=1, le=16)] = Field(1, description="GPUs per node, at most 16")
+    memory_gb: Annotated[float, Field(gt=0, le=4096)] | None = None
     mig_profile: str | None = None
     sharing: GpuSharing = GpuSharing.exclusive
     memory_fraction: Annotated[float, Field(gt=0, le=1)] | None = None
@@ -394,9 +449,9 @@ class NodePool(Node):
     id: Id
     role: Literal["inference", "training", "preprocess", "general", "storage", "system"] = "general"
     instance_type: str | None = None
-    count: Annotated[int, Field(ge=0)] = 1
-    cpu_cores: Annotated[float, Field(gt=0)] | None = None
-    memory_gib: Annotated[float, Field(gt=0)] | None = None
+    count: Replicas = 1
+    cpu_cores: Annotated[float, Field(gt=0, le=4096)] | None = None
+    memory_gib: Annotated[float, Field(gt=0, le=65_536)] | None = None
     gpu: Gpu | None = None
     labels: dict[str, str] = Field(default_factory=dict)
     taints: list[Taint] = Field(default_factory=list)
@@ -420,14 +475,14 @@ class Storage(Node):
     source: str | None = Field(None, description="server:/export, bucket, claim name, ...")
     mount_options: list[str] = Field(default_factory=list)
     encrypted: bool = False
-    size_gib: Annotated[float, Field(gt=0)] | None = None
+    size_gib: Annotated[float, Field(gt=0, le=10**9)] | None = None
     data_classes: list[str] = Field(default_factory=list)
 
 
 class ResourceAmounts(Node):
-    cpu_cores: Annotated[float, Field(ge=0)] | None = None
-    memory_mib: Annotated[float, Field(ge=0)] | None = None
-    gpu: Annotated[float, Field(ge=0)] | None = Field(None, description="nvidia.com/gpu")
+    cpu_cores: Annotated[float, Field(ge=0, le=4096)] | None = None
+    memory_mib: Annotated[float, Field(ge=0, le=64 * 1024 * 1024)] | None = None
+    gpu: Annotated[float, Field(ge=0, le=16)] | None = Field(None, description="nvidia.com/gpu, at most 16")
 
 
 class Resources(Node):
@@ -437,7 +492,7 @@ class Resources(Node):
 
 class Port(Node):
     name: str
-    port: Annotated[int, Field(ge=1, le=65535)]
+    port: PortNumber
     protocol: Literal["TCP", "UDP"] = "TCP"
     purpose: Literal["http", "grpc", "metrics", "admin", "other"] = "http"
 
@@ -446,13 +501,13 @@ class Probe(Node):
     """An HTTP, TCP or exec probe."""
 
     http_path: str | None = None
-    port: int | None = None
+    port: PortNumber | None = None
     exec: list[str] | None = None
-    tcp_port: int | None = None
-    period_s: Annotated[float, Field(gt=0)] = 10
-    timeout_s: Annotated[float, Field(gt=0)] = 1
-    failure_threshold: PositiveInt = 3
-    initial_delay_s: Annotated[float, Field(ge=0)] = 0
+    tcp_port: PortNumber | None = None
+    period_s: Seconds = 10
+    timeout_s: Seconds = 1
+    failure_threshold: Annotated[int, Field(ge=1, le=1000)] = 3
+    initial_delay_s: Annotated[float, Field(ge=0, le=MAX_SECONDS)] = 0
 
 
 class Probes(Node):
@@ -462,7 +517,9 @@ class Probes(Node):
 
 
 class Security(Node):
-    run_as_user: int | None = None
+    run_as_user: Annotated[int, Field(ge=0, le=2**31 - 1)] | None = Field(
+        None, description="a Linux uid (Kubernetes accepts 0 to 2147483647)"
+    )
     run_as_non_root: bool | None = None
     read_only_root_fs: bool = False
     privileged: bool = False
@@ -478,13 +535,13 @@ class IngressRule(Node):
     """Who may connect to this service."""
 
     from_: str = Field(alias="from", description="a CIDR, 'service:<id>' or 'public'")
-    ports: list[int] = Field(default_factory=list)
+    ports: list[PortNumber] = Field(default_factory=list)
     auth: Literal["none", "jwt", "mtls", "api_key", "oauth2"] = "none"
 
 
 class EgressRule(Node):
     to: str = Field(description="a CIDR, host name or 'service:<id>'")
-    ports: list[int] = Field(default_factory=list)
+    ports: list[PortNumber] = Field(default_factory=list)
 
 
 class KubeRef(Node):
@@ -503,9 +560,9 @@ class Service(Node):
     id: Id
     image: str | None = None
     pool: Id
-    replicas: Annotated[int, Field(ge=0)] = 1
-    min_replicas: Annotated[int, Field(ge=0)] | None = None
-    max_replicas: Annotated[int, Field(ge=0)] | None = None
+    replicas: Replicas = 1
+    min_replicas: Replicas | None = None
+    max_replicas: Replicas | None = None
     resources: Resources = Field(default_factory=Resources)
     routing: Literal["random", "round-robin", "least-request"] = Field(
         "random",
@@ -532,7 +589,9 @@ class OsTuning(Node):
     sysctls: dict[str, str | int] = Field(default_factory=dict)
     ntp: bool | None = None
     max_clock_drift_ms: Ms | None = None
-    swappiness: int | None = None
+    swappiness: Annotated[int, Field(ge=0, le=200)] | None = Field(
+        None, description="vm.swappiness, 0 to 200"
+    )
 
 
 class Topology(Node):
@@ -624,7 +683,7 @@ class BasicEvent(Node):
     check: str | None = Field(None, description="shell command, run exactly as written")
     expect: str | None = Field(None, description="substring present when healthy")
     expect_regex: str | None = None
-    expect_exit_code: int | None = None
+    expect_exit_code: Annotated[int, Field(ge=0, le=255)] | None = None
     timeout_s: Annotated[float, Field(gt=0, le=600)] = 10
     cost_s: Annotated[float, Field(ge=0)] | None = Field(None, description="time a check takes a human")
     probability: Fraction | None = None
@@ -691,7 +750,7 @@ class EffectiveQps(Node):
 
     metric: str
     confidence_floor: Fraction = 0.8
-    baseline_qps: Annotated[float, Field(gt=0)] | None = None
+    baseline_qps: Annotated[float, Field(gt=0, le=MAX_RPS)] | None = None
     alert_below_ratio: Fraction = 0.5
     labels: dict[str, str] = Field(default_factory=dict)
 
@@ -732,7 +791,7 @@ class LogPolicy(Node):
 
 class ScrapeTarget(Node):
     service: Id
-    port: int
+    port: PortNumber
     path: str = "/metrics"
     job: str | None = None
 
@@ -764,7 +823,7 @@ class DegradeRule(Node):
 class SecurityPolicy(Node):
     """Service-wide security settings."""
 
-    kms_key_rotation_days: PositiveInt | None = None
+    kms_key_rotation_days: Annotated[int, Field(ge=1, le=36_500)] | None = None
     training_data_encrypted: bool | None = None
 
 
@@ -800,14 +859,16 @@ class Payload(Node):
 class TritonInput(Node):
     name: str
     datatype: str = "BYTES"
-    shape: list[int] = Field(default_factory=list)
+    shape: list[Annotated[int, Field(ge=-1, le=2**31 - 1)]] = Field(
+        default_factory=list, max_length=16, description="dimensions; -1 is variable"
+    )
 
 
 class Scenario(Node):
     """One kind of request in the traffic mix."""
 
     id: Id
-    weight: Annotated[float, Field(gt=0)] = 1
+    weight: Annotated[float, Field(gt=0, le=1_000_000)] = 1
     method: Literal["GET", "POST", "PUT", "DELETE", "PATCH"] = "POST"
     path: str | None = None
     headers: dict[str, str] = Field(default_factory=dict)
@@ -815,17 +876,19 @@ class Scenario(Node):
     model: str | None = Field(None, description="Triton model name for triton targets")
     inputs: list[TritonInput] = Field(default_factory=list)
     outputs: list[str] = Field(default_factory=list)
-    expect_status: list[int] = Field(default_factory=lambda: [200])
+    expect_status: list[Annotated[int, Field(ge=100, le=599)]] = Field(
+        default_factory=lambda: [200], description="HTTP status codes (RFC 9110: 100 to 599)"
+    )
     p50_ms: Ms | None = None
     p95_ms: Ms | None = None
     p99_ms: Ms | None = None
 
 
 class Fault(Node):
-    at_s: Annotated[float, Field(ge=0)]
+    at_s: Annotated[float, Field(ge=0, le=MAX_SECONDS)]
     action: Literal["stop", "kill", "restart", "pause", "delay"]
     target: Id = Field(description="a topology service id")
-    duration_s: Annotated[float, Field(ge=0)] | None = None
+    duration_s: Annotated[float, Field(ge=0, le=MAX_SECONDS)] | None = None
     delay_ms: Ms | None = None
     command: str | None = Field(None, description="how to apply it outside the local runner")
     expect_fallback: Id | None = Field(None, description="control-flow node expected to answer")
@@ -836,21 +899,24 @@ class Level(Node):
 
     id: Id
     kind: Literal["baseline", "stress", "chaos"]
-    users: PositiveInt = 10
-    rate_rps: Annotated[float, Field(gt=0)] | None = None
-    duration_s: Annotated[float, Field(gt=0, le=86400)] = 60
-    max_requests: PositiveInt | None = None
-    start_rps: Annotated[float, Field(gt=0)] | None = None
-    step_rps: Annotated[float, Field(gt=0)] | None = None
-    step_duration_s: Annotated[float, Field(gt=0)] | None = None
-    max_rps: Annotated[float, Field(gt=0)] | None = None
+    users: Annotated[int, Field(ge=1, le=100_000)] = Field(
+        10, description="simulated users, at most 100,000 (locust runs a few thousand per core)"
+    )
+    rate_rps: Annotated[float, Field(gt=0, le=MAX_RPS)] | None = None
+    duration_s: Seconds = 60
+    max_requests: Annotated[int, Field(ge=1, le=10**9)] | None = None
+    start_rps: Annotated[float, Field(gt=0, le=MAX_RPS)] | None = None
+    step_rps: Annotated[float, Field(gt=0, le=MAX_RPS)] | None = None
+    step_duration_s: Seconds | None = None
+    max_rps: Annotated[float, Field(gt=0, le=MAX_RPS)] | None = None
     arrival: Literal["constant", "poisson", "closed"] | None = Field(
         None,
         description="open model (constant or poisson arrivals at the offered rate, the default for "
         "baseline and stress) or closed (users wait for each answer; the default for chaos)",
     )
     max_inflight: PositiveInt | None = Field(
-        None, description="open model: requests in flight at most (default: users); beyond it a request is dropped"
+        None,
+        description="open model: requests in flight at most (default: users); beyond it a request is dropped",
     )
     faults: list[Fault] = Field(default_factory=list)
 
@@ -874,7 +940,7 @@ class StageOverride(Node):
         None,
         description="the model's batching on this hardware (replaces the stage's; checked by verify --env)",
     )
-    instances: PositiveInt | None = Field(None, description="the model's instance count on this hardware")
+    instances: Instances | None = Field(None, description="the model's instance count on this hardware")
 
 
 class Environment(Node):

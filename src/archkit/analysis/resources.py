@@ -1,0 +1,267 @@
+"""Traffic that reaches each stage and the demand it puts on shared processors (cores, GPUs).
+
+The model (printed by `archkit capacity`, stated in docs/checks.md):
+- **Reach.** A stage without inbound edges is visited by every request. Otherwise its share
+  of the requests is the sum over its inbound edges (sync and async: both do work) of the
+  source's share × the edge's `weight` (unset: 1), capped at 1, so a spec without weights
+  keeps the old, conservative answer: every stage sees the full rate. A fan-out stage then
+  sees `items_per_request` items per visit.
+- **Where work runs.** A stage runs on its service. A model on a GPU uses the service's GPUs
+  (`resources.limits.gpu`, else requests, else 1 per replica; a MIG slice counts as one
+  GPU, its service times are the slice's); everything else uses the service's cores
+  (limits, else requests, else the pool's node size), but only a stage that declares
+  `cpu_ms` (its processor time per item): a P50 alone is latency, which may be waiting on
+  I/O or a remote call. An environment with `cpu_cores` puts every service on one machine
+  with that many cores (a development box). Stages without `cpu_ms` or a model are delays
+  (with `concurrency`, each replica's workers are servers held for that time). Instances and replicas that share a GPU or
+  a set of cores share its time: one batch or one worker thread uses at most one unit, and
+  when more run than there are units they slow each other down (processor sharing).
+- **Demand.** Processor-seconds per request on each resource: Σ reach × items × time per
+  item, with a model's time per item taken at the batch the batcher forms under load (the
+  target batch, whole requests of `items_per_call` items) and a worker stage's at the mean
+  of a log-normal with median `cpu_ms` and the spread of its P50 → P99 (`service_mean_ms`).
+- **Ceiling.** The request rate at which the first resource, or the first stage's own
+  instances, reach 100 %: min over resources of units / demand and over stages of
+  servers / (reach × items × time per item). That resource or stage is the bottleneck.
+All of it is closed form: work is linear in stages + edges, whatever the rates.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from archkit.analysis.service_table import ServiceTable
+from archkit.spec.model import Device, Service, Spec, Stage
+
+# a stage's P99 is at most this many P50s for the log-normal fit of its service time; beyond
+# it the P99 budget is headroom for queueing, not spread of the work itself
+_MAX_SPREAD = 4.0
+Z99 = 2.3263478740408408  # standard normal 99th percentile
+
+
+@dataclass(frozen=True)
+class StageLoad:
+    """What one stage asks of the processors per request, and how many servers it has."""
+
+    stage: str
+    service: str | None
+    kind: str  # "model" (a batcher and instances), "worker" (a pool of workers), "delay"
+    reach: float  # share of the requests that visit the stage
+    items_per_request: float  # items per visit (a fan-out: line crops of a page)
+    items_per_call: int  # items per inference request (the batcher never splits one)
+    batch_items: int  # items in a batch under load (the target batch, whole calls)
+    replicas: int
+    servers_per_replica: int | None  # instances or workers per replica; None: unbounded
+    item_s: float  # processor time per item under load (s)
+    resource: str | None  # id of the shared resource it runs on; None: unconstrained
+
+    @property
+    def demand_s(self) -> float:
+        """Processor-seconds this stage needs per request."""
+        return self.reach * self.items_per_request * self.item_s
+
+    @property
+    def servers(self) -> int | None:
+        return None if self.servers_per_replica is None else self.servers_per_replica * self.replicas
+
+    @property
+    def ceiling_rps(self) -> float:
+        """Request rate at which this stage's own servers are all busy (∞ when unbounded)."""
+        if self.servers is None or self.demand_s <= 0:
+            return math.inf
+        return self.servers / self.demand_s
+
+
+@dataclass(frozen=True)
+class SharedResource:
+    """A set of cores or GPUs that several stages' instances share."""
+
+    id: str
+    kind: str  # "cpu" or "gpu"
+    units: float  # cores or GPUs, over all replicas
+    stages: tuple[str, ...]
+    demand_s: float  # processor-seconds per request
+
+    @property
+    def ceiling_rps(self) -> float:
+        return math.inf if self.demand_s <= 0 else self.units / self.demand_s
+
+    def utilisation(self, rate_rps: float) -> float:
+        return rate_rps * self.demand_s / self.units
+
+
+@dataclass(frozen=True)
+class LoadModel:
+    """The whole pipeline's demand: per stage, per shared resource, and the ceiling."""
+
+    stages: tuple[StageLoad, ...]
+    resources: tuple[SharedResource, ...]
+    ceiling_rps: float
+    bottleneck: str | None  # "resource <id>" or "stage <id>"; None when nothing limits
+    machine_cores: float | None  # the environment's single machine, when it declares one
+
+    def stage(self, stage_id: str) -> StageLoad | None:
+        return next((s for s in self.stages if s.stage == stage_id), None)
+
+    def resource(self, resource_id: str) -> SharedResource | None:
+        return next((r for r in self.resources if r.id == resource_id), None)
+
+
+def reach(spec: Spec) -> dict[str, float]:
+    """Share of the requests that visit each stage, from edge weights (see module docstring)."""
+    ids = [s.id for s in spec.dataflow.stages]
+    known = set(ids)
+    inbound: dict[str, list] = {i: [] for i in ids}
+    outdeg: dict[str, list[str]] = {i: [] for i in ids}
+    for e in spec.dataflow.edges:
+        if e.from_ in known and e.to in known and e.from_ != e.to:
+            inbound[e.to].append(e)
+            outdeg[e.from_].append(e.to)
+    # Kahn's order; stages left on a cycle (reported by AK104) keep the conservative 1
+    pending = {i: len(inbound[i]) for i in ids}
+    ready = [i for i in ids if pending[i] == 0]
+    share: dict[str, float] = {}
+    while ready:
+        sid = ready.pop()
+        if not inbound[sid]:
+            share[sid] = 1.0
+        else:
+            total = sum(
+                share.get(e.from_, 1.0) * (1.0 if e.weight is None else e.weight) for e in inbound[sid]
+            )
+            share[sid] = min(1.0, total)
+        for t in outdeg[sid]:
+            pending[t] -= 1
+            if pending[t] == 0:
+                ready.append(t)
+    return {i: share.get(i, 1.0) for i in ids}
+
+
+def lognormal_sigma(p50_ms: float | None, p99_ms: float | None) -> float:
+    """σ of the log-normal service time through a stage's P50 and P99 (0: deterministic)."""
+    if not p50_ms or not p99_ms or p99_ms <= p50_ms:
+        return 0.0
+    return math.log(min(p99_ms / p50_ms, _MAX_SPREAD)) / Z99
+
+
+def service_median_ms(stage: Stage) -> float:
+    """Median time of one item of a non-model stage: its `cpu_ms` when it declares one, else its P50."""
+    return stage.cpu_ms if stage.cpu_ms is not None else (stage.p50_ms or 0.0)
+
+
+def service_mean_ms(stage: Stage) -> float:
+    """Mean time of one item: a log-normal with that median and the spread of the stage's P50 → P99."""
+    s = lognormal_sigma(stage.p50_ms, stage.p99_ms)
+    return service_median_ms(stage) * math.exp(s * s / 2)
+
+
+def table_of(stage: Stage) -> ServiceTable | None:
+    m = stage.model
+    if m is None or not m.service_time:
+        return None
+    return ServiceTable((t.batch_size, t.total_ms) for t in m.service_time)
+
+
+def target_batch(stage: Stage) -> int:
+    """Items in a batch under load: the batcher's target (largest preferred, else max) in whole calls."""
+    m = stage.model
+    if m is None:
+        return 1
+    bt = m.batching
+    b = max(bt.preferred_batch_sizes) if bt and bt.preferred_batch_sizes else (bt.max_batch_size if bt else 1)
+    b = min(b, bt.max_batch_size) if bt else 1
+    k = m.items_per_call
+    return max(k, (b // k) * k)
+
+
+def _cores(spec: Spec, svc: Service) -> float | None:
+    lim = svc.resources.limits.cpu_cores or svc.resources.requests.cpu_cores
+    if lim:
+        return lim
+    pool = spec.pool(svc.pool)
+    return pool.cpu_cores if pool is not None else None
+
+
+def _gpus(spec: Spec, svc: Service) -> tuple[float, str]:
+    g = svc.resources.limits.gpu or svc.resources.requests.gpu or 1.0
+    pool = spec.pool(svc.pool)
+    mig = pool.gpu.mig_profile if pool is not None and pool.gpu is not None else None
+    return g, (f" (MIG {mig})" if mig else "")
+
+
+def load_model(spec: Spec, machine_cores: float | None = None) -> LoadModel:
+    """Demand of every stage on every shared resource and the pipeline's ceiling.
+
+    `spec` should already carry the environment's overrides (`Spec.with_environment`);
+    `machine_cores` is that environment's `cpu_cores` (one machine for every service).
+    """
+    shares = reach(spec)
+    loads: list[StageLoad] = []
+    units: dict[str, tuple[str, float]] = {}
+    for st in spec.dataflow.stages:
+        svc = spec.service(st.service) if st.service else None
+        replicas = max(1, svc.replicas) if svc is not None else 1
+        m = st.model
+        resource: str | None = None
+        if m is not None:
+            table = table_of(st)
+            b = target_batch(st)
+            item_s = (table.ms(b) / b / 1000) if table is not None else (st.p50_ms or 0.0) / 1000
+            kind, per_replica = "model", m.instances
+            if m.device is Device.gpu and svc is not None:
+                g, tag = _gpus(spec, svc)
+                resource = f"{svc.id}:gpu{tag}"
+                units[resource] = ("gpu", g * replicas)
+        else:
+            b = 1
+            item_s = service_mean_ms(st) / 1000
+            on_cores = st.cpu_ms is not None and svc is not None and not svc.external
+            kind = "worker" if on_cores or st.concurrency else "delay"
+            per_replica = st.concurrency if svc is not None else None
+        if (
+            (m is not None or st.cpu_ms is not None)
+            and resource is None
+            and svc is not None
+            and not svc.external
+        ):
+            if machine_cores is not None:
+                resource = "machine:cpu"
+                units[resource] = ("cpu", machine_cores)
+            else:
+                cores = _cores(spec, svc)
+                if cores:
+                    resource = f"{svc.id}:cpu"
+                    units[resource] = ("cpu", cores * replicas)
+        loads.append(
+            StageLoad(
+                st.id,
+                svc.id if svc is not None else None,
+                kind,
+                shares[st.id],
+                st.items_per_request,
+                m.items_per_call if m is not None else 1,
+                b,
+                replicas,
+                per_replica,
+                item_s,
+                resource,
+            )
+        )
+    resources = []
+    for rid, (kind, n) in units.items():
+        on = [sl for sl in loads if sl.resource == rid]
+        resources.append(
+            SharedResource(rid, kind, n, tuple(s.stage for s in on), sum(s.demand_s for s in on))
+        )
+    limits = [(r.ceiling_rps, f"resource {r.id}") for r in resources]
+    limits += [(s.ceiling_rps, f"stage {s.stage}") for s in loads]
+    finite = [x for x in limits if math.isfinite(x[0])]
+    ceiling, bottleneck = min(finite) if finite else (math.inf, None)
+    return LoadModel(tuple(loads), tuple(resources), ceiling, bottleneck, machine_cores)
+
+
+def environment_cores(spec: Spec, env: str | None) -> float | None:
+    """The `cpu_cores` of environment `env` (one machine for every service), if it declares one."""
+    e = spec.environment(env) if env else None
+    return e.cpu_cores if e is not None else None
