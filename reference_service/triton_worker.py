@@ -103,6 +103,25 @@ def recogniser_fn(threads: int):
     return infer
 
 
+TOKEN_ENV = "TRITON_ACCESS_TOKEN"
+TOKEN_FILE_ENV = "TRITON_ACCESS_TOKEN_FILE"
+
+
+def access_token() -> str | None:
+    """Triton's access token for its restricted endpoints (statistics, model repository, ...).
+
+    From the file named by TRITON_ACCESS_TOKEN_FILE, else TRITON_ACCESS_TOKEN, else None (PyTriton
+    then draws a random one per start). A known token lets perf_analyzer and `archkit calibrate`
+    read the statistics endpoint (`-H triton-access-token:...`). Never printed or logged.
+    """
+    path = os.environ.get(TOKEN_FILE_ENV)
+    if path:
+        token = Path(path).read_text(encoding="utf-8").strip()
+        if token:
+            return token
+    return os.environ.get(TOKEN_ENV) or None
+
+
 def _watch_parent(parent: int) -> None:
     """Stop when the supervising ``serve`` process is gone (no orphaned Triton)."""
     while True:
@@ -128,7 +147,7 @@ def main(argv: list[str] | None = None) -> None:
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s triton-worker %(levelname)s %(message)s")
 
     from pytriton.model_config import Tensor
-    from pytriton.triton import Triton, TritonConfig
+    from pytriton.triton import Triton, TritonConfig, TritonSecurityConfig
 
     # PyTriton handles only SIGINT; map SIGTERM onto it for a clean stop.
     signal.signal(signal.SIGTERM, lambda *_: os.kill(os.getpid(), signal.SIGINT))
@@ -152,7 +171,8 @@ def main(argv: list[str] | None = None) -> None:
     rec = dataclasses.replace(
         profile.recogniser, instances=args.rec_instances or profile.recogniser.instances
     )
-    with Triton(config=config, workspace=args.workspace) as triton:
+    security = TritonSecurityConfig(access_token=access_token())
+    with Triton(config=config, workspace=args.workspace, security_config=security) as triton:
         triton.bind(
             model_name=det.name,
             model_version=VERSION,
