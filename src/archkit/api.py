@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from archkit.atomic import create_atomic, write_atomic
 from archkit.checks import all_rules, rule_meta, run_rules
@@ -406,46 +407,37 @@ def expected_rule_groups(
 def verify(
     spec_path: str | os.PathLike,
     *,
-    snapshot: str | os.PathLike | None = None,
-    manifests: str | os.PathLike | None = None,
-    live: bool = False,
-    kubeconfig: str | None = None,
-    context: str | None = None,
-    in_cluster: bool = False,
-    triton_url: str | None = None,
-    prometheus_url: str | None = None,
-    rules_file: str | os.PathLike | None = None,
     timeout_s: float = 10.0,
     env: str | None = None,
+    default_source: bool = False,
+    **options: Any,
 ) -> VerifyResult:
-    """Verify a cluster (live, snapshot or manifests), Triton and Prometheus against a spec; read-only.
+    """Verify the running system against a spec, read-only, through every source the options name.
 
-    Raises `archkit.verify.StateError` (or ValueError) when a source cannot be used at all;
-    partial reads (403, timeouts) become `unknown` findings instead.
+    `options` are the sources' options (`archkit.verify.registry`: e.g. snapshot, manifests,
+    live, kubeconfig, context, in_cluster, triton_url, prometheus_url, rules); with
+    `default_source`, naming none reads the current cluster. Raises `archkit.verify.StateError`
+    (or ValueError) when a source cannot be used at all; partial reads (403, timeouts) become
+    `unknown` findings instead.
     """
     from archkit import verify as verify_mod
-    from archkit.verify.kube import namespaces_of
+    from archkit.verify.registry import all_options
 
+    known = {o.name for o in all_options()}
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise TypeError(
+            f"verify() got unknown source option(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}"
+        )
     res = load(spec_path)
     if res.spec is None:
         return VerifyResult(None, res.diagnostics)
     if env and res.spec.environment(env) is None:
-        known = ", ".join(e.id for e in res.spec.environments) or "none"
-        raise ValueError(f"environment '{env}' is not defined in {spec_path} (environments: {known})")
+        envs = ", ".join(e.id for e in res.spec.environments) or "none"
+        raise ValueError(f"environment '{env}' is not defined in {spec_path} (environments: {envs})")
     spec = res.spec.with_environment(env) if env else res.spec
-    if sum(x is not None for x in (snapshot, manifests)) + bool(live or in_cluster) > 1:
-        raise ValueError("give one cluster source: --snapshot, --manifests or a live cluster")
-    state = None
-    if snapshot is not None:
-        state = verify_mod.load_snapshot(snapshot, pod_namespaces=namespaces_of(spec))
-    elif manifests is not None:
-        state = verify_mod.load_manifests(manifests)
-    elif live or in_cluster:
-        state = verify_mod.read_live(kubeconfig, context, in_cluster, namespaces_of(spec), timeout_s)
-    groups, note = (None, "")
-    if prometheus_url:
-        groups, note = expected_rule_groups(spec, rules_file)
-    report = verify_mod.run(spec, state, triton_url, prometheus_url, groups, note, timeout_s)
+    providers = {"rule_groups": lambda: expected_rule_groups(spec, options.get("rules"))}
+    report = verify_mod.verify_spec(spec, options, timeout_s, providers, default=default_source)
     return VerifyResult(report, [])
 
 

@@ -1,10 +1,17 @@
-"""`archkit verify`: a cluster (live, snapshot or manifests), Triton and Prometheus against the spec."""
+"""`archkit verify`: a cluster (live, snapshot or manifests), Triton and Prometheus against the spec.
+
+The source options (`--snapshot`, `--triton-url`, ...) come from the verify source registry:
+each source declares its own, so a new source adds its options here without an edit.
+"""
 
 from __future__ import annotations
 
+import functools
+import inspect
+from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -16,6 +23,7 @@ class VerifyFormat(str, Enum):
     text = "text"
     json = "json"
     junit = "junit"
+    sarif = "sarif"
 
 
 class FailOn(str, Enum):
@@ -24,50 +32,14 @@ class FailOn(str, Enum):
     never = "never"
 
 
-@app.command()
 def verify(
     spec: Annotated[
         Path | None, typer.Argument(help="The spec to verify against.", show_default=False)
     ] = None,
-    snapshot: Annotated[
-        Path | None,
-        typer.Option(
-            help="Output of `kubectl get nodes,deploy,sts,ds,svc,netpol,pods,pvc,pv,sc -A -o yaml`."
-        ),
-    ] = None,
-    manifests: Annotated[
-        Path | None,
-        typer.Option(
-            help="Folder (or file) of rendered manifests (Helm/kustomize output): checks before deploy."
-        ),
-    ] = None,
-    live: Annotated[
-        bool,
-        typer.Option(
-            "--live", help="Read the live cluster of the kubeconfig (implied by --context/--kubeconfig)."
-        ),
-    ] = False,
-    kubeconfig: Annotated[
-        Path | None, typer.Option(help="Kubeconfig file (default: $KUBECONFIG, ~/.kube/config).")
-    ] = None,
-    context: Annotated[str | None, typer.Option(help="Kubeconfig context to use.")] = None,
-    in_cluster: Annotated[bool, typer.Option("--in-cluster", help="Use the pod's service account.")] = False,
-    triton_url: Annotated[
-        str | None, typer.Option(help="Triton HTTP endpoint, e.g. http://127.0.0.1:8000.")
-    ] = None,
-    prometheus_url: Annotated[
-        str | None, typer.Option(help="Prometheus base URL, e.g. http://127.0.0.1:9090.")
-    ] = None,
-    rules: Annotated[
-        Path | None,
-        typer.Option(
-            help="Rules file whose groups must be loaded (default: the groups `archkit render` generates)."
-        ),
-    ] = None,
     timeout: Annotated[float, typer.Option(help="Seconds per request.")] = 10.0,
     env: Annotated[str | None, typer.Option(help="Apply this environment's overrides to the spec.")] = None,
     format: Annotated[
-        VerifyFormat, typer.Option("--format", "-f", help="text, json or junit.")
+        VerifyFormat, typer.Option("--format", "-f", help="text, json, junit or sarif.")
     ] = VerifyFormat.text,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write the report here.")] = None,
     fail_on: Annotated[
@@ -80,6 +52,7 @@ def verify(
         bool,
         typer.Option("--print-rbac", help="Print the read-only ClusterRole this command needs, and exit."),
     ] = False,
+    **source_options: Any,
 ) -> None:
     """Verify a running system against the spec, read-only: exit 1 on drift.
 
@@ -87,39 +60,16 @@ def verify(
     --kubeconfig, --in-cluster; the default when no other source is given). Triton:
     --triton-url. Prometheus: --prometheus-url.
     """
-    from archkit import api
-    from archkit.verify import StateError, to_json, to_junit, to_text
+    from archkit import __version__, api
+    from archkit.verify import StateError, to_json, to_junit, to_sarif, to_text
 
     if print_rbac:
         typer.echo(api.verify_rbac(), nl=False)
         raise typer.Exit(0)
     if spec is None:
         raise fail("missing SPEC; usage: archkit verify SPEC [--snapshot F | --manifests D | --live] ...", 2)
-    live_wanted = live or context is not None or kubeconfig is not None
-    if (
-        snapshot is None
-        and manifests is None
-        and not in_cluster
-        and not live_wanted
-        and not triton_url
-        and not prometheus_url
-    ):
-        live_wanted = True  # like kubectl: no source named means the current cluster
     try:
-        result = api.verify(
-            spec,
-            snapshot=snapshot,
-            manifests=manifests,
-            live=live_wanted,
-            kubeconfig=str(kubeconfig) if kubeconfig else None,
-            context=context,
-            in_cluster=in_cluster,
-            triton_url=triton_url,
-            prometheus_url=prometheus_url,
-            rules_file=rules,
-            timeout_s=timeout,
-            env=env,
-        )
+        result = api.verify(spec, timeout_s=timeout, env=env, default_source=True, **source_options)
     except (StateError, ValueError, KeyError) as exc:
         raise fail(str(exc).strip("'\""), 2) from None
     if result.report is None:
@@ -131,6 +81,8 @@ def verify(
         text = to_json(report)
     elif format is VerifyFormat.junit:
         text = to_junit(report)
+    elif format is VerifyFormat.sarif:
+        text = to_sarif(report, __version__)
     else:
         text = to_text(report, colour=output is None and use_colour(), show_pass=not only_problems)
     if output:
@@ -141,3 +93,43 @@ def verify(
     else:
         typer.echo(text, nl=False)
     raise typer.Exit(1 if report.failed(fail_on.value) else 0)
+
+
+def with_source_options(command: Callable[..., None]) -> Callable[..., None]:
+    """The command with one CLI option per option the registered verify sources declare.
+
+    They follow the SPEC argument, in source order; their values reach the command as
+    `**source_options` (only those given, so a source sees None for the rest).
+    """
+    from archkit.verify.registry import all_options
+
+    options = all_options()
+    params = list(inspect.signature(command, eval_str=True).parameters.values())
+    first, rest = params[:1], [p for p in params[1:] if p.kind is not inspect.Parameter.VAR_KEYWORD]
+    added = []
+    for opt in options:
+        if opt.flag:
+            annotation: Any = Annotated[bool, typer.Option(opt.cli, help=opt.help)]
+            default: Any = False
+        else:
+            annotation = Annotated[opt.type | None, typer.Option(opt.cli, help=opt.help, metavar=opt.metavar)]
+            default = None
+        added.append(
+            inspect.Parameter(
+                opt.name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation
+            )
+        )
+    names = {o.name for o in options}
+
+    @functools.wraps(command)
+    def wrapper(**kwargs: Any) -> None:
+        given = {k: v for k, v in kwargs.items() if k in names and v not in (None, False)}
+        command(**{k: v for k, v in kwargs.items() if k not in names}, **given)
+
+    keyword = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in first + rest]
+    wrapper.__signature__ = inspect.Signature(keyword[:1] + added + keyword[1:])  # type: ignore[attr-defined]
+    wrapper.__annotations__ = {p.name: p.annotation for p in keyword + added}
+    return wrapper
+
+
+app.command(name="verify")(with_source_options(verify))

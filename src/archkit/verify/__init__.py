@@ -1,9 +1,17 @@
-"""`archkit verify`: hold a cluster, Triton and Prometheus to the spec, read-only."""
+"""`archkit verify`: hold a cluster, Triton and Prometheus to the spec, read-only.
+
+The sources are plug-ins (`archkit.verify.registry`): `verify_spec` reads every source the
+options ask for and runs its checks; `run` does the same for inputs already read.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from archkit.spec import Spec, file_of
-from archkit.verify.findings import CODES, Finding, Status, VerifyReport, to_json, to_junit, to_text
+from archkit.verify.findings import CODES, Finding, Status, VerifyReport, to_json, to_junit, to_sarif, to_text
+from archkit.verify.registry import Providers, sources
 from archkit.verify.state import (
     ClusterState,
     StateError,
@@ -25,10 +33,26 @@ __all__ = [
     "rbac_clusterrole",
     "read_live",
     "run",
+    "run_inputs",
     "to_json",
     "to_junit",
+    "to_sarif",
     "to_text",
+    "verify_spec",
 ]
+
+
+def run_inputs(spec: Spec, inputs: Mapping[str, Any], timeout_s: float = 10.0) -> VerifyReport:
+    """Run the checks of every source with an input (source name -> what its `read` returned)."""
+    report = VerifyReport(file_of(spec))
+    for cls in sources():
+        if cls.name not in inputs:
+            continue
+        reading = cls().check(spec, inputs[cls.name], timeout_s)
+        report.sources.append(reading.entry)
+        report.api_calls += reading.api_calls
+        report.findings += reading.findings
+    return report
 
 
 def run(
@@ -40,33 +64,36 @@ def run(
     groups_note: str = "",
     timeout_s: float = 10.0,
 ) -> VerifyReport:
-    """Run the checks of every source given; the report lists what was read and every finding."""
-    report = VerifyReport(file_of(spec))
+    """The built-in sources' checks against inputs already read (a cluster state, server URLs)."""
+    inputs: dict[str, Any] = {}
     if state is not None:
-        from archkit.verify.kube import check_cluster
-
-        report.sources.append(
-            {
-                "area": "kube",
-                "source": state.source,
-                "mode": state.mode,
-                "api_calls": state.api_calls,
-                "kinds": {
-                    k: {"status": r.status, "message": r.message, "calls": r.calls}
-                    for k, r in sorted(state.reads.items())
-                },
-            }
-        )
-        report.api_calls += state.api_calls
-        report.findings += check_cluster(spec, state)
+        inputs["kube"] = state
     if triton_url:
-        from archkit.verify.triton import check_triton
-
-        report.sources.append({"area": "triton", "source": triton_url})
-        report.findings += check_triton(spec, triton_url, timeout_s)
+        inputs["triton"] = triton_url
     if prometheus_url:
-        from archkit.verify.prometheus import check_prometheus
+        inputs["prometheus"] = (prometheus_url, expected_groups, groups_note)
+    return run_inputs(spec, inputs, timeout_s)
 
-        report.sources.append({"area": "prometheus", "source": prometheus_url})
-        report.findings += check_prometheus(spec, prometheus_url, expected_groups, groups_note, timeout_s)
-    return report
+
+def verify_spec(
+    spec: Spec,
+    options: Mapping[str, Any],
+    timeout_s: float = 10.0,
+    providers: Providers | None = None,
+    default: bool = False,
+) -> VerifyReport:
+    """Read every source the options ask for and check it against the spec.
+
+    With `default`, no source asked for means the default source with its default options
+    (like kubectl, the current cluster). Raises `StateError` (or ValueError) when a source
+    cannot be used at all.
+    """
+    opts = dict(options)
+    chosen = [cls() for cls in sources() if cls().given(opts)]
+    if not chosen and default:
+        for cls in sources():
+            if cls.default:
+                chosen.append(cls())
+                opts.update(cls.default_options)
+    inputs = {src.name: src.read(spec, opts, timeout_s, providers or {}) for src in chosen}
+    return run_inputs(spec, inputs, timeout_s)

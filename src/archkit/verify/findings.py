@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -21,123 +21,35 @@ class Status(str, Enum):
     UNKNOWN = "unknown"  # could not be checked (forbidden, unreachable, not in this source)
 
 
-# code -> (short title, why it matters; the seed section it comes from). Drift codes have
-# their own prefixes: VK1xx Kubernetes, VT2xx Triton, VP3xx Prometheus.
-CODES: dict[str, tuple[str, str]] = {
-    "VK101": (
-        "pool node count",
-        "A pool with fewer nodes than declared cannot hold the replicas placed on it "
-        "(seed 000 §3.3: pools are per role, e.g. gpu-node-t4 for inference).",
-    ),
-    "VK102": (
-        "pool GPU allocatable",
-        "Nodes must advertise the declared nvidia.com/gpu (or MIG) count, or GPU "
-        "pods stay Pending (seed 004 §2.3).",
-    ),
-    "VK103": ("pool taints", "GPU nodes are tainted so that only GPU workloads land there (seed 000 §3.3)."),
-    "VK110": ("workload exists", "Every service of the topology must be deployed as its declared workload."),
-    "VK111": ("replicas", "The declared replica count is the capacity the budgets were computed for."),
-    "VK112": ("ready replicas", "Replicas that are not ready serve no traffic."),
-    "VK113": (
-        "placement on pool",
-        "A nodeSelector or required node affinity must pin the pods to the labels of "
-        "their pool (seed 004 §2.3: hardware-type labels).",
-    ),
-    "VK114": ("tolerations", "Pods must tolerate their pool's taints, or they are never scheduled there."),
-    "VK115": ("pods on pool", "Running pods must sit on nodes of their pool."),
-    "VK116": ("image", "The deployed image must be the declared one (seed 000 §4.1: pin exact versions)."),
-    "VK120": (
-        "requests and limits",
-        "CPU, memory and GPU requests/limits as declared are what the capacity analysis assumed.",
-    ),
-    "VK121": (
-        "GPU requests = limits",
-        "Kubernetes refuses a pod whose nvidia.com/gpu request differs from its limit (seed 004 §2.3).",
-    ),
-    "VK130": (
-        "liveness probe",
-        "A liveness probe restarts a pod stuck, e.g. on a hung NFS mount (seed 000 §3.3).",
-    ),
-    "VK131": (
-        "readiness probe",
-        "Without a readiness probe, traffic reaches pods whose models are not loaded.",
-    ),
-    "VK132": ("startup probe", "A startup probe protects slow model loads from the liveness probe."),
-    "VK140": ("runAsNonRoot", "Containers run as a non-root user (seed 000 §4.1)."),
-    "VK141": ("runAsUser", "The declared UID (seed 000 §4.1, §5.6: runAsUser 1001)."),
-    "VK142": ("privileged", "Privileged containers can take over the node."),
-    "VK143": ("read-only root filesystem", "As declared in the spec's security section."),
-    "VK144": (
-        "sysctls",
-        "Kernel parameters the service needs (seed 000 §5.9), set in the pod securityContext.",
-    ),
-    "VK150": (
-        "volume mount",
-        "Each declared mount must be mounted at its path with its type and read-only flag (seed 000 §3.3).",
-    ),
-    "VK151": (
-        "mount options",
-        "NFS must be mounted soft with timeo/retrans, or a stuck server hangs the "
-        "process in stat() forever (seed 000 §3.3).",
-    ),
-    "VK160": ("container ports", "Each declared port is exposed by the container."),
-    "VK161": ("Service ports", "A Kubernetes Service selects the pods and serves each declared port."),
-    "VK162": (
-        "Service exposure",
-        "A service not declared public must not be a NodePort or LoadBalancer "
-        "(seed 000 §5.11: a Triton NodePort on the internet was hijacked for mining).",
-    ),
-    "VK170": (
-        "NetworkPolicy ingress",
-        "Declared ingress rules must be enforced by a NetworkPolicy (seed 000 §5.11).",
-    ),
-    "VK171": (
-        "ingress: nothing more",
-        "A NetworkPolicy must not admit sources the spec does not declare (seed 000 §5.11).",
-    ),
-    "VK172": (
-        "NetworkPolicy egress",
-        "Declared egress rules must be enforced by a NetworkPolicy "
-        "(seed 000 §2.4: the feature DB may not reach out).",
-    ),
-    "VT200": ("Triton reachable", "The Triton endpoint given with --triton-url must answer."),
-    "VT201": ("server live", "Triton's /v2/health/live."),
-    "VT202": ("server ready", "Triton's /v2/health/ready (seed 000 §3.4: 503 means a model failed to load)."),
-    "VT210": (
-        "model present",
-        "Each model stage the spec declares with server: triton is in the repository.",
-    ),
-    "VT211": ("model ready", "The model is READY at its declared version(s) (seed 000 §5.12)."),
-    "VT220": ("max_batch_size", "The batch size the latency budget was computed for (seed 000 §2.1)."),
-    "VT221": (
-        "max_queue_delay",
-        "dynamic_batching max_queue_delay_microseconds bounds the wait to fill a batch (seed 000 §2.1–2.2).",
-    ),
-    "VT222": ("preferred batch sizes", "dynamic_batching preferred_batch_size as declared."),
-    "VT223": ("instance count", "The model instances (instance_group count) as declared."),
-    "VT224": ("max queue size", "A bounded queue refuses work beyond it instead of timing out."),
-    "VT225": ("version policy", "Which versions stay loaded (seed 000 §2.2: latest 2)."),
-    "VT226": (
-        "dynamic batching on",
-        "The spec declares batching; Triton must have dynamic_batching enabled.",
-    ),
-    "VT227": (
-        "instance kind",
-        "A model declared device: cpu must not run on KIND_GPU instances (seed 000 §5.8: "
-        "CPU models on KIND_CPU take no CUDA context); a GPU model on CPU is noted, not drift.",
-    ),
-    "VT228": (
-        "queue timeout",
-        "dynamic_batching default_queue_policy default_timeout_microseconds: how long a "
-        "request may wait in the queue before it is refused.",
-    ),
-    "VP300": ("Prometheus reachable", "The Prometheus endpoint given with --prometheus-url must answer."),
-    "VP301": ("rule groups loaded", "The alert and recording rules generated from the spec are loaded."),
-    "VP302": ("rules evaluate", "A rule with an evaluation error never fires."),
-    "VP310": ("scrape target present", "Each scrape target the spec declares is configured."),
-    "VP311": ("scrape target up", "Each scrape target the spec declares is up (seed 000 §4.3)."),
-}
-AREAS = ("kube", "triton", "prometheus")
+class _Codes(Mapping[str, tuple[str, str]]):
+    """code -> (title, rationale) of every registered verify check (read from the source registry)."""
+
+    def _all(self) -> dict[str, tuple[str, str]]:
+        from archkit.verify.registry import all_codes
+
+        return {cid: (c.title, c.rationale) for cid, (c, _) in all_codes().items()}
+
+    def __getitem__(self, key: str) -> tuple[str, str]:
+        return self._all()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._all())
+
+    def __len__(self) -> int:
+        return len(self._all())
+
+
+# Drift codes have their own prefixes, one per source: VK1xx Kubernetes, VT2xx Triton, VP3xx
+# Prometheus. Each check declares its code next to its logic (archkit.verify.registry).
+CODES: Mapping[str, tuple[str, str]] = _Codes()
+
+
+def areas(findings: Iterable[Finding] = ()) -> tuple[str, ...]:
+    """The report order of areas: registered sources first, then any other area seen."""
+    from archkit.verify.registry import sources
+
+    names = [s.name for s in sources()]
+    return tuple(names + sorted({f.area for f in findings} - set(names)))
 
 
 @dataclass
@@ -157,7 +69,10 @@ class Finding:
 
     @property
     def title(self) -> str:
-        return CODES.get(self.code, (self.code, ""))[0]
+        from archkit.verify.registry import code
+
+        found = code(self.code)
+        return found.title if found else self.code
 
     def as_dict(self) -> dict:
         return {
@@ -253,7 +168,7 @@ class VerifyReport:
     def summary(self) -> str:
         parts = []
         counts = self.counts()
-        for area in AREAS:
+        for area in areas(self.findings):
             if area in counts:
                 c = counts[area]
                 parts.append(f"{area}: {c['pass']} pass, {c['drift']} drift, {c['unknown']} unknown")
@@ -265,10 +180,11 @@ class VerifyReport:
 
 
 def _grouped(findings: Iterable[Finding]) -> list[tuple[tuple[str, str], list[Finding]]]:
+    findings = list(findings)
     groups: dict[tuple[str, str], list[Finding]] = {}
     for f in findings:
         groups.setdefault((f.area, f.object), []).append(f)
-    order = {a: i for i, a in enumerate(AREAS)}
+    order = {a: i for i, a in enumerate(areas(findings))}
     return sorted(groups.items(), key=lambda kv: order.get(kv[0][0], 99))  # stable within an area
 
 
@@ -324,7 +240,7 @@ def to_junit(report: VerifyReport) -> str:
             "errors": "0",
         },
     )
-    for area in AREAS:
+    for area in areas(report.findings):
         items = [f for f in report.findings if f.area == area]
         if not items:
             continue
@@ -362,3 +278,58 @@ def to_junit(report: VerifyReport) -> str:
                 out.text = f.message
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+_SARIF_LEVEL = {Status.DRIFT: "error", Status.UNKNOWN: "note"}
+
+
+def to_sarif(report: VerifyReport, version: str = "") -> str:
+    """SARIF 2.1.0, one run: a result per drift (error) and per unknown (note, kind review).
+
+    Passing checks are left out: code-scanning tools list results, and a pass is not one. Each
+    rule is a registered verify code with its title, rationale and source.
+    """
+    from archkit.verify.registry import all_codes
+
+    codes = all_codes()
+    used = sorted(set(codes) | {f.code for f in report.findings})
+    index = {c: i for i, c in enumerate(used)}
+    rules = []
+    for cid in used:
+        entry = codes.get(cid)
+        rule: dict[str, Any] = {"id": cid, "name": entry[0].title if entry else cid}
+        if entry:
+            c, area = entry
+            rule["shortDescription"] = {"text": c.title}
+            rule["fullDescription"] = {"text": c.rationale}
+            rule["help"] = {"text": c.explain(area)}
+            rule["properties"] = {"area": area, "source": c.source}
+        rules.append(rule)
+    results = []
+    for f in report.findings:
+        if f.status not in _SARIF_LEVEL:
+            continue
+        region = {"startLine": max(1, f.line), "startColumn": max(1, f.col)}
+        result: dict[str, Any] = {
+            "ruleId": f.code,
+            "ruleIndex": index[f.code],
+            "kind": "fail" if f.status is Status.DRIFT else "review",
+            "level": _SARIF_LEVEL[f.status],
+            "message": {"text": f.message + (f" [{f.where}]" if f.where else "")},
+            "locations": [{"physicalLocation": {"artifactLocation": {"uri": f.file}, "region": region}}],
+            "properties": {"area": f.area, "object": f.object, "status": f.status.value, "path": f.path},
+        }
+        if f.where:
+            result["properties"]["where"] = f.where
+        results.append(result)
+    log = {
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {"driver": {"name": "archkit verify", "version": version, "rules": rules}},
+                "results": results,
+            }
+        ],
+    }
+    return json.dumps(log, indent=2, ensure_ascii=False) + "\n"

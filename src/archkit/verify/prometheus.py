@@ -1,17 +1,66 @@
-"""Prometheus checks over its HTTP API: rule groups loaded and healthy, declared scrape targets up."""
+"""The Prometheus source, over its HTTP API: rule groups loaded and healthy, declared scrape targets up."""
 
 from __future__ import annotations
 
 import json
 import urllib.error
 import urllib.request
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
 from urllib.parse import urlparse
 
+from archkit.errors import ArchkitError
 from archkit.spec.model import Spec
 from archkit.verify.findings import Finding, Recorder
+from archkit.verify.registry import Check, Code, DocRow, Option, Providers, Reading, Source, register_source
 
 
-class _Unreachable(Exception):
+class Reachable(Check):
+    """The Prometheus server answers its HTTP API."""
+
+    code = Code(
+        "VP300",
+        "Prometheus reachable",
+        "The Prometheus endpoint given with --prometheus-url must answer.",
+        "Prometheus HTTP API",
+    )
+
+
+class RuleGroups(Check):
+    """The rule groups generated from the spec are loaded and every rule evaluates."""
+
+    code = Code(
+        "VP301",
+        "rule groups loaded",
+        "The alert and recording rules generated from the spec are loaded.",
+        "Prometheus HTTP API (/api/v1/rules)",
+    )
+    also = (
+        Code(
+            "VP302",
+            "rules evaluate",
+            "A rule with an evaluation error never fires.",
+            "Prometheus HTTP API (/api/v1/rules)",
+        ),
+    )
+
+
+class ScrapeTargets(Check):
+    """Each declared scrape target is configured and up."""
+
+    code = Code(
+        "VP310",
+        "scrape target present",
+        "Each scrape target the spec declares is configured.",
+        "Prometheus HTTP API (/api/v1/targets)",
+    )
+    also = (
+        Code("VP311", "scrape target up", "Each scrape target the spec declares is up.", "seed 000 §4.3"),
+    )
+
+
+class _Unreachable(ArchkitError):
     pass
 
 
@@ -150,3 +199,46 @@ def check_prometheus(
         else:
             rec.ok("VP311", label, st, None, f"{len(matched)} target(s) up")
     return rec.findings
+
+
+@register_source
+class PrometheusSource(Source):
+    """A Prometheus server's loaded rules and scrape targets."""
+
+    name = "prometheus"
+    title = "Prometheus"
+    prefix = "VP"
+    options = (
+        Option("prometheus_url", "Prometheus base URL, e.g. http://127.0.0.1:9090."),
+        Option(
+            "rules",
+            "Rules file whose groups must be loaded (default: the groups `archkit render` generates).",
+            Path,
+        ),
+    )
+    docs = (
+        DocRow(
+            "`--prometheus-url URL`",
+            "`/api/v1/rules`, `/api/v1/targets`",
+            "the expected rule groups are those `archkit render` generates (`prometheus/rules.yaml`), or the "
+            "groups of `--rules FILE`.",
+        ),
+    )
+    checks: tuple[type[Check], ...] = (Reachable, RuleGroups, ScrapeTargets)
+    needs = ("rule_groups",)  # (names or None, why not): the groups the prometheus generator makes
+
+    def given(self, options: Mapping[str, Any]) -> bool:
+        return bool(options.get("prometheus_url"))  # --rules alone names no server
+
+    def read(self, spec: Spec, options: Mapping[str, Any], timeout_s: float, providers: Providers) -> Any:
+        groups: list[str] | None = None
+        note = "the expected rule groups are not known; pass --rules FILE to name them"
+        if "rule_groups" in providers:
+            groups, note = providers["rule_groups"]()
+        return options["prometheus_url"], groups, note
+
+    def check(self, spec: Spec, given: Any, timeout_s: float) -> Reading:
+        url, groups, note = given
+        return Reading(
+            {"area": self.name, "source": url}, check_prometheus(spec, url, groups, note, timeout_s)
+        )

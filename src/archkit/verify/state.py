@@ -21,6 +21,8 @@ from typing import Any
 
 import yaml
 
+from archkit.errors import InputError
+
 try:  # the C parser is ~10x faster on big snapshots
     _YamlLoader = yaml.CSafeLoader  # type: ignore[attr-defined]
 except AttributeError:  # pragma: no cover - libyaml missing
@@ -111,7 +113,7 @@ SNAPSHOT_COMMAND = "kubectl get nodes,deploy,sts,ds,svc,netpol,pods,pvc,pv,sc -A
 COMPLETE, PARTIAL, FORBIDDEN, FAILED, ABSENT = "complete", "partial", "forbidden", "failed", "absent"
 
 
-class StateError(Exception):
+class StateError(InputError):
     """The state source cannot be used at all (missing file, bad YAML, no kubeconfig)."""
 
 

@@ -1,13 +1,48 @@
-"""Triton checks through tritonclient: server health, each declared model READY at its version, its config."""
+"""The Triton source, through tritonclient: server health, each declared model READY at its version, its config."""
 
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlparse
 
 from archkit.spec.model import ModelInfo, Spec, Stage
 from archkit.verify.findings import Finding, Recorder
+from archkit.verify.registry import Check, Code, DocRow, Option, Providers, Reading, Source, register_source
+from archkit.verify.triton_config import CONFIG_CHECKS, _check_config
+
+
+class ServerHealth(Check):
+    """The server answers, is live and is ready."""
+
+    code = Code(
+        "VT200",
+        "Triton reachable",
+        "The Triton endpoint given with --triton-url must answer.",
+        "Triton HTTP/REST API",
+    )
+    also = (
+        Code("VT201", "server live", "Triton's /v2/health/live.", "Triton HTTP/REST API (health)"),
+        Code(
+            "VT202",
+            "server ready",
+            "Triton's /v2/health/ready (503 means a model failed to load).",
+            "seed 000 §3.4",
+        ),
+    )
+
+
+class ModelLoaded(Check):
+    """Each model stage served by Triton is in its repository, READY at its declared version(s)."""
+
+    code = Code(
+        "VT210",
+        "model present",
+        "Each model stage the spec declares with server: triton is in the repository.",
+        "Triton HTTP/REST API (model metadata)",
+    )
+    also = (Code("VT211", "model ready", "The model is READY at its declared version(s).", "seed 000 §5.12"),)
 
 
 def triton_models(spec: Spec) -> list[tuple[Stage, ModelInfo]]:
@@ -166,131 +201,25 @@ def _version_key(v: str) -> tuple:
     return (0, int(v), v) if v.isdigit() else (1, 0, v)
 
 
-def _check_config(rec: Recorder, label: str, model: ModelInfo, config: dict) -> None:
-    b = model.batching
-    name = model.name
-    if b is not None:
-        have = int(config.get("max_batch_size", 0) or 0)
-        if have == b.max_batch_size:
-            rec.ok("VT220", label, b, "max_batch_size", f"max_batch_size {have}")
-        else:
-            rec.drift(
-                "VT220",
-                label,
-                b,
-                "max_batch_size",
-                f"model '{name}' has max_batch_size {have}, the spec declares {b.max_batch_size}: the "
-                "latency budget was computed for the declared batch (seed 000 §2.1)",
-            )
-        dyn = config.get("dynamic_batching")
-        if dyn is None:
-            rec.drift(
-                "VT226",
-                label,
-                b,
-                None,
-                f"model '{name}' has no dynamic_batching; the spec declares batching up to "
-                f"{b.max_batch_size} with a {b.max_queue_delay_us} µs queue delay",
-            )
-        else:
-            delay = int(dyn.get("max_queue_delay_microseconds", 0) or 0)
-            if delay == b.max_queue_delay_us:
-                rec.ok("VT221", label, b, "max_queue_delay_us", f"max_queue_delay_microseconds {delay}")
-            else:
-                rec.drift(
-                    "VT221",
-                    label,
-                    b,
-                    "max_queue_delay_us",
-                    f"model '{name}' waits up to {delay} µs to fill a batch "
-                    f"(max_queue_delay_microseconds), the spec declares {b.max_queue_delay_us} µs "
-                    "(seed 000 §2.1: the queue delay adds to every request's latency)",
-                )
-            if b.preferred_batch_sizes or "preferred_batch_sizes" in b.model_fields_set:
-                pref = sorted(int(x) for x in dyn.get("preferred_batch_size") or [])
-                if pref == sorted(b.preferred_batch_sizes):
-                    rec.ok("VT222", label, b, "preferred_batch_sizes", f"preferred_batch_size {pref}")
-                else:
-                    rec.drift(
-                        "VT222",
-                        label,
-                        b,
-                        "preferred_batch_sizes",
-                        f"model '{name}' prefers batches {pref or 'none'}, the spec declares "
-                        f"{sorted(b.preferred_batch_sizes)}",
-                    )
-            if b.max_queue_size is not None:
-                qs = int(((dyn.get("default_queue_policy") or {}).get("max_queue_size", 0)) or 0)
-                if qs == b.max_queue_size:
-                    rec.ok("VT224", label, b, "max_queue_size", f"max_queue_size {qs}")
-                else:
-                    have_q = f"queues up to {qs} request(s)" if qs else "has an unbounded queue"
-                    rec.drift(
-                        "VT224",
-                        label,
-                        b,
-                        "max_queue_size",
-                        f"model '{name}' {have_q}, the spec declares max_queue_size {b.max_queue_size}",
-                    )
-        if dyn is not None and b.queue_timeout_us is not None:
-            qt = int(((dyn.get("default_queue_policy") or {}).get("default_timeout_microseconds", 0)) or 0)
-            if qt == b.queue_timeout_us:
-                rec.ok("VT228", label, b, "queue_timeout_us", f"default_timeout_microseconds {qt}")
-            else:
-                rec.drift(
-                    "VT228",
-                    label,
-                    b,
-                    "queue_timeout_us",
-                    f"model '{name}' lets a request wait {f'{qt} µs' if qt else 'without limit'} in its queue, "
-                    f"the spec declares queue_timeout_us {b.queue_timeout_us}",
-                )
-    groups = config.get("instance_group") or []
-    if groups:
-        count = sum(int(g.get("count", 1) or 1) for g in groups)
-        if count == model.instances:
-            rec.ok("VT223", label, model, "instances", f"{count} instance(s)")
-        else:
-            rec.drift(
-                "VT223",
-                label,
-                model,
-                "instances",
-                f"model '{name}' runs {count} instance(s), the spec declares {model.instances}",
-            )
-        kinds = sorted({str(g.get("kind", "KIND_AUTO")) for g in groups})
-        if model.device.value == "cpu" and "KIND_GPU" in kinds:
-            rec.drift(
-                "VT227",
-                label,
-                model,
-                "device",
-                f"model '{name}' runs instances on the GPU (KIND_GPU), the spec declares device cpu: each "
-                "takes a CUDA context (seed 000 §5.8: CPU models belong on KIND_CPU)",
-            )
-        elif model.device.value == "gpu" and "KIND_GPU" not in kinds and "KIND_AUTO" not in kinds:
-            # not drift: a GPU model is run on CPU by the CPU environments of the same spec (the
-            # local reference service, CI); the note keeps it visible
-            rec.ok(
-                "VT227",
-                label,
-                model,
-                "device",
-                f"instances {', '.join(kinds)}: this server runs the model on CPU (spec device: gpu)",
-            )
-        else:
-            rec.ok("VT227", label, model, "device", f"instances {', '.join(kinds)}")
-    vp = model.version_policy
-    if vp is not None and vp.latest_num_versions is not None:
-        have = ((config.get("version_policy") or {}).get("latest") or {}).get("num_versions")
-        if have is not None and int(have) == vp.latest_num_versions:
-            rec.ok("VT225", label, vp, "latest_num_versions", f"latest {have} versions")
-        else:
-            rec.drift(
-                "VT225",
-                label,
-                vp,
-                "latest_num_versions",
-                f"model '{name}' keeps {'latest ' + str(have) if have else 'a different set of'} version(s), "
-                f"the spec declares the latest {vp.latest_num_versions} (seed 000 §2.2)",
-            )
+@register_source
+class TritonSource(Source):
+    """A Triton Inference Server's models and their configuration, over its HTTP API."""
+
+    name = "triton"
+    title = "Triton"
+    prefix = "VT"
+    options = (Option("triton_url", "Triton HTTP endpoint, e.g. http://127.0.0.1:8000."),)
+    docs = (
+        DocRow(
+            "`--triton-url URL`",
+            "Triton's HTTP API through `tritonclient.http`",
+            "live/ready, then per model stage with `model.server: triton`: metadata, version readiness, config.",
+        ),
+    )
+    checks: tuple[type[Check], ...] = (ServerHealth, ModelLoaded, *CONFIG_CHECKS)
+
+    def read(self, spec: Spec, options: Mapping[str, Any], timeout_s: float, providers: Providers) -> Any:
+        return options["triton_url"]
+
+    def check(self, spec: Spec, given: Any, timeout_s: float) -> Reading:
+        return Reading({"area": self.name, "source": given}, check_triton(spec, given, timeout_s))
