@@ -22,6 +22,29 @@ LT_TRITON_GRPC_PORT ?= 18001
 LT_METRICS_PORT ?= 18002
 endif
 
+# NVIDIA perf_analyzer, the real binary: it ships inside the tritonclient 2.40.0 wheel
+# (tritonclient-2.40.0.data/data/bin/perf_analyzer). The main venv pins tritonclient 2.73.0, so
+# the 2.40.0 wheel is downloaded without dependencies and only the binary is taken. It needs
+# Debian's libb64 and libcudart.so.12 (PyPI nvidia-cuda-runtime-cu12, in a tools folder on
+# LD_LIBRARY_PATH; it runs without a GPU). strace counts connect() calls in the loopback test.
+EXTRA_APT_PACKAGES += libb64-0d strace unzip
+PERF_ANALYZER_DIR := .cache/perf_analyzer
+PERF_ANALYZER := $(PERF_ANALYZER_DIR)/bin/perf_analyzer
+PERF_ANALYZER_CUDA := $(PERF_ANALYZER_DIR)/cuda/nvidia/cuda_runtime/lib
+export ARCHKIT_PERF_ANALYZER := $(abspath $(PERF_ANALYZER))
+export ARCHKIT_PERF_ANALYZER_LIBS := $(abspath $(PERF_ANALYZER_CUDA))
+SETUP_TARGETS += $(PERF_ANALYZER)
+
+$(PERF_ANALYZER): mk/loadtest.mk | $(STAMPS)/venv
+	@mkdir -p $(PERF_ANALYZER_DIR)/wheel $(PERF_ANALYZER_DIR)/bin
+	$(BIN)/python -m pip download -q --no-deps --only-binary=:all: --platform manylinux2014_x86_64 \
+	  --python-version 3.11 -d $(PERF_ANALYZER_DIR)/wheel tritonclient==2.40.0
+	cd $(PERF_ANALYZER_DIR) && unzip -o -q -j wheel/tritonclient-2.40.0-*.whl \
+	  tritonclient-2.40.0.data/data/bin/perf_analyzer -d bin
+	$(BIN)/python -m pip install -q --no-deps --upgrade --target $(PERF_ANALYZER_DIR)/cuda nvidia-cuda-runtime-cu12==12.9.79
+	chmod +x $@ && LD_LIBRARY_PATH=$(abspath $(PERF_ANALYZER_CUDA)) $@ --version 2>&1 | grep -q 'Version 2.40.0'
+	@touch $@
+
 .PHONY: demo-loadtest loadtest-test bench-loadtest
 demo-loadtest: setup reference-venv
 	@mkdir -p $(dir $(LOADTEST_LOG))
