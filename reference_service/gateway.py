@@ -6,6 +6,8 @@
 from __future__ import annotations
 
 import asyncio
+import ctypes
+import ctypes.util
 import hashlib
 import io
 import json
@@ -13,11 +15,14 @@ import logging
 import time
 from contextlib import asynccontextmanager
 
+import cv2
 import numpy as np
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 from PIL import Image, UnidentifiedImageError
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 
 from . import pipeline as P
 from .cache import make_cache
@@ -30,6 +35,33 @@ from .triton_client import TritonClient, TritonOverloaded, TritonUnavailable
 LOG = logging.getLogger("reference_service.gateway")
 ACCEPTED_TYPES = {"image/png", "image/jpeg", "image/webp", "application/octet-stream"}
 ACCEPTED_FORMATS = {"PNG", "JPEG", "WEBP"}
+# Pixel modes decoded faithfully (see _to_rgb); anything else is refused with 415.
+ACCEPTED_MODES = {
+    "1",
+    "L",
+    "P",
+    "RGB",
+    "RGBA",
+    "CMYK",
+    "YCbCr",
+    "LA",
+    "PA",
+    "La",
+    "RGBa",
+    "I",
+    "I;16",
+    "I;16L",
+    "I;16B",
+    "I;16N",
+    "F",
+}
+# Pages at or above this size trim the heap after answering (see _trim_heap).
+TRIM_AFTER_PIXELS = 4_000_000
+try:
+    _LIBC: ctypes.CDLL | None = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+    _LIBC.malloc_trim  # noqa: B018 - glibc only; elsewhere no trimming
+except (OSError, AttributeError):
+    _LIBC = None
 PIPELINE_VERSION = "ppocrv4-det960-rec48-v1"  # part of the cache key: new models, new keys
 # A second guard inside PIL itself, in case a decoder reports a size lazily.
 Image.MAX_IMAGE_PIXELS = None
@@ -48,13 +80,16 @@ def error(status: int, code: str, message: str, headers: dict | None = None) -> 
     return JSONResponse({"error": {"code": code, "message": message}}, status_code=status, headers=headers)
 
 
-def check_header(body: bytes, s: Settings) -> None:
-    """Validate format and size from the image header only (PIL's lazy open decodes nothing)."""
+def check_header(body: bytes, s: Settings) -> int:
+    """Validate format and size from the image header only (PIL's lazy open decodes nothing).
+
+    Returns the page's pixel count, which the request reserves from the decode budget.
+    """
     if not body:
         raise InputError(400, "empty_body", "request body is empty; send the image bytes")
     try:
         with Image.open(io.BytesIO(body)) as img:
-            fmt, (w, h) = img.format, img.size
+            fmt, (w, h), mode = img.format, img.size, img.mode
     except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError):
         raise InputError(400, "not_an_image", "body is not a PNG, JPEG or WebP image") from None
     if fmt not in ACCEPTED_FORMATS:
@@ -69,22 +104,102 @@ def check_header(body: bytes, s: Settings) -> None:
         raise InputError(
             422, "image_too_small", f"image is {w}x{h}; each side must be at least {s.min_side} px"
         )
+    if mode not in ACCEPTED_MODES:
+        raise InputError(
+            415,
+            "unsupported_pixel_format",
+            f"pixel mode {mode} is not accepted; send 8- or 16-bit grey, palette, RGB(A) or CMYK",
+        )
+    return w * h
+
+
+def _to_rgb(img: Image.Image) -> np.ndarray:
+    """An RGB uint8 array of any accepted mode, with the page's real tones.
+
+    16-bit and 32-bit grey pages are scaled to 8 bits (PIL's ``convert("RGB")`` clips them to
+    255, which turned a 16-bit page white and returned empty text); transparent pages are
+    composited over white, as a viewer shows them (text drawn on a transparent background
+    would otherwise become black on black).
+    """
+    mode = img.mode
+    if mode in ("I;16", "I;16L", "I;16B", "I;16N", "I"):
+        grey = np.asarray(img, dtype=np.uint32)
+        top = 65535 if mode.startswith("I;16") or int(grey.max(initial=0)) > 255 else 255
+        grey8 = (grey * 255 // top).astype(np.uint8) if top != 255 else grey.astype(np.uint8)
+        return np.repeat(grey8[:, :, None], 3, axis=2)
+    if mode == "F":
+        grey = np.asarray(img, dtype=np.float32)
+        scale = 255.0 if float(grey.max(initial=0.0)) <= 1.0 else 1.0
+        return np.repeat(np.clip(grey * scale, 0, 255).astype(np.uint8)[:, :, None], 3, axis=2)
+    if mode in ("RGBA", "LA", "PA", "La", "RGBa") or (mode == "P" and "transparency" in img.info):
+        rgba = img.convert("RGBA")
+        page = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
+        page.alpha_composite(rgba)
+        del rgba
+        return np.asarray(page.convert("RGB"))
+    return np.asarray(img if mode == "RGB" else img.convert("RGB"))
 
 
 def decode_image(body: bytes) -> np.ndarray:
-    """Decode a header-checked image to BGR uint8 (truncated or corrupt data: 400)."""
+    """Decode a header-checked image to BGR uint8 (truncated or corrupt data: 400).
+
+    Peak memory is PIL's buffer plus one array (~7 bytes per pixel): the BGR swap is done
+    in place rather than through a reversed copy.
+    """
     try:
         with Image.open(io.BytesIO(body)) as img:
             img.load()
-            rgb = img.convert("RGB")
+            rgb = _to_rgb(img)
     except (OSError, ValueError, SyntaxError, Image.DecompressionBombError):
         raise InputError(400, "corrupt_image", "image data is truncated or corrupt") from None
-    return np.ascontiguousarray(np.asarray(rgb)[:, :, ::-1])
+    bgr = np.array(rgb, copy=not rgb.flags.writeable or not rgb.flags.c_contiguous)
+    del rgb
+    return cv2.cvtColor(bgr, cv2.COLOR_RGB2BGR, dst=bgr)
 
 
-def _check_and_hash(body: bytes, s: Settings) -> str:
-    check_header(body, s)
-    return hashlib.sha256(body).hexdigest()
+class PixelBudget:
+    """Pixels of pages being decoded and processed at once, bounded (memory per request).
+
+    A request reserves its page's pixels before decoding and returns them when it answers;
+    when the budget is spent it waits, up to a deadline, and is then refused with 429.
+    """
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity, self.used = capacity, 0
+        self._cond = asyncio.Condition()
+
+    @asynccontextmanager
+    async def reserve(self, pixels: int, timeout_s: float):
+        pixels = min(pixels, self.capacity)
+        async with self._cond:
+            try:
+                await asyncio.wait_for(
+                    self._cond.wait_for(lambda: self.used + pixels <= self.capacity), timeout_s
+                )
+            except TimeoutError:
+                raise DecodeBudgetSpent() from None
+            self.used += pixels
+        try:
+            yield
+        finally:
+            async with self._cond:
+                self.used -= pixels
+                self._cond.notify_all()
+
+
+class DecodeBudgetSpent(Exception):
+    """No room in the decode budget within the deadline (answered 429)."""
+
+
+def _trim_heap() -> None:
+    """Give freed decode buffers back to the OS (glibc keeps large freed arenas otherwise)."""
+    if _LIBC is not None:
+        _LIBC.malloc_trim(0)
+
+
+def _check_and_hash(body: bytes, s: Settings) -> tuple[str, int]:
+    pixels = check_header(body, s)
+    return hashlib.sha256(body).hexdigest(), pixels
 
 
 def _prepare_det(img: np.ndarray):
@@ -135,6 +250,8 @@ class Gateway:
         self.triton: TritonClient | None = None
         self.ready = False
         self.inflight = 0
+        self.receiving = 0
+        self.pixels = PixelBudget(settings.decode_budget_pixels)
         self._tasks: list[asyncio.Task] = []
         self._created: float | None = time.monotonic()
         try:
@@ -188,7 +305,7 @@ class Gateway:
         timings: dict[str, float] = {}
         m = _StageClock(self.metrics.stage_seconds, timings)
         t = time.perf_counter()
-        key = await asyncio.to_thread(_check_and_hash, body, self.s)
+        key, pixels = await asyncio.to_thread(_check_and_hash, body, self.s)
         m.labels("validate").observe(time.perf_counter() - t)
 
         t = time.perf_counter()
@@ -198,6 +315,16 @@ class Gateway:
             self.metrics.cache.labels("hit").inc()
             return json.loads(cached), "hit", timings
         self.metrics.cache.labels("miss" if use_cache else "bypass").inc()
+        async with self.pixels.reserve(pixels, self.s.decode_wait_s):
+            try:
+                return await self._infer(body, key, use_cache, m, timings)
+            finally:
+                if pixels >= TRIM_AFTER_PIXELS:
+                    await asyncio.to_thread(_trim_heap)
+
+    async def _infer(
+        self, body: bytes, key: str, use_cache: bool, m: _StageClock, timings: dict[str, float]
+    ) -> tuple[dict, str, dict]:
         t = time.perf_counter()
         img = await asyncio.to_thread(decode_image, body)
         m.labels("decode").observe(time.perf_counter() - t)
@@ -259,6 +386,11 @@ def create_app(settings: Settings, supervisor=None) -> FastAPI:
     app.state.gateway = gw
     s, met = settings, gw.metrics
 
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(_request: Request, exc: StarletteHTTPException):  # 404, 405: the one shape
+        codes = {404: "not_found", 405: "method_not_allowed"}
+        return error(exc.status_code, codes.get(exc.status_code, "http_error"), str(exc.detail), exc.headers)
+
     @app.exception_handler(Exception)
     async def _unhandled(_request: Request, exc: Exception):  # never leak a traceback or a path
         LOG.exception("unhandled error")
@@ -299,44 +431,98 @@ def create_app(settings: Settings, supervisor=None) -> FastAPI:
         met.request_seconds.labels(code).observe(time.perf_counter() - start)
         return resp
 
-    async def _read_body(request: Request) -> bytes:
-        declared = request.headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > s.max_body_bytes:
-            await _drain(request)
-            raise InputError(413, "body_too_large", f"body is {declared} bytes; limit is {s.max_body_bytes}")
+    async def _read_body(request: Request, declared: int | None) -> bytes:
+        """The whole body, or InputError: slow, stalled or short bodies end with 408.
+
+        Three limits (settings): the body within body_timeout_s, no gap between chunks over
+        body_idle_s, and after the first second at least min_body_rate_bps on average.
+        """
         chunks, size = [], 0
-        async for chunk in request.stream():
+        started = time.monotonic()
+        deadline = started + s.body_timeout_s
+        stream = request.stream().__aiter__()
+        while True:
+            now = time.monotonic()
+            wait = min(s.body_idle_s, deadline - now)
+            if wait <= 0:
+                raise InputError(408, "body_timeout", f"body not received within {s.body_timeout_s:g} s")
+            try:
+                chunk = await asyncio.wait_for(stream.__anext__(), wait)
+            except StopAsyncIteration:
+                break
+            except TimeoutError:
+                raise InputError(
+                    408, "body_timeout", f"body stalled: {size} of {declared or '?'} bytes received"
+                ) from None
             size += len(chunk)
             if size > s.max_body_bytes:
-                await _drain(request)
                 raise InputError(413, "body_too_large", f"body exceeds {s.max_body_bytes} bytes")
             chunks.append(chunk)
+            elapsed = time.monotonic() - started
+            if chunk and elapsed > 1.0 and size / elapsed < s.min_body_rate_bps:
+                raise InputError(
+                    408,
+                    "body_too_slow",
+                    f"body arrives at {size / elapsed:.0f} B/s; minimum is {s.min_body_rate_bps}",
+                )
+        if declared is not None and size != declared:
+            raise InputError(400, "body_incomplete", f"body is {size} bytes; Content-Length said {declared}")
         return b"".join(chunks)
 
-    async def _drain(request: Request, limit: int = 128 * 1024 * 1024) -> None:
-        # Read and discard the rest so the client sees the 413 instead of a reset; bounded.
-        seen = 0
-        try:
-            async for chunk in request.stream():
-                seen += len(chunk)
-                if seen > limit:
-                    break
-        except Exception as exc:  # noqa: BLE001 - client went away; nothing to drain
-            LOG.debug("drain stopped: %s", type(exc).__name__)
+    def _close(resp: JSONResponse) -> JSONResponse:
+        # The body was not read to its end: the connection cannot carry another request.
+        resp.headers["connection"] = "close"
+        return resp
 
     async def _ocr(request: Request):
+        # 1. Headers only: type and declared length, before a byte of the body is read.
         ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
         if ctype not in ACCEPTED_TYPES:
             met.rejected.labels("content_type").inc()
-            await _drain(request)
-            return error(
-                415,
-                "unsupported_media_type",
-                "Content-Type must be image/png, image/jpeg, image/webp or application/octet-stream",
+            return _close(
+                error(
+                    415,
+                    "unsupported_media_type",
+                    "Content-Type must be image/png, image/jpeg, image/webp or application/octet-stream",
+                )
             )
+        raw_length = request.headers.get("content-length")
+        declared = None
+        if raw_length is not None:
+            if not raw_length.isdigit() or len(raw_length) > 12:
+                met.rejected.labels("bad_length").inc()
+                return _close(error(400, "bad_content_length", "Content-Length is not a byte count"))
+            declared = int(raw_length)
+            if declared > s.max_body_bytes:
+                met.rejected.labels("body_too_large").inc()
+                return _close(
+                    error(413, "body_too_large", f"body is {declared} bytes; limit is {s.max_body_bytes}")
+                )
+        if gw.receiving >= s.max_receiving:
+            met.rejected.labels("receiving").inc()
+            return _close(
+                error(
+                    429,
+                    "overloaded",
+                    "too many uploads in progress; retry later",
+                    {"Retry-After": str(s.retry_after_s)},
+                )
+            )
+        # 2. The body, bounded in time and size, without holding an inference slot.
+        gw.receiving += 1
+        try:
+            body = await _read_body(request, declared)
+        except InputError as exc:
+            met.rejected.labels(exc.code).inc()
+            return _close(error(exc.status, exc.code, exc.message))
+        except ClientDisconnect:
+            met.rejected.labels("client_gone").inc()
+            return Response(status_code=400)  # nobody is listening; the metric records it
+        finally:
+            gw.receiving -= 1
+        # 3. Only a whole body competes for an inference slot.
         if gw.inflight >= s.max_inflight:
             met.rejected.labels("concurrency").inc()
-            await _drain(request)
             return error(
                 429,
                 "overloaded",
@@ -346,13 +532,20 @@ def create_app(settings: Settings, supervisor=None) -> FastAPI:
         gw.inflight += 1
         met.inflight.set(gw.inflight)
         try:
-            body = await _read_body(request)
             # Cache-Control: no-cache forces inference (rollback verification uses it).
             use_cache = "no-cache" not in request.headers.get("cache-control", "").lower()
             result, outcome, timings = await gw.ocr(body, use_cache)
         except InputError as exc:
             met.rejected.labels(exc.code).inc()
             return error(exc.status, exc.code, exc.message)
+        except DecodeBudgetSpent:
+            met.rejected.labels("decode_budget").inc()
+            return error(
+                429,
+                "overloaded",
+                "too many large pages being decoded; retry later",
+                {"Retry-After": str(s.retry_after_s)},
+            )
         except TritonOverloaded:
             met.rejected.labels("triton_queue_full").inc()
             return error(
@@ -378,3 +571,31 @@ def create_app(settings: Settings, supervisor=None) -> FastAPI:
         return JSONResponse(result, headers={"X-Cache": outcome, "X-Stage-Timings-Ms": header})
 
     return app
+
+
+def json_400_protocol() -> type:
+    """uvicorn's h11 protocol answering unparsable requests in the gateway's JSON shape.
+
+    uvicorn answers a request it cannot parse itself, before the app sees it, in plain text;
+    this subclass sends the documented ``{"error": {...}}`` body instead.
+    """
+    import h11
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class JsonErrorH11Protocol(H11Protocol):
+        def send_400_response(self, msg: str) -> None:
+            body = json.dumps({"error": {"code": "bad_request", "message": msg}}).encode()
+            headers = [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                (b"connection", b"close"),
+            ]
+            for event in (
+                h11.Response(status_code=400, headers=headers, reason=b"Bad Request"),
+                h11.Data(data=body),
+                h11.EndOfMessage(),
+            ):
+                self.transport.write(self.conn.send(event))
+            self.transport.close()
+
+    return JsonErrorH11Protocol

@@ -92,6 +92,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     supervisor = None if args.external_triton else TritonSupervisor(settings, run_dir, threads=args.threads)
     app = create_app(settings, supervisor)
+    from .gateway import json_400_protocol
+
     config = uvicorn.Config(
         app,
         host=settings.host,
@@ -100,6 +102,9 @@ def main(argv: list[str] | None = None) -> int:
         access_log=False,
         timeout_graceful_shutdown=2,
         lifespan="on",
+        # Malformed requests get the gateway's JSON error shape, and no banner names the server.
+        http=json_400_protocol(),
+        server_header=False,
     )
     server = uvicorn.Server(config)
     started = time.monotonic()

@@ -98,6 +98,10 @@ def auto_profile() -> str:
     return "gpu" if "CUDAExecutionProvider" in ort.get_available_providers() else "cpu"
 
 
+# Peak bytes per decoded pixel (PIL's RGB buffer 4 B + the BGR array 3 B, +1 B headroom).
+DECODE_BYTES_PER_PIXEL = 8
+
+
 @dataclass(frozen=True)
 class Settings:
     """Everything the gateway and the Triton worker need; all servers bind ``host``."""
@@ -108,14 +112,30 @@ class Settings:
     triton_http_port: int = 8000
     triton_grpc_port: int = 8001
     triton_metrics_port: int = 8002
-    # Input caps, checked before decoding (issue 6: a 10000x10000 PNG took the server from
+    # Input caps, checked before decoding (measured: a 10000x10000 PNG took the server from
     # 545 MB to 1.5 GB).
     max_body_bytes: int = 10 * 1024 * 1024
     max_pixels: int = 16_000_000
     max_side: int = 8_000
     min_side: int = 8
-    # Concurrency limit: requests beyond it get 429 + Retry-After at once.
+    # Concurrency limit: requests beyond it get 429 + Retry-After at once. A slot is taken
+    # only once the whole body has arrived, so slow uploads cannot hold inference slots.
     max_inflight: int = 8
+    # Uploads being received at once (each holds at most max_body_bytes); beyond it: 429.
+    max_receiving: int = 32
+    # Body-read limits: the whole body within body_timeout_s, no gap between chunks over
+    # body_idle_s, and after the first second at least min_body_rate_bps on average
+    # (1 MiB/s is ~100x slower than loopback or a LAN; a 10 MiB page still gets 10 s).
+    body_timeout_s: float = 10.0
+    body_idle_s: float = 2.0
+    min_body_rate_bps: int = 16 * 1024
+    # Memory for decoded pages: decoding costs ~8 bytes per pixel (PIL's 4-byte RGB buffer
+    # plus the 3-byte BGR array, measured in MEASUREMENTS.md), so requests reserve
+    # width x height x 8 bytes from this budget before decoding and wait (up to
+    # decode_wait_s) when it is spent. 384 MiB admits three 16-megapixel pages at once and
+    # keeps the gateway under its 1 GiB container limit (archkit rule AK320 checks it).
+    decode_budget_mib: int = 384
+    decode_wait_s: float = 20.0  # how long a page may wait for room in that budget (then 429)
     retry_after_s: int = 1
     triton_timeout_s: float = 20.0
     triton_retries: int = 1
@@ -126,6 +146,11 @@ class Settings:
     profile: str = "cpu"
     det_instances: int | None = None
     rec_instances: int | None = None
+
+    @property
+    def decode_budget_pixels(self) -> int:
+        """Pixels that may be decoded at once; never below one page at the pixel cap."""
+        return max(self.decode_budget_mib * 1024 * 1024 // DECODE_BYTES_PER_PIXEL, self.max_pixels)
 
     @property
     def detector(self) -> ModelSettings:

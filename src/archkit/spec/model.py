@@ -554,6 +554,27 @@ class KubeRef(Node):
     labels: dict[str, str] = Field(default_factory=dict)
 
 
+class Admission(Node):
+    """How many requests a service admits at once and what each may hold in memory.
+
+    With these numbers rule AK320 checks that the worst case fits the container's memory limit:
+    `base_memory_mib + min(max_inflight × request_memory_mib, memory_budget_mib)`.
+    """
+
+    max_inflight: Annotated[int, Field(ge=1, le=1_000_000)] = Field(
+        description="requests admitted at once; beyond it the service answers 429"
+    )
+    request_memory_mib: Annotated[float, Field(gt=0, le=1_048_576)] = Field(
+        description="worst-case memory one admitted request holds (e.g. a decoded page at the pixel cap)"
+    )
+    base_memory_mib: Annotated[float, Field(ge=0, le=1_048_576)] = Field(
+        0, description="resident memory of the idle process"
+    )
+    memory_budget_mib: Annotated[float, Field(gt=0, le=1_048_576)] | None = Field(
+        None, description="the service's own cap on memory held by requests at once (e.g. a decode budget)"
+    )
+
+
 class Service(Node):
     """A deployable unit placed on a node pool."""
 
@@ -581,6 +602,9 @@ class Service(Node):
     external: bool = Field(False, description="a third-party dependency not deployed by us")
     kubernetes: KubeRef | None = None
     log_keywords: list[str] = Field(default_factory=list)
+    admission: Admission | None = Field(
+        None, description="in-flight limit and memory per request (checked against limits.memory_mib)"
+    )
     deploy_command: str | None = None
     rollback_command: str | None = None
 
