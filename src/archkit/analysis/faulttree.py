@@ -1,306 +1,152 @@
-"""Fault-tree analysis: minimal cut sets, exact top-event probability, importance, single points of failure.
+"""Fault-tree analysis: exact top-event probability, minimal cut sets, importance.
 
-Pure functions over `archkit.spec.model.FaultTree`; no I/O.
+Pure functions over `archkit.spec.model.FaultTree`; no I/O. The engine (`ft_bdd`,
+`ft_model`) works the way the reference tools do (SCRAM, XFTA):
 
-- Minimal cut sets are computed bottom-up (the set algebra MOCUS performs top-down): an OR
-  gate unites its inputs' families, an AND gate crosses them, an ATLEAST k/n gate is the
-  OR of all k-subsets' ANDs; every step drops non-minimal sets (absorption).
-- The top-event probability is exact: a reduced ordered BDD of the tree is evaluated by
-  Shannon expansion, P(f) = p(x)·P(f|x=1) + (1-p(x))·P(f|x=0), with basic events assumed
-  independent. The rare-event approximation (sum of cut-set probabilities) and the
-  min-cut upper bound (1 - Π(1 - P(C))) are reported beside it, labelled as approximations.
-- Importance (NUREG/CR-3385 definitions): Birnbaum I_B(e) = P(top | e) - P(top | ¬e);
-  Fussell–Vesely FV(e) = P(∪ cut sets that contain e) / P(top), both exact via the BDD.
-- A basic event given as `rate_per_hour` becomes a probability over the tree's
-  `mission_time_h` with the exponential model p = 1 - e^(-λt).
+- The tree is flattened into a Boolean formula (every MEF gate type, house events,
+  common-cause groups) and compiled into one reduced ordered BDD, under a weighted
+  depth-first variable order (see `ft_model.variable_order`).
+- The top-event probability is exact and independent of cut sets: one bottom-up pass of
+  Shannon expansion over the BDD, P(f) = p(x)·P(f|x=1) + (1-p(x))·P(f|x=0), with basic
+  events independent.
+- Minimal cut sets are the BDD's minimal solutions, built as a ZBDD by Rauzy's construction
+  (RESS 40, 1993), optionally limited by order; counts by order come from the ZBDD without
+  listing; listing prunes by a probability cut-off. With negation (`not`, `xor`, `nand`,
+  `nor`, `iff`, `imply`) the tree is not coherent: the sets reported are the minimal sets of
+  failed events that, with every other event working, cause the top event — the positive
+  parts of its prime implicants; `FaultTreeAnalysis.coherent` says which case applies.
+- Importance from the BDD's gradient, all events in one pass (definitions as in SCRAM's
+  theory notes and NUREG/CR-3385): Birnbaum MIF = P(S|e) - P(S|¬e); criticality
+  CIF = p(e)·MIF/P(S); Fussell–Vesely diagnosis DIF = P(e|S) = p(e)·P(S|e)/P(S);
+  RAW = P(S|e)/P(S); RRW = P(S)/P(S|¬e).
+- The rare-event approximation (Σ P(C)) and the min-cut upper bound (1 - Π(1 - P(C))) are
+  reported beside the exact value, labelled as approximations.
 
-Validated against OpenFTA's published results for its "Theatre" and "Three Motor" trees
-(tests/analysis/faulttrees/).
+Validated against OpenFTA's and SCRAM's published results (tests/analysis/faulttrees/) and
+against enumeration on random trees.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
-from archkit.spec.model import BasicEvent, FaultTree, Gate, GateType
+from archkit.analysis.ft_bdd import Bdd, DiagramLimitError, Zbdd
+from archkit.analysis.ft_model import FaultTreeError, Formula, compile_tree, event_probability, variable_order
+from archkit.spec.model import BasicEvent, FaultTree, GateType
 
 __all__ = [
     "FaultTreeAnalysis",
     "FaultTreeError",
+    "FaultTreeLimitError",
     "analyse",
     "event_probabilities",
+    "event_probability",
     "minimal_cut_sets",
+    "notable_single_points",
     "ranked_events",
     "single_points_of_failure",
     "top_probability",
 ]
 
-# Guard against combinatorial blow-up on pathological trees (cut sets are listed in runbooks,
-# so a tree with more than this many is unreadable anyway).
-MAX_CUT_SETS = 200_000
+Progress = Callable[[str, int, int], None]
 
 
-class FaultTreeError(ValueError):
-    """The tree cannot be analysed: an unknown input id, a cycle, a bad `atleast` gate."""
+class FaultTreeLimitError(FaultTreeError):
+    """The tree needs more than one of its `limits` allow; names the limit and how to raise it."""
+
+    def __init__(self, tree_id: str, limit: str, value: int, what: str) -> None:
+        super().__init__(
+            f"tree '{tree_id}': {what} needs more than {value:,} nodes "
+            f"(limit `limits.{limit}`; raise it in the tree's `limits`, ~250 bytes per node)"
+        )
+        self.limit = limit
+        self.value = value
 
 
-CutSets = list[frozenset[str]]
+# --------------------------------------------------------------------------- compiling
 
 
-# --------------------------------------------------------------------------- structure
+@dataclass
+class _Compiled:
+    formula: Formula
+    order: list[str]
+    index: dict[str, int]
+    bdd: Bdd
+    root: int
+    seconds: float
 
 
-def _structure(tree: FaultTree) -> tuple[dict[str, Gate], dict[str, BasicEvent], list[str]]:
-    """Gates and events by id, and the basic events in depth-first order from the top."""
-    gates = {g.id: g for g in tree.gates}
-    events = {e.id: e for e in tree.events}
-    order: list[str] = []
-    seen: set[str] = set()
-    state: dict[str, int] = {}
-
-    def visit(node: str, trail: tuple[str, ...]) -> None:
-        if node in gates:
-            if state.get(node) == 1:
-                raise FaultTreeError(f"tree '{tree.id}': cycle " + " -> ".join(trail + (node,)))
-            if state.get(node) == 2:
-                return
-            state[node] = 1
-            g = gates[node]
-            if g.type is GateType.ATLEAST and (g.k is None or not 1 <= g.k <= len(g.inputs)):
-                raise FaultTreeError(
-                    f"tree '{tree.id}': gate '{g.id}' is atleast with k={g.k} and {len(g.inputs)} inputs"
-                )
-            for child in g.inputs:
-                visit(child, trail + (node,))
-            state[node] = 2
-        elif node in events:
-            if node not in seen:
-                seen.add(node)
-                order.append(node)
-        else:
-            where = f"an input of gate '{trail[-1]}'" if trail else "the top"
-            raise FaultTreeError(f"tree '{tree.id}': '{node}' ({where}) is neither a gate nor an event")
-
-    visit(tree.top, ())
-    return gates, events, order
+def _combine(bdd: Bdd, kind: GateType, kids: list[int], k: int) -> int:
+    if kind in (GateType.AND, GateType.INHIBIT, GateType.NAND):
+        acc = 1
+        for x in sorted(kids, reverse=True):  # deepest first: smaller intermediate diagrams
+            acc = bdd.conj(acc, x)
+        return bdd.neg(acc) if kind is GateType.NAND else acc
+    if kind in (GateType.OR, GateType.NOR):
+        acc = 0
+        for x in sorted(kids, reverse=True):
+            acc = bdd.disj(acc, x)
+        return bdd.neg(acc) if kind is GateType.NOR else acc
+    if kind is GateType.NOT:
+        return bdd.neg(kids[0])
+    if kind in (GateType.XOR, GateType.IFF):
+        acc = 0
+        for x in kids:
+            acc = bdd.xor(acc, x)
+        return bdd.neg(acc) if kind is GateType.IFF else acc
+    if kind is GateType.IMPLY:
+        return bdd.disj(bdd.neg(kids[0]), kids[1])
+    # atleast k of n: f(need, i) = kid_i · f(need-1, i+1) + f(need, i+1), tabulated
+    n = len(kids)
+    row = [1] * (n + 1)  # need = 0
+    for need in range(1, k + 1):
+        nxt = [0] * (n + 1)
+        for i in range(n - need, -1, -1):
+            nxt[i] = bdd.disj(bdd.conj(kids[i], row[i + 1]), nxt[i + 1])
+        row = nxt
+    return row[0]
 
 
-# --------------------------------------------------------------------------- cut sets
+def _compile(tree: FaultTree, house: dict[str, bool] | None, progress: Progress | None) -> _Compiled:
+    start = time.perf_counter()
+    f = compile_tree(tree, house)
+    order = variable_order(f)
+    index = {v: i for i, v in enumerate(order)}
+    bdd = Bdd(len(order), tree.limits.max_bdd_nodes)
+    val: dict[str, int] = {v: bdd.variable(i) for v, i in index.items()}
+    val.update({c: int(s) for c, s in f.constants.items()})
+    total = len(f.gates)
+    done = 0
+    stack = [f.top]
+    try:
+        while stack:
+            node = stack[-1]
+            if node in val:
+                stack.pop()
+                continue
+            kind, ins, k = f.gates[node]
+            pending = [x for x in ins if x not in val]
+            if pending:
+                stack.extend(pending)
+                continue
+            stack.pop()
+            val[node] = _combine(bdd, kind, [val[x] for x in ins], k)
+            done += 1
+            if progress is not None and done % 64 == 0:
+                progress("bdd", done, total)
+    except DiagramLimitError as exc:
+        raise FaultTreeLimitError(tree.id, "max_bdd_nodes", exc.limit, "the BDD") from None
+    bdd._and.clear()  # the operation caches are not needed once the diagram is built
+    bdd._or.clear()
+    bdd._xor.clear()
+    return _Compiled(f, order, index, bdd, val[f.top], time.perf_counter() - start)
 
 
-def _minimise(family: Iterable[frozenset[str]]) -> CutSets:
-    """Drop every set that contains another (absorption: A + A·B = A)."""
-    kept: CutSets = []
-    for s in sorted(set(family), key=lambda c: (len(c), sorted(c))):
-        if not any(k <= s for k in kept):
-            kept.append(s)
-    return kept
-
-
-def _and(a: CutSets, b: CutSets) -> CutSets:
-    out = {x | y for x in a for y in b}
-    if len(out) > MAX_CUT_SETS:
-        raise FaultTreeError(f"more than {MAX_CUT_SETS} cut sets; the tree is too large to list them")
-    return _minimise(out)
-
-
-def _or(families: Iterable[CutSets]) -> CutSets:
-    return _minimise(s for fam in families for s in fam)
-
-
-def _sort_key(cs: frozenset[str]) -> tuple:
-    return (len(cs), sorted(cs))
-
-
-def minimal_cut_sets(tree: FaultTree) -> list[frozenset[str]]:
-    """The tree's minimal cut sets, sorted by size, then by their sorted event ids.
-
-    Raises FaultTreeError when the tree references an unknown id or has a cycle.
-    """
-    gates, events, _ = _structure(tree)
-    memo: dict[str, CutSets] = {}
-
-    def cs(node: str) -> CutSets:
-        if node in memo:
-            return memo[node]
-        if node in events:
-            res: CutSets = [frozenset([node])]
-        else:
-            g = gates[node]
-            kids = [cs(i) for i in g.inputs]
-            if g.type is GateType.OR:
-                res = _or(kids)
-            elif g.type is GateType.AND:
-                res = [frozenset()]
-                for fam in kids:
-                    res = _and(res, fam)
-            else:  # atleast k of n: f(k, i) = kid_i · f(k-1, i+1) + f(k, i+1)
-                k = g.k or 1
-                table: dict[tuple[int, int], CutSets] = {}
-
-                def f(need: int, i: int) -> CutSets:
-                    if need == 0:
-                        return [frozenset()]
-                    if len(kids) - i < need:
-                        return []
-                    key = (need, i)
-                    if key not in table:
-                        table[key] = _or([_and(kids[i], f(need - 1, i + 1)), f(need, i + 1)])
-                    return table[key]
-
-                res = f(k, 0)
-        memo[node] = res
-        return res
-
-    return sorted(cs(tree.top), key=_sort_key)
-
-
-def single_points_of_failure(cut_sets: Iterable[frozenset[str]]) -> list[str]:
-    """Events that alone cause the top event (cut sets of size one), sorted."""
-    return sorted(next(iter(c)) for c in cut_sets if len(c) == 1)
-
-
-# --------------------------------------------------------------------------- probabilities
-
-
-def event_probability(event: BasicEvent, mission_time_h: float | None) -> float | None:
-    """An event's probability: `probability` if given, else 1 - e^(-λt) from `rate_per_hour`."""
-    if event.probability is not None:
-        return float(event.probability)
-    if event.rate_per_hour is not None and mission_time_h is not None:
-        return -math.expm1(-event.rate_per_hour * mission_time_h)
-    return None
-
-
-def event_probabilities(tree: FaultTree) -> dict[str, float | None]:
-    """Every event's probability (None when neither a probability nor a rate with a mission time)."""
-    return {e.id: event_probability(e, tree.mission_time_h) for e in tree.events}
-
-
-class _Bdd:
-    """A small reduced ordered BDD: node 0 is FALSE, node 1 is TRUE, others (var, low, high)."""
-
-    def __init__(self) -> None:
-        self.nodes: list[tuple[int, int, int]] = [(-1, 0, 0), (-1, 1, 1)]
-        self.unique: dict[tuple[int, int, int], int] = {}
-        self.cache: dict[tuple[str, int, int], int] = {}
-
-    def mk(self, var: int, low: int, high: int) -> int:
-        if low == high:
-            return low
-        key = (var, low, high)
-        node = self.unique.get(key)
-        if node is None:
-            node = len(self.nodes)
-            self.nodes.append(key)
-            self.unique[key] = node
-        return node
-
-    def var(self, v: int) -> int:
-        return self.mk(v, 0, 1)
-
-    def apply(self, op: str, a: int, b: int) -> int:
-        if op == "and":
-            if a == 0 or b == 0:
-                return 0
-            if a == 1:
-                return b
-            if b == 1:
-                return a
-        else:
-            if a == 1 or b == 1:
-                return 1
-            if a == 0:
-                return b
-            if b == 0:
-                return a
-        if a == b:
-            return a
-        if a > b:
-            a, b = b, a
-        key = (op, a, b)
-        hit = self.cache.get(key)
-        if hit is not None:
-            return hit
-        va, vb = self.nodes[a][0], self.nodes[b][0]
-        v = min(va, vb)
-        a0, a1 = (self.nodes[a][1], self.nodes[a][2]) if va == v else (a, a)
-        b0, b1 = (self.nodes[b][1], self.nodes[b][2]) if vb == v else (b, b)
-        res = self.mk(v, self.apply(op, a0, b0), self.apply(op, a1, b1))
-        self.cache[key] = res
-        return res
-
-    def fold(self, op: str, items: list[int]) -> int:
-        acc = 1 if op == "and" else 0
-        for it in items:
-            acc = self.apply(op, acc, it)
-        return acc
-
-    def probability(self, root: int, p: list[float]) -> float:
-        """Shannon expansion bottom-up: nodes are created after their children, so index order works."""
-        val = [0.0] * len(self.nodes)
-        val[1] = 1.0
-        for i in range(2, root + 1):
-            v, lo, hi = self.nodes[i]
-            val[i] = p[v] * val[hi] + (1.0 - p[v]) * val[lo]
-        return val[root]
-
-
-def _tree_bdd(tree: FaultTree) -> tuple[_Bdd, int, dict[str, int]]:
-    gates, events, order = _structure(tree)
-    index = {e: i for i, e in enumerate(order)}  # DFS order from the top: a good static order
-    bdd = _Bdd()
-    memo: dict[str, int] = {}
-
-    def build(node: str) -> int:
-        if node in memo:
-            return memo[node]
-        if node in events:
-            res = bdd.var(index[node])
-        else:
-            g = gates[node]
-            kids = [build(i) for i in g.inputs]
-            if g.type is GateType.OR:
-                res = bdd.fold("or", kids)
-            elif g.type is GateType.AND:
-                res = bdd.fold("and", kids)
-            else:
-                k = g.k or 1
-                table: dict[tuple[int, int], int] = {}
-
-                def f(need: int, i: int) -> int:
-                    if need == 0:
-                        return 1
-                    if len(kids) - i < need:
-                        return 0
-                    if (need, i) not in table:
-                        table[(need, i)] = bdd.apply(
-                            "or", bdd.apply("and", kids[i], f(need - 1, i + 1)), f(need, i + 1)
-                        )
-                    return table[(need, i)]
-
-                res = f(k, 0)
-        memo[node] = res
-        return res
-
-    return bdd, build(tree.top), index
-
-
-def top_probability(tree: FaultTree) -> float | None:
-    """Exact probability of the top event (BDD), or None when an event's probability is unknown."""
-    probs = event_probabilities(tree)
-    bdd, root, index = _tree_bdd(tree)
-    p = [0.0] * len(index)
-    for e, i in index.items():
-        if probs.get(e) is None:
-            return None
-        p[i] = probs[e]  # type: ignore[assignment]
-    return bdd.probability(root, p)
-
-
-# --------------------------------------------------------------------------- the whole analysis
+# --------------------------------------------------------------------------- results
 
 
 @dataclass
@@ -316,9 +162,25 @@ class FaultTreeAnalysis:
     rare_event: float | None = None  # approximation: Σ P(C)
     mcub: float | None = None  # approximation: 1 - Π(1 - P(C))
     birnbaum: dict[str, float] = field(default_factory=dict)
-    fussell_vesely: dict[str, float] = field(default_factory=dict)
+    fussell_vesely: dict[str, float] = field(default_factory=dict)  # diagnosis: P(e | top)
+    criticality: dict[str, float] = field(default_factory=dict)
+    raw: dict[str, float] = field(default_factory=dict)
+    rrw: dict[str, float] = field(default_factory=dict)
     missing_probability: list[str] = field(default_factory=list)
     unused_events: list[str] = field(default_factory=list)
+    counts_by_order: list[int] = field(default_factory=list)  # index = order; exact
+    cut_sets_listed_all: bool = True  # False when the listing hit a limit or a cut-off
+    coherent: bool = True
+    order_limit: int | None = None
+    cutoff: float | None = None
+    bdd_nodes: int = 0
+    zbdd_nodes: int = 0
+    seconds: dict[str, float] = field(default_factory=dict)
+    ccf_events: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def cut_set_count(self) -> int:
+        return sum(self.counts_by_order)
 
     def cut_set_probability(self, cs: frozenset[str]) -> float | None:
         out = 1.0
@@ -329,62 +191,189 @@ class FaultTreeAnalysis:
             out *= p
         return out
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "tree": self.tree_id,
-            "cut_sets": [sorted(c) for c in self.cut_sets],
-            "single_points_of_failure": self.single_points_of_failure,
             "probability": self.probability,
             "method": self.method,
+            "coherent": self.coherent,
+            "cut_set_kind": "minimal cut sets"
+            if self.coherent
+            else "minimal failure sets (prime implicants' positive parts)",
+            "cut_set_count": self.cut_set_count,
+            "counts_by_order": {str(i): c for i, c in enumerate(self.counts_by_order) if c},
+            "order_limit": self.order_limit,
+            "cutoff": self.cutoff,
+            "cut_sets_listed_all": self.cut_sets_listed_all,
+            "cut_sets": [sorted(c) for c in self.cut_sets],
+            "single_points_of_failure": self.single_points_of_failure,
             "approximations": {"rare_event": self.rare_event, "mcub": self.mcub},
             "event_probabilities": self.event_probabilities,
+            "importance": {
+                e: {
+                    "birnbaum": self.birnbaum[e],
+                    "criticality": self.criticality.get(e),
+                    "fussell_vesely": self.fussell_vesely.get(e),
+                    "raw": self.raw.get(e),
+                    "rrw": self.rrw.get(e),
+                }
+                for e in sorted(self.birnbaum)
+            },
             "birnbaum": self.birnbaum,
             "fussell_vesely": self.fussell_vesely,
             "missing_probability": self.missing_probability,
             "unused_events": self.unused_events,
+            "bdd_nodes": self.bdd_nodes,
+            "zbdd_nodes": self.zbdd_nodes,
+            "seconds": self.seconds,
         }
 
 
-def analyse(tree: FaultTree) -> FaultTreeAnalysis:
-    """Cut sets, exact top probability, approximations and importance of one tree.
+def _importance(res: FaultTreeAnalysis, c: _Compiled, p: list[float], top: float, grad: list[float]) -> None:
+    for name, i in sorted(c.index.items()):
+        b = grad[i]
+        q = p[i]
+        up = top + (1.0 - q) * b  # P(S | e)
+        down = top - q * b  # P(S | ¬e)
+        res.birnbaum[name] = b
+        if top > 0:
+            res.criticality[name] = q * b / top
+            res.fussell_vesely[name] = q * up / top
+            res.raw[name] = up / top
+        else:
+            res.criticality[name] = res.fussell_vesely[name] = 0.0
+            res.raw[name] = math.inf if up > 0 else 1.0
+        res.rrw[name] = top / down if down > 0 else math.inf
 
-    Raises FaultTreeError for a tree that cannot be analysed (see AK108 for the located finding).
+
+def analyse(
+    tree: FaultTree,
+    *,
+    order: int | None = None,
+    cutoff: float | None = None,
+    house: dict[str, bool] | None = None,
+    cut_sets: bool = True,
+    progress: Progress | None = None,
+) -> FaultTreeAnalysis:
+    """Exact top probability, importance, minimal cut sets (counted, and listed within limits).
+
+    `order` and `cutoff` default to the tree's `limits.max_order` and `limits.cutoff`;
+    `house` switches house events. Raises FaultTreeError for a tree that cannot be analysed
+    and FaultTreeLimitError (a FaultTreeError) when a diagram outgrows `limits`.
     """
-    cut_sets = minimal_cut_sets(tree)
-    probs = event_probabilities(tree)
-    bdd, root, index = _tree_bdd(tree)
-    res = FaultTreeAnalysis(tree.id, cut_sets, single_points_of_failure(cut_sets), probs)
-    res.unused_events = sorted(e.id for e in tree.events if e.id not in index)
-    res.missing_probability = sorted(e for e in index if probs.get(e) is None)
+    order = order if order is not None else tree.limits.max_order
+    cutoff = cutoff if cutoff is not None else tree.limits.cutoff
+    c = _compile(tree, house, progress)
+    f = c.formula
+    probs = dict(f.probabilities)
+    res = FaultTreeAnalysis(tree.id, [], [], {e.id: probs.get(e.id) for e in tree.events})
+    res.event_probabilities.update({v: probs[v] for v in f.variables})
+    res.coherent, res.order_limit, res.cutoff, res.ccf_events = f.coherent, order, cutoff, dict(f.ccf_of)
+    res.bdd_nodes = len(c.bdd)
+    res.seconds["bdd"] = round(c.seconds, 4)
+    members = {m for g in tree.ccf_groups for m in g.members}
+    res.unused_events = sorted(e.id for e in tree.events if e.id not in c.index and e.id not in members)
+    res.missing_probability = sorted(v for v in c.order if probs.get(v) is None)
+    p = [probs.get(v) or 0.0 for v in c.order]
     if res.missing_probability:
         res.method = "unknown: events without probability"
-        return res
-    p = [0.0] * len(index)
-    for e, i in index.items():
-        p[i] = probs[e]  # type: ignore[assignment]
-    top = bdd.probability(root, p)
-    res.probability = top
-    cs_p = [res.cut_set_probability(c) or 0.0 for c in cut_sets]
-    res.rare_event = sum(cs_p)
-    res.mcub = -math.expm1(sum(math.log1p(-x) if x < 1 else -math.inf for x in cs_p))
-    for e, i in sorted(index.items()):
-        saved = p[i]
-        p[i] = 1.0
-        hi = bdd.probability(root, p)
-        p[i] = 0.0
-        lo = bdd.probability(root, p)
-        p[i] = saved
-        res.birnbaum[e] = hi - lo
-        containing = [c for c in cut_sets if e in c]
-        if top > 0 and containing:
-            sub = bdd.fold(
-                "or",
-                [bdd.fold("and", [bdd.var(index[x]) for x in sorted(c, key=index.get)]) for c in containing],
-            )
-            res.fussell_vesely[e] = bdd.probability(sub, p) / top
-        else:
-            res.fussell_vesely[e] = 0.0
+    else:
+        t0 = time.perf_counter()
+        nodes = c.bdd.reachable(c.root)
+        val = c.bdd.probability(c.root, p, nodes)
+        top = val[c.root]
+        res.probability = top
+        res.seconds["probability"] = round(time.perf_counter() - t0, 4)
+        t0 = time.perf_counter()
+        _importance(res, c, p, top, c.bdd.gradient(c.root, p, val, nodes))
+        res.seconds["importance"] = round(time.perf_counter() - t0, 4)
+    if cut_sets:
+        _cut_sets(tree, c, res, p, order, cutoff, progress)
     return res
+
+
+def _cut_sets(
+    tree: FaultTree,
+    c: _Compiled,
+    res: FaultTreeAnalysis,
+    p: list[float],
+    order: int | None,
+    cutoff: float | None,
+    progress: Progress | None,
+) -> None:
+    t0 = time.perf_counter()
+    z = Zbdd(tree.limits.max_bdd_nodes)
+    try:
+        root = z.minsol(c.bdd, c.root, order)
+    except DiagramLimitError as exc:
+        raise FaultTreeLimitError(tree.id, "max_bdd_nodes", exc.limit, "the cut-set ZBDD") from None
+    res.zbdd_nodes = len(z)
+    res.seconds["cut_sets"] = round(time.perf_counter() - t0, 4)
+    t0 = time.perf_counter()
+    limit = tree.limits.max_cut_sets
+    use_cutoff = cutoff if cutoff and not res.missing_probability else None
+    listed: list[frozenset[str]] = []
+    names = c.order
+    counts: list[int] = []
+    for vs, _prob in z.sets(root, p, use_cutoff):
+        if len(listed) < limit:
+            listed.append(frozenset(names[v] for v in vs))
+        if use_cutoff is not None:
+            while len(counts) <= len(vs):
+                counts.append(0)
+            counts[len(vs)] += 1
+        elif len(listed) >= limit:
+            break
+        if progress is not None and len(listed) % 10_000 == 0:
+            progress("cut sets", len(listed), 0)
+    res.counts_by_order = counts if use_cutoff is not None else z.count_by_order(root)
+    res.cut_sets_listed_all = len(listed) == res.cut_set_count and use_cutoff is None
+    res.cut_sets = sorted(listed, key=_sort_key)
+    res.single_points_of_failure = single_points_of_failure(res.cut_sets)
+    res.seconds["listing"] = round(time.perf_counter() - t0, 4)
+    if res.probability is not None and res.cut_sets_listed_all:
+        cs_p = [res.cut_set_probability(s) or 0.0 for s in res.cut_sets]
+        res.rare_event = math.fsum(cs_p)
+        res.mcub = -math.expm1(math.fsum(math.log1p(-x) if x < 1 else -math.inf for x in cs_p))
+
+
+# --------------------------------------------------------------------------- small helpers
+
+
+def _sort_key(cs: frozenset[str]) -> tuple[int, list[str]]:
+    return (len(cs), sorted(cs))
+
+
+def minimal_cut_sets(tree: FaultTree) -> list[frozenset[str]]:
+    """The tree's minimal cut sets, sorted by size, then by their sorted event ids.
+
+    Raises FaultTreeError when the tree references an unknown id or has a cycle.
+    """
+    return analyse(tree).cut_sets
+
+
+def single_points_of_failure(cut_sets: Iterable[frozenset[str]]) -> list[str]:
+    """Events that alone cause the top event (cut sets of size one), sorted."""
+    return sorted(next(iter(c)) for c in cut_sets if len(c) == 1)
+
+
+def notable_single_points(a: FaultTreeAnalysis) -> list[str]:
+    """Single points of failure worth a red mark: order-one cut sets in a tree that has
+    redundancy elsewhere (some cut set of order two or more). In a tree where every event
+    alone fails the top event (an OR of leaves), marking them all says nothing."""
+    if not any(c > 0 for c in a.counts_by_order[2:]):
+        return []
+    return a.single_points_of_failure
+
+
+def event_probabilities(tree: FaultTree) -> dict[str, float | None]:
+    """Every event's probability (None when neither a probability nor a rate with a mission time)."""
+    return {e.id: event_probability(e, tree.mission_time_h) for e in tree.events}
+
+
+def top_probability(tree: FaultTree) -> float | None:
+    """Exact probability of the top event (BDD), or None when an event's probability is unknown."""
+    return analyse(tree, cut_sets=False).probability
 
 
 DEFAULT_CHECK_COST_S = 60.0  # a check whose `cost_s` is not given is assumed to take a minute
@@ -393,21 +382,21 @@ DEFAULT_CHECK_COST_S = 60.0  # a check whose `cost_s` is not given is assumed to
 def ranked_events(tree: FaultTree, analysis: FaultTreeAnalysis | None = None) -> list[BasicEvent]:
     """Leaf events in the order an on-call engineer should check them.
 
-    With probabilities: decreasing Fussell–Vesely importance per second of check (`cost_s`,
-    default one minute) — FV(e) is the share of the top event's probability that e takes part
-    in, and inspecting in decreasing probability/cost order minimises the expected time to find
-    a single cause (the classic sequential-search result, Kadane & Simon 1977). Without
-    probabilities: events in smaller cut sets first, then cheaper. Ties keep document order,
-    so the order is stable.
+    With probabilities: decreasing diagnosis importance per second of check (`cost_s`,
+    default one minute) — FV(e) = P(e | top) is the chance that e has failed given that the
+    top event happened, and inspecting in decreasing probability/cost order minimises the
+    expected time to find a single cause (the classic sequential-search result, Kadane &
+    Simon 1977). Without probabilities: events in smaller cut sets first, then cheaper.
+    Ties keep document order, so the order is stable.
     """
     a = analysis or analyse(tree)
     smallest: dict[str, int] = {}
-    for c in a.cut_sets:
-        for e in c:
-            smallest[e] = min(smallest.get(e, len(c)), len(c))
+    for cs in a.cut_sets:
+        for e in cs:
+            smallest[e] = min(smallest.get(e, len(cs)), len(cs))
     pos = {e.id: i for i, e in enumerate(tree.events)}
 
-    def key(e: BasicEvent) -> tuple:
+    def key(e: BasicEvent) -> tuple[Any, ...]:
         cost = e.cost_s if e.cost_s is not None else DEFAULT_CHECK_COST_S
         if a.probability is not None:
             fv = a.fussell_vesely.get(e.id, 0.0)

@@ -1,0 +1,345 @@
+"""Decision diagrams for fault trees: a reduced ordered BDD and a ZBDD of minimal solutions.
+
+Pure Python, built for trees of thousands of gates on a shared machine:
+- nodes are integers into parallel lists (`var`, `lo`, `hi`), hash-consed through one unique
+  table; node 0 is FALSE (for a ZBDD: the empty family), node 1 is TRUE (the family {∅});
+- every operation is memoised in its own table keyed by one integer;
+- a node is created only after its children, so ids ascend bottom-up and a probability is a
+  single pass over the reachable ids (Shannon expansion, Bryant 1986);
+- minimal solutions follow Rauzy's construction ("New algorithms for fault trees analysis",
+  RESS 40, 1993): minsol(ite(x, f1, f0)) = x·(minsol(f1) ∖ minsol(f0)) + minsol(f0), where
+  P ∖ Q ("without") drops the sets of P that contain a set of Q. Counting sets by order walks
+  the ZBDD once; nothing is listed unless asked.
+
+The node budget turns a blow-up into a `DiagramLimitError` that names the limit.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+
+__all__ = ["Bdd", "DiagramLimitError", "Zbdd"]
+
+TERMINAL = 1 << 30  # the terminals' variable: after every real variable
+_SHIFT = 32
+
+
+class DiagramLimitError(RuntimeError):
+    """A diagram grew past its node budget."""
+
+    def __init__(self, what: str, limit: int) -> None:
+        super().__init__(f"{what} needs more than {limit:,} nodes")
+        self.what = what
+        self.limit = limit
+
+
+def _deep_enough(depth: int) -> None:
+    # Apply recursion is as deep as the number of variables on a path; Python 3.11+ keeps
+    # pure-Python frames off the C stack, so a higher limit is safe.
+    if sys.getrecursionlimit() < depth:
+        sys.setrecursionlimit(depth)
+
+
+class Bdd:
+    """A reduced ordered BDD without complement edges; variables are 0..n-1 in order."""
+
+    def __init__(self, nvars: int, max_nodes: int = 4_000_000) -> None:
+        self.var: list[int] = [TERMINAL, TERMINAL]
+        self.lo: list[int] = [0, 1]
+        self.hi: list[int] = [0, 1]
+        self.unique: dict[int, int] = {}
+        self.max_nodes = max_nodes
+        self._and: dict[int, int] = {}
+        self._or: dict[int, int] = {}
+        self._xor: dict[int, int] = {}
+        self._not: dict[int, int] = {0: 1, 1: 0}
+        _deep_enough(4 * nvars + 2000)
+
+    def __len__(self) -> int:
+        return len(self.var)
+
+    def mk(self, v: int, lo: int, hi: int) -> int:
+        if lo == hi:
+            return lo
+        key = (v << (2 * _SHIFT)) | (lo << _SHIFT) | hi
+        node = self.unique.get(key)
+        if node is None:
+            node = len(self.var)
+            if node >= self.max_nodes:
+                raise DiagramLimitError("the BDD", self.max_nodes)
+            self.var.append(v)
+            self.lo.append(lo)
+            self.hi.append(hi)
+            self.unique[key] = node
+        return node
+
+    def variable(self, v: int) -> int:
+        return self.mk(v, 0, 1)
+
+    def neg(self, a: int) -> int:
+        hit = self._not.get(a)
+        if hit is not None:
+            return hit
+        r = self.mk(self.var[a], self.neg(self.lo[a]), self.neg(self.hi[a]))
+        self._not[a] = r
+        self._not[r] = a
+        return r
+
+    def conj(self, a: int, b: int) -> int:
+        if a == 0 or b == 0:
+            return 0
+        if a == 1 or a == b:
+            return b
+        if b == 1:
+            return a
+        if a > b:
+            a, b = b, a
+        key = (a << _SHIFT) | b
+        r = self._and.get(key)
+        if r is not None:
+            return r
+        var, lo, hi = self.var, self.lo, self.hi
+        va, vb = var[a], var[b]
+        if va == vb:
+            r = self.mk(va, self.conj(lo[a], lo[b]), self.conj(hi[a], hi[b]))
+        elif va < vb:
+            r = self.mk(va, self.conj(lo[a], b), self.conj(hi[a], b))
+        else:
+            r = self.mk(vb, self.conj(a, lo[b]), self.conj(a, hi[b]))
+        self._and[key] = r
+        return r
+
+    def disj(self, a: int, b: int) -> int:
+        if a == 1 or b == 1:
+            return 1
+        if a == 0 or a == b:
+            return b
+        if b == 0:
+            return a
+        if a > b:
+            a, b = b, a
+        key = (a << _SHIFT) | b
+        r = self._or.get(key)
+        if r is not None:
+            return r
+        var, lo, hi = self.var, self.lo, self.hi
+        va, vb = var[a], var[b]
+        if va == vb:
+            r = self.mk(va, self.disj(lo[a], lo[b]), self.disj(hi[a], hi[b]))
+        elif va < vb:
+            r = self.mk(va, self.disj(lo[a], b), self.disj(hi[a], b))
+        else:
+            r = self.mk(vb, self.disj(a, lo[b]), self.disj(a, hi[b]))
+        self._or[key] = r
+        return r
+
+    def xor(self, a: int, b: int) -> int:
+        if a == 0:
+            return b
+        if b == 0:
+            return a
+        if a == b:
+            return 0
+        if a == 1:
+            return self.neg(b)
+        if b == 1:
+            return self.neg(a)
+        if a > b:
+            a, b = b, a
+        key = (a << _SHIFT) | b
+        r = self._xor.get(key)
+        if r is not None:
+            return r
+        var, lo, hi = self.var, self.lo, self.hi
+        va, vb = var[a], var[b]
+        if va == vb:
+            r = self.mk(va, self.xor(lo[a], lo[b]), self.xor(hi[a], hi[b]))
+        elif va < vb:
+            r = self.mk(va, self.xor(lo[a], b), self.xor(hi[a], b))
+        else:
+            r = self.mk(vb, self.xor(a, lo[b]), self.xor(a, hi[b]))
+        self._xor[key] = r
+        return r
+
+    def reachable(self, root: int) -> list[int]:
+        """Non-terminal nodes under `root`, in ascending id order (children before parents)."""
+        seen = {0, 1}
+        stack = [root]
+        out: list[int] = []
+        lo, hi = self.lo, self.hi
+        while stack:
+            n = stack.pop()
+            if n in seen:
+                continue
+            seen.add(n)
+            out.append(n)
+            stack.append(lo[n])
+            stack.append(hi[n])
+        out.sort()
+        return out
+
+    def probability(self, root: int, p: list[float], nodes: list[int] | None = None) -> dict[int, float]:
+        """P(node) for every node under `root` (independent variables, Shannon expansion)."""
+        val = {0: 0.0, 1: 1.0}
+        var, lo, hi = self.var, self.lo, self.hi
+        for n in nodes if nodes is not None else self.reachable(root):
+            q = p[var[n]]
+            val[n] = q * val[hi[n]] + (1.0 - q) * val[lo[n]]
+        return val
+
+    def gradient(self, root: int, p: list[float], val: dict[int, float], nodes: list[int]) -> list[float]:
+        """∂P(root)/∂p(v) for every variable v: Birnbaum importance, all variables in one pass.
+
+        A BDD's paths are disjoint and meet each variable at most once, so the derivative is
+        Σ over v's nodes of P(reaching the node) · (P(high) - P(low)).
+        """
+        reach = dict.fromkeys(nodes, 0.0)
+        reach[root] = 1.0
+        reach[0] = reach[1] = 0.0
+        grad = [0.0] * len(p)
+        var, lo, hi = self.var, self.lo, self.hi
+        for n in reversed(nodes):
+            r = reach[n]
+            if r == 0.0:
+                continue
+            v = var[n]
+            q = p[v]
+            grad[v] += r * (val[hi[n]] - val[lo[n]])
+            reach[hi[n]] += r * q
+            reach[lo[n]] += r * (1.0 - q)
+        return grad
+
+
+class Zbdd:
+    """A zero-suppressed BDD of families of sets: node (v, lo, hi) = lo ∪ {s ∪ {v} : s ∈ hi}."""
+
+    def __init__(self, max_nodes: int = 4_000_000) -> None:
+        self.var: list[int] = [TERMINAL, TERMINAL]
+        self.lo: list[int] = [0, 1]
+        self.hi: list[int] = [0, 1]
+        self.unique: dict[int, int] = {}
+        self.max_nodes = max_nodes
+        self._without: dict[int, int] = {}
+        self._minsol: dict[int, int] = {}
+
+    def __len__(self) -> int:
+        return len(self.var)
+
+    def mk(self, v: int, lo: int, hi: int) -> int:
+        if hi == 0:
+            return lo
+        key = (v << (2 * _SHIFT)) | (lo << _SHIFT) | hi
+        node = self.unique.get(key)
+        if node is None:
+            node = len(self.var)
+            if node >= self.max_nodes:
+                raise DiagramLimitError("the cut-set ZBDD", self.max_nodes)
+            self.var.append(v)
+            self.lo.append(lo)
+            self.hi.append(hi)
+            self.unique[key] = node
+        return node
+
+    def without(self, p: int, q: int) -> int:
+        """The sets of family p that contain no set of family q."""
+        if q == 0 or p == 0:
+            return p
+        if q == 1 or p == q:
+            return 0  # every set contains ∅; every set of p contains itself
+        if p == 1:
+            return 1  # ∅ contains a set of q only if ∅ ∈ q, and q has a root variable here
+        key = (p << _SHIFT) | q
+        r = self._without.get(key)
+        if r is not None:
+            return r
+        var, lo, hi = self.var, self.lo, self.hi
+        vp, vq = var[p], var[q]
+        if vp < vq:
+            r = self.mk(vp, self.without(lo[p], q), self.without(hi[p], q))
+        elif vp > vq:
+            r = self.without(p, lo[q])
+        else:
+            lq = lo[q]
+            r = self.mk(vp, self.without(lo[p], lq), self.without(self.without(hi[p], lq), hi[q]))
+        self._without[key] = r
+        return r
+
+    def minsol(self, bdd: Bdd, f: int, order: int | None = None) -> int:
+        """Minimal solutions of BDD node f (minimal cut sets), of at most `order` events."""
+        if order is None:
+            return self._minsol_all(bdd, f)
+        memo: dict[int, int] = {}
+        return self._minsol_k(bdd, f, order, memo)
+
+    def _minsol_all(self, bdd: Bdd, f: int) -> int:
+        if f < 2:
+            return f
+        r = self._minsol.get(f)
+        if r is None:
+            m0 = self._minsol_all(bdd, bdd.lo[f])
+            m1 = self._minsol_all(bdd, bdd.hi[f])
+            r = self.mk(bdd.var[f], m0, self.without(m1, m0))
+            self._minsol[f] = r
+        return r
+
+    def _minsol_k(self, bdd: Bdd, f: int, k: int, memo: dict[int, int]) -> int:
+        if f < 2:
+            return f
+        if k == 0:  # only the empty set can remain: does f hold with every variable false?
+            while f > 1:
+                f = bdd.lo[f]
+            return f
+        key = (f << 8) | min(k, 255)
+        r = memo.get(key)
+        if r is None:
+            m0 = self._minsol_k(bdd, bdd.lo[f], k, memo)
+            m1 = self._minsol_k(bdd, bdd.hi[f], k - 1, memo)
+            r = self.mk(bdd.var[f], m0, self.without(m1, m0))
+            memo[key] = r
+        return r
+
+    def count_by_order(self, root: int) -> list[int]:
+        """How many sets of each size the family holds (index = size), without listing them."""
+        memo: dict[int, list[int]] = {0: [], 1: [1]}
+        for n in self._postorder(root):
+            a, b = memo[self.lo[n]], memo[self.hi[n]]
+            out = list(a) + [0] * max(0, len(b) + 1 - len(a))
+            for i, c in enumerate(b):
+                out[i + 1] += c
+            memo[n] = out
+        return memo[root]
+
+    def _postorder(self, root: int) -> list[int]:
+        seen = {0, 1}
+        stack = [root]
+        out: list[int] = []
+        while stack:
+            n = stack.pop()
+            if n in seen:
+                continue
+            seen.add(n)
+            out.append(n)
+            stack.append(self.lo[n])
+            stack.append(self.hi[n])
+        out.sort()  # children have smaller ids
+        return out
+
+    def sets(
+        self, root: int, p: list[float] | None = None, cutoff: float | None = None
+    ) -> Iterator[tuple[list[int], float]]:
+        """Every set (its variables, ascending) with its probability product; sets whose product
+        falls below `cutoff` are pruned as they are built (a product only shrinks)."""
+        stack: list[tuple[int, list[int], float]] = [(root, [], 1.0)]
+        while stack:
+            n, acc, prob = stack.pop()
+            if n == 0:
+                continue
+            if n == 1:
+                yield acc, prob
+                continue
+            v = self.var[n]
+            stack.append((self.lo[n], acc, prob))
+            q = prob * (p[v] if p is not None else 1.0)
+            if cutoff is None or q >= cutoff:
+                stack.append((self.hi[n], acc + [v], q))
