@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from archkit.atomic import create_atomic, write_atomic
-from archkit.checks import all_rules, rule_meta, run_rules
+from archkit.checks import rule_meta, run_rules
 from archkit.diagnostics import Diagnostic, Severity, has_errors, sort_diagnostics
 from archkit.spec import LoadResult, Spec, load_file
 from archkit.spec.schema import SCHEMA_ID, schema_text
@@ -125,8 +125,10 @@ def rules() -> dict[str, dict]:
 
 
 def explain(code: str) -> str | None:
-    rule = all_rules().get(code.upper())
-    return rule.explain() if rule else None
+    """The rationale and source of any code archkit emits (AK rules, verify and load-test codes)."""
+    from archkit.codes import explain as explain_code
+
+    return explain_code(code)
 
 
 def schema() -> str:

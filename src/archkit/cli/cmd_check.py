@@ -84,13 +84,18 @@ def rules(
 
 
 @app.command()
-def explain(code: Annotated[str, typer.Argument(help="A rule code, e.g. AK203.")]) -> None:
-    """Explain a rule: what it finds, why, and which seed it comes from."""
+def explain(
+    code: Annotated[
+        str,
+        typer.Argument(help="A code: a rule (AK203), a verify check (VK121) or a load-test verdict (LT101)."),
+    ],
+) -> None:
+    """Explain a code: what it finds, why, and which seed it comes from."""
     from archkit import api
 
     text = api.explain(code)
     if text is None:
-        raise fail(f"no rule {code!r}; see `archkit rules`", 2)
+        raise fail(f"no rule or other code {code!r}; see `archkit rules` and docs/verify.md", 2)
     typer.echo(text, nl=False)
 
 

@@ -151,6 +151,10 @@ def register_source(cls: type[Source]) -> type[Source]:
             raise DuplicateCodeError(f"verify code {code.id} claimed by '{owner[1]}' and '{name}'")
         if owner is not None and owner[0] != code:
             raise DuplicateCodeError(f"verify code {code.id} defined twice in '{name}'")
+    ids = [c.id for c in cls.codes()]
+    if len(ids) != len(set(ids)):
+        raise DuplicateCodeError(f"verify source '{name}' declares a code twice")
+    for code in cls.codes():  # only once every code is known to be good
         _CODES[code.id] = (code, name)
     _SOURCES[name] = cls
     return cls
