@@ -7,8 +7,20 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, Phase, settings
 
 ROOT = Path(__file__).resolve().parents[1]
+
+# `--hypothesis-profile=fuzz` (make fuzz): the long fuzzing run of tests/fuzz, 20,000 inputs per
+# mutation family without shrinking; other tests keep their own example counts.
+settings.register_profile(
+    "fuzz",
+    max_examples=20_000,
+    deadline=None,
+    database=None,
+    phases=[Phase.generate],
+    suppress_health_check=list(HealthCheck),
+)
 EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
 REFERENCE_SPECS = sorted((ROOT / "specs").glob("*.yaml"))
 ARTIFACTS = ROOT / "tests" / "artifacts"
