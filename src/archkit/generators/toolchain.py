@@ -30,6 +30,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from archkit.atomic import write_atomic
+from archkit.errors import ArchkitError
 
 PLANTUML_VERSION = "1.2026.8"
 # The oldest release archkit's diagrams are known to render with: the pinned one (the goldens
@@ -78,7 +79,7 @@ def install_hint(tool: str) -> str:
     return f"Debian/Ubuntu: {deb}; Fedora: {fed}; macOS: {mac}"
 
 
-class RendererError(RuntimeError):
+class RendererError(ArchkitError, RuntimeError):
     """A renderer is missing or reported an error for a diagram."""
 
 
