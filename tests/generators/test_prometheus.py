@@ -14,8 +14,9 @@ from hypothesis import strategies as st
 from tests.conftest import EXAMPLES, REFERENCE_SPECS
 
 from archkit import api
-from archkit.generators.gen_prometheus import burn_factor, plan, rules_document, unit_tests_document
+from archkit.generators.gen_prometheus import rules_document, unit_tests_document
 from archkit.generators.registry import RenderContext
+from archkit.plans.alerts import burn_factor, plan
 from archkit.spec.model import MetricType, Spec
 
 PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
@@ -349,7 +350,7 @@ def test_every_alert_has_a_firing_and_a_quiet_unit_test(path):
 
 
 def test_selectors_escape_values_and_quote_odd_metric_names():
-    from archkit.generators.gen_prometheus import Series
+    from archkit.plans.alerts import Series
 
     assert str(Series.of("up", {})) == "up"
     assert str(Series.of("up", {"job": 'a"b\\c\nd'})) == 'up{job="a\\"b\\\\c\\nd"}'

@@ -11,6 +11,7 @@ from functools import cached_property
 from typing import Any, ClassVar
 
 from archkit.diagnostics import Diagnostic, Severity
+from archkit.errors import ArchkitError
 from archkit.spec.loader import SourceMap, file_of, format_path, source_of
 from archkit.spec.model import Node, Spec
 
@@ -25,7 +26,7 @@ FAMILIES = {
 }
 
 
-class DuplicateRuleError(RuntimeError):
+class DuplicateRuleError(ArchkitError, RuntimeError):
     """Two rules claim the same code."""
 
 

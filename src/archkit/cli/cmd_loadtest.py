@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from archkit.cli import app
-from archkit.cli.output import fail, paint
+from archkit.cli.output import fail, fail_for, paint
 
 
 class Format(str, Enum):
@@ -133,8 +133,8 @@ def loadtest(
             arrival=arrival.value if arrival else None,
             max_inflight=max_inflight,
         )
-    except api.LoadtestError as exc:
-        raise fail(str(exc), 2) from None
+    except api.ArchkitError as exc:
+        raise fail_for(exc) from None
     finally:
         if sys.stderr.isatty():
             sys.stderr.write("\n")

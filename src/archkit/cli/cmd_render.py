@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 
 from archkit.cli import app
-from archkit.cli.output import diag_line, fail
+from archkit.cli.output import diag_line, fail, fail_for
 
 FORMATS = ("svg", "png")
 
@@ -113,8 +113,8 @@ def render(
     # imported here, not at module top, so that `archkit --help` stays fast
     from archkit import api
     from archkit.diagnostics import Severity
+    from archkit.errors import ArchkitError
     from archkit.generators import all_generators
-    from archkit.generators.renderers import RendererError
 
     formats = tuple(_split([image_format]))
     bad = [f for f in formats if f not in FORMATS]
@@ -162,14 +162,9 @@ def render(
             progress=progress,
             plantuml_jar=plantuml_jar,
         )
-    except RendererError as exc:
+    except ArchkitError as exc:  # a renderer failed, an unknown environment, an unsafe output folder
         progress.done()
-        raise fail(str(exc), 1) from None
-    except KeyError as exc:
-        progress.done()
-        raise fail(
-            f"environment {exc.args[0]!r} is not defined in {spec}" if env else f"unknown: {exc}"
-        ) from None
+        raise fail_for(exc) from None
     except Exception as exc:  # noqa: BLE001 - a template error or an unwritable folder: say what, no traceback
         progress.done()
         raise fail(f"{type(exc).__name__}: {exc}", 1) from None

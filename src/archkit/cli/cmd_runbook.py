@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from archkit.cli import app
-from archkit.cli.output import fail, paint
+from archkit.cli.output import fail, fail_for, paint
 
 
 class RunbookFormat(str, Enum):
@@ -50,7 +50,7 @@ def runbook(
     match (the confirmed cause) and prints its remedy. Exit 1 when a cause is confirmed.
     """
     from archkit import api
-    from archkit.runbook import RunbookError
+    from archkit.errors import ArchkitError
 
     as_json = format is RunbookFormat.json
     # in JSON mode stdout carries only the report; progress goes to stderr
@@ -85,8 +85,8 @@ def runbook(
             on_start=on_start if run else None,
             on_result=on_result if run else None,
         )
-    except RunbookError as exc:
-        raise fail(str(exc), 2) from None
+    except ArchkitError as exc:  # the spec does not load, an unknown tree
+        raise fail_for(exc) from None
     except OSError as exc:
         raise fail(f"cannot run a check: {exc}", 2) from None
     except KeyboardInterrupt:

@@ -16,7 +16,7 @@ from typing import Annotated, Any
 import typer
 
 from archkit.cli import app
-from archkit.cli.output import diag_line, fail, use_colour
+from archkit.cli.output import diag_line, fail, fail_for, use_colour
 
 
 class VerifyFormat(str, Enum):
@@ -61,7 +61,8 @@ def verify(
     --triton-url. Prometheus: --prometheus-url.
     """
     from archkit import __version__, api
-    from archkit.verify import StateError, to_json, to_junit, to_sarif, to_text
+    from archkit.errors import ArchkitError
+    from archkit.verify import to_json, to_junit, to_sarif, to_text
 
     if print_rbac:
         typer.echo(api.verify_rbac(), nl=False)
@@ -70,7 +71,9 @@ def verify(
         raise fail("missing SPEC; usage: archkit verify SPEC [--snapshot F | --manifests D | --live] ...", 2)
     try:
         result = api.verify(spec, timeout_s=timeout, env=env, default_source=True, **source_options)
-    except (StateError, ValueError, KeyError) as exc:
+    except ArchkitError as exc:  # the spec's environment, a source that cannot be read, bad options
+        raise fail_for(exc) from None
+    except (ValueError, KeyError) as exc:
         raise fail(str(exc).strip("'\""), 2) from None
     if result.report is None:
         for d in result.diagnostics:

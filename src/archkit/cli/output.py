@@ -1,13 +1,20 @@
-"""Printing helpers shared by commands: colour only on a terminal and without NO_COLOR."""
+"""Printing helpers shared by commands: colour only on a terminal and without NO_COLOR; exit codes.
+
+`EXIT_CODES` is the one place that maps archkit's error classes (archkit.errors) to exit codes;
+commands raise `fail_for(exc)` or wrap their api call in `with archkit_errors():`.
+"""
 
 from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import typer
 
 from archkit.diagnostics import Diagnostic, Severity
+from archkit.errors import ArchkitError, InputError
 
 _COLOURS = {Severity.ERROR: "\033[31m", Severity.WARNING: "\033[33m", Severity.INFO: "\033[36m"}
 
@@ -35,3 +42,32 @@ def fail(message: str, code: int = 2) -> typer.Exit:
     """Print `archkit: message` to stderr and return the Exit to raise."""
     typer.echo(f"archkit: {message}", err=True)
     return typer.Exit(code)
+
+
+# The one table from error class to exit code (first match wins): 2 for a usage or input problem
+# (a spec that does not load, a missing file, an unknown environment or name, a bad option),
+# 1 for a run that started and failed. Findings, drift and missed budgets are results, not
+# errors: the commands exit 1 on them themselves.
+EXIT_CODES: tuple[tuple[type[BaseException], int], ...] = (
+    (InputError, 2),
+    (ArchkitError, 1),
+)
+
+
+def exit_code(exc: BaseException) -> int:
+    """The exit code for an error raised by archkit (EXIT_CODES; 1 for anything else)."""
+    return next((code for cls, code in EXIT_CODES if isinstance(exc, cls)), 1)
+
+
+def fail_for(exc: BaseException) -> typer.Exit:
+    """`archkit: <the error's one line>` on stderr and the Exit with the error's code, to raise."""
+    return fail(str(exc), exit_code(exc))
+
+
+@contextmanager
+def archkit_errors() -> Iterator[None]:
+    """Turn any ArchkitError raised inside into its one-line message and exit code (no traceback)."""
+    try:
+        yield
+    except ArchkitError as exc:
+        raise fail_for(exc) from None

@@ -24,12 +24,13 @@ import os
 import re
 import shlex
 from dataclasses import dataclass
+from typing import Any
 
-from archkit.analysis.faulttree import FaultTreeAnalysis, FaultTreeError, analyse, ranked_events
 from archkit.diagnostics import Diagnostic, Severity
-from archkit.generators.gen_prometheus import ALERTS_RUNBOOK, Alert, plan
 from archkit.generators.jinja import md_text, render
 from archkit.generators.registry import RenderContext, register
+from archkit.plans.alerts import ALERTS_RUNBOOK, Alert
+from archkit.plans.runbook import RunbookOrder, runbook_order
 from archkit.spec.model import BasicEvent, FaultTree, Service, Spec
 
 # --------------------------------------------------------------------------- Markdown helpers
@@ -70,6 +71,7 @@ def _num(x: float | None) -> str:
 
 # --------------------------------------------------------------------------- the checklist table
 
+
 @dataclass(frozen=True)
 class ChecklistLine:
     """One pre-launch item: the pitfall it guards against, where it comes from, the rules that check it."""
@@ -83,48 +85,131 @@ class ChecklistLine:
 # seed 000 §6: "write an architecture self-check list containing every one of the 12 pitfalls
 # above and tick it line by line before each launch"; seed 004 §4 adds its lessons.
 CHECKLIST: tuple[ChecklistLine, ...] = (
-    ChecklistLine("model-versions", "Model versions are pinned (versioned path + sha256), `latest` is only a pointer, "
-                  "two versions stay loaded", "seed 000 §5.1", ("AK311", "AK312")),
-    ChecklistLine("log-levels", "Log levels are set (INFO in production; ERROR only for unrecoverable faults)",
-                  "seed 000 §5.2", ()),
-    ChecklistLine("clock-sync", "Clocks are synchronised (NTP enabled, drift < 10 ms)", "seed 000 §5.3", ("AK605",)),
-    ChecklistLine("memory-leak", "Long-running workers release GPU memory (DataLoader workers, empty_cache)",
-                  "seed 000 §5.4", ()),
-    ChecklistLine("mtu", "GPU/RDMA network MTU is large (65520 on InfiniBand), not the 1500 default",
-                  "seed 000 §5.5", ("AK308",)),
-    ChecklistLine("file-handles", "File-handle limit covers the connections (ulimit -n 65536, not 1024)",
-                  "seed 000 §5.6", ("AK309",)),
-    ChecklistLine("dns", "DNS resolution is fast and fails over (timeout:1 attempts:2 rotate; lookups < 50 ms)",
-                  "seed 000 §5.7", ()),
-    ChecklistLine("cuda-context", "CPU-only work does not hold a GPU or its CUDA context", "seed 000 §5.8",
-                  ("AK303", "AK304")),
-    ChecklistLine("os-tuning", "OS parameters are set (somaxconn 65535, swappiness 1, file-max)", "seed 000 §5.9",
-                  ("AK310",)),
-    ChecklistLine("quantization", "Quantisation is declared per model with its measured accuracy drop",
-                  "seed 000 §5.10", ()),
-    ChecklistLine("security-groups", "Inference ports are not reachable from the internet; public ingress "
-                  "needs authentication", "seed 000 §5.11", ("AK504", "AK505")),
-    ChecklistLine("rollback", "Rollback is verified: models loaded, golden-set outputs unchanged", "seed 000 §5.12",
-                  ("AK313",)),
-    ChecklistLine("model-artifacts", "Model artifacts come from a versioned bucket and are checked against "
-                  "their SHA256 before loading", "seed 004 §4.1", ("AK311",)),
-    ChecklistLine("no-raw-payload-logs", "No raw payloads (image Base64, audio) in logs: log MD5 and size",
-                  "seed 004 §4.2", ("AK506",)),
-    ChecklistLine("training-data", "Sensitive and training data are encrypted; KMS keys rotate within 90 days",
-                  "seed 004 §4.3", ("AK501", "AK507")),
-    ChecklistLine("gpu-concurrency", "GPU work is bounded (bounded queues, utilisation below 0.8)",
-                  "seed 004 §4.4", ("AK211", "AK204")),
-    ChecklistLine("latency-capacity", "Latency budgets and capacity hold at the design rate (predicted P99, "
-                  "utilisation, batch queue)", "seed 000 §2.1", ("AK201", "AK202", "AK203", "AK204", "AK205",
-                                                                 "AK206", "AK209", "AK210")),
-    ChecklistLine("resilience", "Every call has a timeout, bounded retries, a fallback; external calls a breaker",
-                  "seed 000 §3.2", ("AK401", "AK402", "AK403", "AK404", "AK405", "AK406", "AK408", "AK409")),
-    ChecklistLine("observability", "Every stage is bound to a latency series; effective QPS, cold start and "
-                  "drift are watched", "seed 000 §4.3, seed 004 §3.4", ("AK601", "AK602", "AK603", "AK604")),
-    ChecklistLine("fault-trees", "Every service's fault tree is well formed and every leaf has a check, an "
-                  "expectation and a probability", "seed 000 §3.4", ("AK108", "AK109", "AK110")),
-    ChecklistLine("minimum-viable", "Only the components the first scenario needs are in the first release",
-                  "seed 004 §4.5", ()),
+    ChecklistLine(
+        "model-versions",
+        "Model versions are pinned (versioned path + sha256), `latest` is only a pointer, "
+        "two versions stay loaded",
+        "seed 000 §5.1",
+        ("AK311", "AK312"),
+    ),
+    ChecklistLine(
+        "log-levels",
+        "Log levels are set (INFO in production; ERROR only for unrecoverable faults)",
+        "seed 000 §5.2",
+        (),
+    ),
+    ChecklistLine(
+        "clock-sync", "Clocks are synchronised (NTP enabled, drift < 10 ms)", "seed 000 §5.3", ("AK605",)
+    ),
+    ChecklistLine(
+        "memory-leak",
+        "Long-running workers release GPU memory (DataLoader workers, empty_cache)",
+        "seed 000 §5.4",
+        (),
+    ),
+    ChecklistLine(
+        "mtu",
+        "GPU/RDMA network MTU is large (65520 on InfiniBand), not the 1500 default",
+        "seed 000 §5.5",
+        ("AK308",),
+    ),
+    ChecklistLine(
+        "file-handles",
+        "File-handle limit covers the connections (ulimit -n 65536, not 1024)",
+        "seed 000 §5.6",
+        ("AK309",),
+    ),
+    ChecklistLine(
+        "dns",
+        "DNS resolution is fast and fails over (timeout:1 attempts:2 rotate; lookups < 50 ms)",
+        "seed 000 §5.7",
+        (),
+    ),
+    ChecklistLine(
+        "cuda-context",
+        "CPU-only work does not hold a GPU or its CUDA context",
+        "seed 000 §5.8",
+        ("AK303", "AK304"),
+    ),
+    ChecklistLine(
+        "os-tuning",
+        "OS parameters are set (somaxconn 65535, swappiness 1, file-max)",
+        "seed 000 §5.9",
+        ("AK310",),
+    ),
+    ChecklistLine(
+        "quantization",
+        "Quantisation is declared per model with its measured accuracy drop",
+        "seed 000 §5.10",
+        (),
+    ),
+    ChecklistLine(
+        "security-groups",
+        "Inference ports are not reachable from the internet; public ingress needs authentication",
+        "seed 000 §5.11",
+        ("AK504", "AK505"),
+    ),
+    ChecklistLine(
+        "rollback",
+        "Rollback is verified: models loaded, golden-set outputs unchanged",
+        "seed 000 §5.12",
+        ("AK313",),
+    ),
+    ChecklistLine(
+        "model-artifacts",
+        "Model artifacts come from a versioned bucket and are checked against their SHA256 before loading",
+        "seed 004 §4.1",
+        ("AK311",),
+    ),
+    ChecklistLine(
+        "no-raw-payload-logs",
+        "No raw payloads (image Base64, audio) in logs: log MD5 and size",
+        "seed 004 §4.2",
+        ("AK506",),
+    ),
+    ChecklistLine(
+        "training-data",
+        "Sensitive and training data are encrypted; KMS keys rotate within 90 days",
+        "seed 004 §4.3",
+        ("AK501", "AK507"),
+    ),
+    ChecklistLine(
+        "gpu-concurrency",
+        "GPU work is bounded (bounded queues, utilisation below 0.8)",
+        "seed 004 §4.4",
+        ("AK211", "AK204"),
+    ),
+    ChecklistLine(
+        "latency-capacity",
+        "Latency budgets and capacity hold at the design rate (predicted P99, utilisation, batch queue)",
+        "seed 000 §2.1",
+        ("AK201", "AK202", "AK203", "AK204", "AK205", "AK206", "AK209", "AK210"),
+    ),
+    ChecklistLine(
+        "resilience",
+        "Every call has a timeout, bounded retries, a fallback; external calls a breaker",
+        "seed 000 §3.2",
+        ("AK401", "AK402", "AK403", "AK404", "AK405", "AK406", "AK408", "AK409"),
+    ),
+    ChecklistLine(
+        "observability",
+        "Every stage is bound to a latency series; effective QPS, cold start and drift are watched",
+        "seed 000 §4.3, seed 004 §3.4",
+        ("AK601", "AK602", "AK603", "AK604"),
+    ),
+    ChecklistLine(
+        "fault-trees",
+        "Every service's fault tree is well formed and every leaf has a check, an "
+        "expectation and a probability",
+        "seed 000 §3.4",
+        ("AK108", "AK109", "AK110"),
+    ),
+    ChecklistLine(
+        "minimum-viable",
+        "Only the components the first scenario needs are in the first release",
+        "seed 004 §4.5",
+        (),
+    ),
 )
 
 
@@ -134,8 +219,13 @@ def checklist_rows(spec: Spec, diagnostics: list[Diagnostic], registered: set[st
     selected = [c.upper() for c in spec.checks.select]
     rows = []
     for line in CHECKLIST:
-        active = [c for c in line.codes if c in registered and not any(c.startswith(i) for i in ignored)
-                  and (not selected or any(c.startswith(s) for s in selected))]
+        active = [
+            c
+            for c in line.codes
+            if c in registered
+            and not any(c.startswith(i) for i in ignored)
+            and (not selected or any(c.startswith(s) for s in selected))
+        ]
         findings = [d for d in diagnostics if d.code in line.codes and d.severity is not Severity.INFO]
         if findings:
             status = "✗"
@@ -143,12 +233,19 @@ def checklist_rows(spec: Spec, diagnostics: list[Diagnostic], registered: set[st
             status = "✓"
         else:
             status = "not checked"
-        rows.append({"line": line, "status": status, "active": active,
-                     "findings": sorted(findings, key=lambda d: (d.code, d.line or 0, d.col or 0, d.message))})
+        rows.append(
+            {
+                "line": line,
+                "status": status,
+                "active": active,
+                "findings": sorted(findings, key=lambda d: (d.code, d.line or 0, d.col or 0, d.message)),
+            }
+        )
     return rows
 
 
 # --------------------------------------------------------------------------- trees
+
 
 def _expectation(e: BasicEvent) -> str:
     parts = []
@@ -161,49 +258,74 @@ def _expectation(e: BasicEvent) -> str:
     return "; ".join(parts) if parts else "no expectation declared — judge the output by hand"
 
 
-def _tree_page(spec: Spec, tree: FaultTree, alerts: list[Alert]) -> dict:
-    error = None
-    analysis: FaultTreeAnalysis | None = None
-    try:
-        analysis = analyse(tree)
-        events = ranked_events(tree, analysis)
-    except FaultTreeError as exc:
-        error = str(exc)
-        events = list(tree.events)
+def _order(orders: dict[str, RunbookOrder], tree: FaultTree) -> RunbookOrder:
+    """The planned order of this very tree (a duplicated tree id, an AK102 error, gets its own)."""
+    found = orders.get(tree.id)
+    return found if found is not None and found.tree is tree else runbook_order(tree)
+
+
+def _tree_page(spec: Spec, order: RunbookOrder, alerts: list[Alert]) -> dict[str, Any]:
+    tree, events, analysis, error = order.tree, order.events, order.analysis, order.error
     checks = []
     for i, e in enumerate(events, 1):
-        checks.append({
-            "n": i, "id": e.id, "anchor": anchor(check_anchor(e.id)), "label": e.label or e.id,
-            "command": fence(e.check, "sh") if e.check else None,
-            "expect": _expectation(e), "timeout": f"{_num(e.timeout_s)} s",
-            "cost": f"{_num(e.cost_s)} s" if e.cost_s is not None else "—",
-            "probability": _num(analysis.event_probabilities.get(e.id)) if analysis else "—",
-            "fv": _pct(analysis.fussell_vesely.get(e.id)) if analysis and analysis.probability is not None else "—",
-            "birnbaum": _num(analysis.birnbaum.get(e.id)) if analysis and analysis.probability is not None else "—",
-            "mismatch": e.mismatch_means, "remedy": e.remedy,
-        })
+        checks.append(
+            {
+                "n": i,
+                "id": e.id,
+                "anchor": anchor(check_anchor(e.id)),
+                "label": e.label or e.id,
+                "command": fence(e.check, "sh") if e.check else None,
+                "expect": _expectation(e),
+                "timeout": f"{_num(e.timeout_s)} s",
+                "cost": f"{_num(e.cost_s)} s" if e.cost_s is not None else "—",
+                "probability": _num(analysis.event_probabilities.get(e.id)) if analysis else "—",
+                "fv": _pct(analysis.fussell_vesely.get(e.id))
+                if analysis and analysis.probability is not None
+                else "—",
+                "birnbaum": _num(analysis.birnbaum.get(e.id))
+                if analysis and analysis.probability is not None
+                else "—",
+                "mismatch": e.mismatch_means,
+                "remedy": e.remedy,
+            }
+        )
     cut_sets = []
     if analysis:
         for c in analysis.cut_sets:
-            cut_sets.append({"events": ", ".join(code(x) for x in sorted(c)),
-                             "links": ", ".join(f"[{md_text(x)}](#{check_anchor(x)})" for x in sorted(c)),
-                             "probability": _num(analysis.cut_set_probability(c))})
+            cut_sets.append(
+                {
+                    "events": ", ".join(code(x) for x in sorted(c)),
+                    "links": ", ".join(f"[{md_text(x)}](#{check_anchor(x)})" for x in sorted(c)),
+                    "probability": _num(analysis.cut_set_probability(c)),
+                }
+            )
     owners = ", ".join(md_text(o) for o in spec.metadata.owners)
     return {
-        "tree": tree, "label": tree.label or tree.id, "checks": checks, "error": error,
-        "analysis": analysis, "cut_sets": cut_sets[:50], "more_cut_sets": max(0, len(cut_sets) - 50),
+        "tree": tree,
+        "label": tree.label or tree.id,
+        "checks": checks,
+        "error": error,
+        "analysis": analysis,
+        "cut_sets": cut_sets[:50],
+        "more_cut_sets": max(0, len(cut_sets) - 50),
         "probability": _num(analysis.probability) if analysis else "—",
         "rare_event": _num(analysis.rare_event) if analysis else "—",
-        "spofs": [f"[{md_text(x)}](#{check_anchor(x)})" for x in analysis.single_points_of_failure] if analysis else [],
+        "spofs": [f"[{md_text(x)}](#{check_anchor(x)})" for x in analysis.single_points_of_failure]
+        if analysis
+        else [],
         "missing": analysis.missing_probability if analysis else [],
-        "escalation": tree.escalation, "owners": owners,
+        "escalation": tree.escalation,
+        "owners": owners,
         "mission": f"{_num(tree.mission_time_h)} h" if tree.mission_time_h else None,
-        "alerts": [{"name": a.name, "anchor": a.anchor, "severity": a.severity} for a in alerts if a.tree == tree.id],
+        "alerts": [
+            {"name": a.name, "anchor": a.anchor, "severity": a.severity} for a in alerts if a.tree == tree.id
+        ],
         "first_check": check_anchor(events[0].id) if events else "escalation",
     }
 
 
 # --------------------------------------------------------------------------- onboarding
+
 
 def _service_page(spec: Spec, svc: Service, alerts: list[Alert], spec_name: str) -> dict:
     stages = [st for st in spec.dataflow.stages if st.service == svc.id]
@@ -215,8 +337,15 @@ def _service_page(spec: Spec, svc: Service, alerts: list[Alert], spec_name: str)
                 ref = getattr(sm, kind)
                 if ref is not None:
                     labels = ", ".join(f"{k}={v}" for k, v in sorted(ref.labels.items()))
-                    metrics.append({"stage": sm.stage, "kind": kind, "metric": code(ref.metric),
-                                    "type": ref.type.value, "labels": code(labels) if labels else ""})
+                    metrics.append(
+                        {
+                            "stage": sm.stage,
+                            "kind": kind,
+                            "metric": code(ref.metric),
+                            "type": ref.type.value,
+                            "labels": code(labels) if labels else "",
+                        }
+                    )
     kube = svc.kubernetes
     kind_name = f"{kube.kind.lower()}/{kube.name or svc.id}" if kube else None
     ns = f" -n {kube.namespace}" if kube else ""
@@ -229,17 +358,26 @@ def _service_page(spec: Spec, svc: Service, alerts: list[Alert], spec_name: str)
         m = st.model
         if m is None:
             continue
-        item = {"stage": st.id, "model": code(m.name), "version": code(m.version) if m.version else "—",
-                "sha256": code(m.sha256) if m.sha256 else "—", "loaded": None, "golden": None,
-                "golden_set": code(m.rollback.golden_set) if m.rollback and m.rollback.golden_set else None,
-                "expect": code(m.rollback.expect) if m.rollback and m.rollback.expect else None}
+        item = {
+            "stage": st.id,
+            "model": code(m.name),
+            "version": code(m.version) if m.version else "—",
+            "sha256": code(m.sha256) if m.sha256 else "—",
+            "loaded": None,
+            "golden": None,
+            "golden_set": code(m.rollback.golden_set) if m.rollback and m.rollback.golden_set else None,
+            "expect": code(m.rollback.expect) if m.rollback and m.rollback.expect else None,
+        }
         if (m.server or "").lower() == "triton" and http_port:
             # Triton's KServe v2 API: 200 when this model (and version) is loaded and ready
             # Triton model versions are integers; a release label such as "1.2.0" is not one
             numeric = m.version is not None and m.version.isdigit()
             path = f"/v2/models/{m.name}" + (f"/versions/{m.version}" if numeric else "") + "/ready"
-            item["loaded"] = fence(f"curl -sf -o /dev/null -w '%{{http_code}}\\n' "
-                                   f"'http://localhost:{http_port}{_shell_safe_path(path)}'", "sh")
+            item["loaded"] = fence(
+                f"curl -sf -o /dev/null -w '%{{http_code}}\\n' "
+                f"'http://localhost:{http_port}{_shell_safe_path(path)}'",
+                "sh",
+            )
         if m.rollback and m.rollback.command:
             item["golden"] = fence(m.rollback.command, "sh")
         verify.append(item)
@@ -252,20 +390,26 @@ def _service_page(spec: Spec, svc: Service, alerts: list[Alert], spec_name: str)
     trees = [t for t in spec.faulttrees if t.service == svc.id]
     gs = spec.observability.logging
     return {
-        "svc": svc, "stages": stages, "metrics": metrics,
+        "svc": svc,
+        "stages": stages,
+        "metrics": metrics,
         "deploy": fence(deploy, "sh") if deploy else None,
         "rollback": fence(rollback, "sh") if rollback else None,
         "rollback_declared": svc.rollback_command is not None,
         "status": fence(status, "sh") if status else None,
-        "verify": verify, "loadtest": loadtest,
+        "verify": verify,
+        "loadtest": loadtest,
         "loadtest_target": code(lt.target.host) if lt is not None else None,
         "keywords": [code(k) for k in svc.log_keywords],
         "never_log": [code(k) for k in (gs.never_log if gs else [])],
         "required_fields": [code(k) for k in (gs.required_fields if gs else [])],
         "log_level": gs.level if gs else None,
         "trees": [{"id": t.id, "label": t.label or t.id} for t in trees],
-        "alerts": [{"name": a.name, "anchor": a.anchor, "severity": a.severity, "stage": a.stage}
-                   for a in alerts if a.stage in stage_ids or (a.service == svc.id and a.stage is None)],
+        "alerts": [
+            {"name": a.name, "anchor": a.anchor, "severity": a.severity, "stage": a.stage}
+            for a in alerts
+            if a.stage in stage_ids or (a.service == svc.id and a.stage is None)
+        ],
         "ports": [{"name": p.name, "port": p.port, "purpose": p.purpose} for p in svc.ports],
     }
 
@@ -277,25 +421,33 @@ def _shell_safe_path(path: str) -> str:
 
 # --------------------------------------------------------------------------- the generator
 
-def _alert_pages(spec: Spec, alerts: list[Alert]) -> list[dict]:
+
+def _alert_pages(spec: Spec, alerts: list[Alert], orders: dict[str, RunbookOrder]) -> list[dict[str, Any]]:
     trees = {t.id: t for t in spec.faulttrees}
-    first: dict[str, str] = {}
-    for t in spec.faulttrees:
-        try:
-            ev = ranked_events(t)
-            first[t.id] = check_anchor(ev[0].id) if ev else "escalation"
-        except FaultTreeError:
-            first[t.id] = "escalation"
+    # a tree whose analysis fails has no trustworthy first check: the alert leads to escalation
+    first = {
+        tid: check_anchor(o.first.id) if o.first is not None and o.error is None else "escalation"
+        for tid, o in orders.items()
+    }
     out = []
     for a in alerts:
-        out.append({
-            "name": a.name, "anchor": anchor(a.anchor), "severity": a.severity,
-            "summary": md_text(a.summary), "description": md_text(a.description),
-            "expr": fence(a.expr, "promql"), "for": a.for_, "stage": a.stage, "service": a.service,
-            "tree": a.tree, "tree_label": md_text((trees[a.tree].label or a.tree) if a.tree else ""),
-            "first_check": first.get(a.tree or "", "escalation"),
-            "series": [code(s) for s in a.series],
-        })
+        out.append(
+            {
+                "name": a.name,
+                "anchor": anchor(a.anchor),
+                "severity": a.severity,
+                "summary": md_text(a.summary),
+                "description": md_text(a.description),
+                "expr": fence(a.expr, "promql"),
+                "for": a.for_,
+                "stage": a.stage,
+                "service": a.service,
+                "tree": a.tree,
+                "tree_label": md_text((trees[a.tree].label or a.tree) if a.tree else ""),
+                "first_check": first.get(a.tree or "", "escalation"),
+                "series": [code(s) for s in a.series],
+            }
+        )
     return out
 
 
@@ -308,22 +460,26 @@ def generate(ctx: RenderContext) -> dict[str, str]:
     header = ctx.header("<!--") + " -->"
     # commands name the spec as the user gave it (relative to where they run archkit), or by
     # file name when the path is absolute: generated files must not depend on the machine
-    spec_ref = shlex.quote(ctx.spec_path if not os.path.isabs(ctx.spec_path) and ctx.spec_path != "<spec>"
-                           else ctx.spec_name)
-    alerts, _ = plan(spec)
-    tdir = ctx.templates_dir
+    spec_ref = shlex.quote(
+        ctx.spec_path if not os.path.isabs(ctx.spec_path) and ctx.spec_path != "<spec>" else ctx.spec_name
+    )
+    alerts, orders = ctx.plans.alerts.alerts, ctx.plans.runbooks
+
+    def page(template: str, **values: Any) -> str:
+        return render(
+            f"runbooks/{template}", ctx.templates_dir, header=header, spec=spec, spec_name=spec_ref, **values
+        )
+
     files: dict[str, str] = {}
     for tree in spec.faulttrees:
-        files[f"runbooks/{tree.id}.md"] = render("runbooks/tree.md.j2", tdir, header=header, spec=spec,
-                                                 spec_name=spec_ref, page=_tree_page(spec, tree, alerts),
-                                                 md=md_text, code=code)
-    files[f"runbooks/{ALERTS_RUNBOOK}"] = render("runbooks/alerts.md.j2", tdir, header=header, spec=spec,
-                                                 alerts=_alert_pages(spec, alerts), spec_name=spec_ref)
+        files[f"runbooks/{tree.id}.md"] = page(
+            "tree.md.j2", page=_tree_page(spec, _order(orders, tree), alerts), md=md_text, code=code
+        )
+    files[f"runbooks/{ALERTS_RUNBOOK}"] = page("alerts.md.j2", alerts=_alert_pages(spec, alerts, orders))
     rows = checklist_rows(spec, ctx.diagnostics, set(all_rules()))
-    files["runbooks/checklist.md"] = render("runbooks/checklist.md.j2", tdir, header=header, spec=spec,
-                                            rows=rows, spec_name=spec_ref, md=md_text, code=code)
+    files["runbooks/checklist.md"] = page("checklist.md.j2", rows=rows, md=md_text, code=code)
     for svc in spec.topology.services:
-        files[f"runbooks/onboarding/{svc.id}.md"] = render(
-            "runbooks/onboarding.md.j2", tdir, header=header, spec=spec, spec_name=spec_ref,
-            page=_service_page(spec, svc, alerts, spec_ref), md=md_text, code=code)
+        files[f"runbooks/onboarding/{svc.id}.md"] = page(
+            "onboarding.md.j2", page=_service_page(spec, svc, alerts, spec_ref), md=md_text, code=code
+        )
     return files

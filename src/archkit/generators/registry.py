@@ -11,18 +11,24 @@ from pathlib import Path
 from typing import Any
 
 from archkit.diagnostics import Diagnostic
+from archkit.errors import ArchkitError
+from archkit.plans.context import RunContext
 from archkit.spec.model import Spec
 
 GeneratorFn = Callable[["RenderContext"], dict[str, "str | bytes"]]
 
 
-class DuplicateGeneratorError(RuntimeError):
+class DuplicateGeneratorError(ArchkitError):
     """Two generators claim the same name."""
 
 
 @dataclass
 class RenderContext:
-    """Everything a generator may read: the spec, its check findings and render options."""
+    """Everything a generator may read: the spec, its check findings, its plans and render options.
+
+    `plans` is the run's `RunContext` (alert plan, load-test plan, runbook order, memoised):
+    generators render plans, they do not compute them.
+    """
 
     spec: Spec
     spec_path: str = "<spec>"
@@ -33,6 +39,14 @@ class RenderContext:
     env: str | None = None
     cache: dict[str, Any] = field(default_factory=dict)
     progress: Callable[[str, int, int], None] | None = None  # (what, done, total), for long steps
+    run: RunContext | None = None
+
+    @property
+    def plans(self) -> RunContext:
+        """The run's plans; a context made without one gets its own (memoised) on first use."""
+        if self.run is None:
+            self.run = RunContext(self.spec, self.spec_path, self.env)
+        return self.run
 
     def memo(self, key: str, fn: Callable[[], Any]) -> Any:
         if key not in self.cache:

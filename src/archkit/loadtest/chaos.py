@@ -26,10 +26,11 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from archkit.errors import InputError
 from archkit.spec.model import Fault, Spec, Terminal
 
 
-class ChaosError(ValueError):
+class ChaosError(InputError, ValueError):
     """A fault cannot be applied with what the command line provided."""
 
 

@@ -9,6 +9,7 @@ import math
 from dataclasses import asdict, dataclass, field
 
 from archkit.analysis.loadplan import stress_steps
+from archkit.errors import InputError
 from archkit.spec.model import Level, Spec
 
 GRACE_S = 35.0  # hard kill this long after the planned end (the worker drains ≤ 15 s): every run stops
@@ -19,7 +20,7 @@ DEFAULT_ARRIVAL = {"baseline": "constant", "stress": "constant", "chaos": "close
 ARRIVAL_CHOICES = ("constant", "poisson", "closed")
 
 
-class PlanError(ValueError):
+class PlanError(InputError, ValueError):
     """The spec (or the options) do not describe a runnable load test."""
 
 

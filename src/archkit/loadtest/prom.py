@@ -21,13 +21,14 @@ from urllib.parse import urlsplit
 
 import yaml
 
+from archkit.errors import ArchkitError
 from archkit.loadtest.safety import require_loopback
 from archkit.process import stop
 
 PROMETHEUS = "/usr/bin/prometheus"
 
 
-class PrometheusError(RuntimeError):
+class PrometheusError(ArchkitError, RuntimeError):
     """Prometheus could not be started or queried."""
 
 

@@ -36,6 +36,7 @@ from xml.sax.saxutils import escape as xml_escape
 from xml.sax.saxutils import quoteattr
 
 from archkit.atomic import write_atomic
+from archkit.errors import InputError
 from archkit.loadtest import compare as compare_mod
 from archkit.loadtest import generator as generator_mod
 
@@ -43,7 +44,7 @@ MARKER = ".archkit-loadtest"
 FILES = ("result.json", "junit.xml", "report.md", "report.html", "measured.json")
 
 
-class ReportDirError(ValueError):
+class ReportDirError(InputError, ValueError):
     """The report folder holds files archkit did not write."""
 
 

@@ -23,11 +23,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from archkit.errors import ArchkitError
 from archkit.loadtest import hist
 from archkit.loadtest.plan import Plan
 
 
-class RunError(RuntimeError):
+class RunError(ArchkitError, RuntimeError):
     """The load generator could not run (it said why on its log)."""
 
 

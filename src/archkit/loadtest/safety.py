@@ -10,8 +10,10 @@ from __future__ import annotations
 import ipaddress
 from urllib.parse import urlsplit
 
+from archkit.errors import InputError
 
-class RemoteTargetError(ValueError):
+
+class RemoteTargetError(InputError, ValueError):
     """A load test was pointed at a non-loopback address."""
 
 

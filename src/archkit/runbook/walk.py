@@ -24,12 +24,13 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
 from archkit.analysis.faulttree import FaultTreeError, analyse, ranked_events
+from archkit.errors import InputError
 from archkit.spec.model import BasicEvent, FaultTree, Spec
 
 OUTPUT_LIMIT = 4000  # characters of a check's output kept in the report
 
 
-class RunbookError(Exception):
+class RunbookError(InputError):
     """The runbook cannot be planned: unknown tree, or a spec that does not load."""
 
 

@@ -20,6 +20,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from archkit.diagnostics import Diagnostic, Severity, sort_diagnostics
+from archkit.errors import ArchkitError, InputError
 from archkit.spec.model import Spec, assign_paths
 
 MAX_FILE_BYTES = 4 * 1024 * 1024
@@ -111,7 +112,7 @@ def format_path(path: tuple) -> str:
     return out
 
 
-class _LoadError(Exception):
+class _LoadError(ArchkitError):
     def __init__(self, message: str, line: int = 1, col: int = 1, code: str = "AK100", path: tuple = ()):
         super().__init__(message)
         self.message, self.line, self.col, self.code, self.path = message, line, col, code, path
@@ -386,7 +387,7 @@ def _salvage(data: dict, exc: ValidationError, smap: SourceMap, file: str, round
     return None
 
 
-class ReadError(Exception):
+class ReadError(InputError):
     """A file that cannot be read as a spec: its message is one line, without the file name."""
 
 

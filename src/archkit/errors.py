@@ -1,0 +1,85 @@
+"""archkit's exceptions: one base class, and the few errors every entry point shares.
+
+Every exception archkit raises on purpose derives from `ArchkitError`, so a caller (the CLI,
+a notebook, a CI script) can catch one class and print `str(exc)`: it is always one line a
+person can act on, naming the file and, where known, the line and field. Two families tell a
+caller what kind of problem it is:
+
+- `InputError`: the input cannot be used as given (a spec that does not load, a missing
+  file, an unknown environment, an option that makes no sense). The CLI exits 2.
+- everything else (`ArchkitError` directly): the run started but failed (a renderer crashed,
+  Prometheus did not start). The CLI exits 1.
+
+Findings, drift and missed budgets are not exceptions: they are results (`failed`, `passed`).
+The one table from error class to exit code is `archkit.cli.output.EXIT_CODES`.
+
+This module imports nothing from archkit but `diagnostics`, so every layer may raise these.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from archkit.diagnostics import Diagnostic, Severity
+
+
+class ArchkitError(Exception):
+    """Base of every error archkit raises on purpose; `str()` is one line for a person."""
+
+
+class InputError(ArchkitError):
+    """The input cannot be used as given: usage or input problem (CLI exit code 2)."""
+
+
+class SpecLoadError(InputError):
+    """A spec file that does not load; `diagnostics` holds every located finding of the loader."""
+
+    def __init__(self, file: str, diagnostics: Sequence[Diagnostic]):
+        self.file = file
+        self.diagnostics = list(diagnostics)
+        errors = [d for d in self.diagnostics if d.severity is Severity.ERROR] or self.diagnostics
+        first = errors[0].text() if errors else f"{file}: cannot load the spec"
+        more = (
+            f" (and {len(errors) - 1} more error(s); `archkit check {file}` lists them)"
+            if len(errors) > 1
+            else ""
+        )
+        super().__init__(first + more)
+
+
+class UnknownEnvironmentError(InputError):
+    """`--env NAME` names an environment the spec does not define."""
+
+    def __init__(self, file: str, env: str, known: Sequence[str]):
+        self.file, self.env, self.known = file, env, list(known)
+        super().__init__(
+            f"{file}: environment '{env}' is not defined (environments: {', '.join(known) or 'none'})"
+        )
+
+    def diagnostic(self) -> Diagnostic:
+        """The same problem as a located check finding (for `archkit check`'s report)."""
+        return Diagnostic(
+            "AK103",
+            Severity.ERROR,
+            f"environment '{self.env}' is not defined",
+            self.file,
+            1,
+            1,
+            "environments",
+        )
+
+
+class UnknownNameError(InputError):
+    """A name given on the command line (a generator, an example, a fault tree) that does not exist."""
+
+    def __init__(self, what: str, names: Sequence[str], known: Sequence[str]):
+        self.what, self.names, self.known = what, list(names), list(known)
+        super().__init__(f"unknown {what}: {', '.join(names)} (known: {', '.join(known) or 'none'})")
+
+
+class OutputError(ArchkitError):
+    """Generated files could not be written as asked (a path escapes the folder, a symlink, a foreign manifest)."""
+
+
+class LoadtestError(InputError, ValueError):
+    """A load test that cannot start: no loadtest section, a non-loopback host, missing payloads, bad options."""

@@ -1,0 +1,223 @@
+"""The capacity report of `archkit capacity`: per model stage the queueing and batching results as data.
+
+Also the plain-language arithmetic behind each prediction (`why`): the figures the capacity
+command and the review page show, computed once from the analysis (`archkit.analysis`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from archkit.analysis.batching import recommend
+from archkit.analysis.capacity import model_capacities, worker_capacities
+from archkit.analysis.latency import dataflow_paths
+from archkit.analysis.simulate import simulate
+from archkit.diagnostics import Diagnostic
+from archkit.spec.model import Spec
+
+
+@dataclass
+class CapacityReport:
+    """`archkit capacity`: per model stage, the queueing/batching analysis as plain data."""
+
+    file: str
+    name: str
+    arrival_rps: float | None
+    p99_budget_ms: float | None
+    stages: list[dict] = field(default_factory=list)
+    paths: list[dict] = field(default_factory=list)
+    workers: list[dict] = field(default_factory=list)  # non-model stages with `concurrency` (M/M/c)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+    @property
+    def missed(self) -> bool:
+        """True when a model stage's predicted P99 misses its budget or a worker pool is overloaded."""
+        return any(s["declared"] and not s["declared"]["meets"] for s in self.stages) or any(
+            w["rho"] >= 1 for w in self.workers
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "file": self.file,
+            "name": self.name,
+            "arrival_rps": self.arrival_rps,
+            "p99_budget_ms": self.p99_budget_ms,
+            "stages": self.stages,
+            "paths": self.paths,
+            "workers": self.workers,
+        }
+
+
+def num(v: float | None) -> float | None:
+    """A figure for the report: rounded to 0.1, None for unknown or unbounded."""
+    return None if v is None or (isinstance(v, float) and math.isinf(v)) else round(v, 1)
+
+
+def capacity_report(spec: Spec, file: str = "<spec>") -> CapacityReport:
+    """Every model stage of a (prepared) spec: λ, ρ, P50/P99 per batch size, the recommendation, why."""
+
+    def sim(p: Any) -> dict[str, Any]:
+        r = simulate(cap.table, p.arrival_rps, p.batch_size, p.max_queue_delay_us, p.replicas * p.instances)
+        return {
+            "sim_p50_ms": num(r.p50_ms) if r.stable else None,
+            "sim_p99_ms": num(r.p99_ms) if r.stable else None,
+            "sim_mean_batch": round(r.mean_batch, 2),
+        }
+
+    report = CapacityReport(file, spec.metadata.name, spec.budgets.throughput_rps, spec.budgets.p99_ms)
+    for p in dataflow_paths(spec):
+        report.paths.append(
+            {
+                "stages": p.stages,
+                "p50_sum_ms": num(p.p50_sum),
+                "p99_sum_ms": num(p.p99_sum),
+                "p99_independent_ms": num(p.p99_rss),
+                "dominant": p.dominant,
+                "dominant_p99_ms": num(p.dominant_p99),
+            }
+        )
+    for w in worker_capacities(spec):
+        report.workers.append(
+            {
+                "stage": w.stage.id,
+                "arrival_rps": w.arrival_rps,
+                "servers": w.servers,
+                "service_ms": w.service_ms,
+                "rho": round(w.rho, 3),
+                "wait_mean_ms": num(w.wait_mean_ms),
+                "wait_p99_ms": num(w.wait_p99_ms),
+            }
+        )
+    for cap in model_capacities(spec):
+        st, m = cap.stage, cap.stage.model
+        row: dict[str, Any] = {
+            "stage": st.id,
+            "model": m.name,
+            "device": m.device.value,
+            "arrival_rps": cap.arrival_rps,
+            "replicas": cap.replicas,
+            "instances": cap.instances,
+            "gpus_per_replica": cap.gpus_per_replica,
+            "budget_ms": cap.budget_ms,
+            "budget_source": cap.budget_source,
+            "batch_size": cap.batch_size,
+            "max_batch_size": cap.max_batch_size,
+            "max_queue_delay_us": cap.max_queue_delay_us,
+            "ceiling_rps": num(cap.ceiling_rps),
+            "declared": None,
+            "per_batch": [],
+            "recommendations": [],
+            "why": [],
+        }
+        if cap.table is None:
+            row["why"].append("no service_time table: nothing to predict (AK210)")
+        if cap.declared is not None:
+            d = cap.declared
+            row["declared"] = {
+                **_pred(d),
+                **sim(d),
+                "meets": cap.budget_ms is None or d.p99_ms <= cap.budget_ms,
+            }
+            for p in cap.per_batch:
+                row["per_batch"].append(
+                    {
+                        **_pred(p),
+                        **sim(p),
+                        "per_item_ms": num(cap.table.ms(p.batch_size) / p.batch_size),
+                        "batch_ms": num(cap.table.ms(p.batch_size)),
+                        "meets": cap.budget_ms is not None and p.p99_ms <= cap.budget_ms,
+                    }
+                )
+            row["why"] = _why(cap, d)
+            budgets = []
+            if cap.budget_ms is not None:
+                budgets.append((cap.budget_ms, cap.budget_source))
+            if spec.budgets.p99_ms is not None and spec.budgets.p99_ms != cap.budget_ms:
+                budgets.append((spec.budgets.p99_ms, "budgets.p99_ms"))
+            for b_ms, src in budgets:
+                rec = (
+                    cap.recommendation
+                    if b_ms == cap.budget_ms
+                    else recommend(
+                        cap.table,
+                        cap.arrival_rps,
+                        b_ms,
+                        cap.max_batch_size,
+                        m.batching.preferred_batch_sizes if m.batching else (),
+                        cap.instances,
+                    )
+                )
+                pr = rec.prediction
+                row["recommendations"].append(
+                    {
+                        "budget_ms": b_ms,
+                        "budget_source": src,
+                        "met": rec.met,
+                        "reason": rec.reason,
+                        "batch_size": pr.batch_size if rec.met else None,
+                        "max_queue_delay_us": pr.max_queue_delay_us if rec.met else None,
+                        "replicas": pr.replicas if rec.met else None,
+                        "gpus": (pr.replicas * cap.gpus_per_replica) if rec.met else None,
+                        "p50_ms": num(pr.p50_ms) if rec.met else None,
+                        "p99_ms": num(pr.p99_ms) if rec.met else None,
+                        **(
+                            sim(pr)
+                            if rec.met
+                            else {"sim_p50_ms": None, "sim_p99_ms": None, "sim_mean_batch": None}
+                        ),
+                    }
+                )
+        report.stages.append(row)
+    return report
+
+
+def _pred(p: Any) -> dict[str, Any]:
+    return {
+        "batch_size": p.batch_size,
+        "max_queue_delay_us": p.max_queue_delay_us,
+        "mean_batch": round(p.mean_batch, 2),
+        "p99_batch": p.p99_batch,
+        "service_ms": num(p.service_ms),
+        "rho": round(p.rho, 3),
+        "fill_mean_ms": num(p.fill_mean_ms),
+        "fill_p99_ms": num(p.fill_p99_ms),
+        "wait_mean_ms": num(p.wait_mean_ms),
+        "wait_p99_ms": num(p.wait_p99_ms),
+        "p50_ms": num(p.p50_ms),
+        "mean_ms": num(p.mean_ms),
+        "p99_ms": num(p.p99_ms),
+        "ceiling_rps": num(p.ceiling_rps),
+        "extrapolated": p.extrapolated,
+    }
+
+
+def _why(cap: Any, d: Any) -> list[str]:
+    """Plain-language arithmetic behind the declared configuration's prediction."""
+    lam_r = (cap.arrival_rps or 0) / cap.replicas
+    out = []
+    b = cap.batch_size
+    t1, tb = cap.table.ms(1), cap.table.ms(b)
+    if b > 1:
+        fill_ms = 1000 * (b - 1) / lam_r if lam_r > 0 else float("inf")
+        gain = f"{t1 * b / tb:.1f}×" if tb > 0 else "unbounded"
+        out.append(
+            f"a batch of {b} costs {tb:g} ms ({tb / b:.1f} ms per item) against {t1:g} ms for one item: "
+            f"{gain} the throughput per instance"
+        )
+        out.append(
+            f"each replica sees {lam_r:g} req/s, so the {b - 1} requests after the first take "
+            f"{fill_ms:.0f} ms on average to arrive; max_queue_delay_us caps the wait at {cap.max_queue_delay_us / 1000:g} ms, so batches "
+            f"leave at ~{d.mean_batch:.1f} items (99th percentile {d.p99_batch})"
+        )
+    out.append(
+        f"batches queue for {cap.servers} instance(s) as M/D/{cap.servers}: ρ = {d.rho:.2f}, "
+        f"mean wait {d.wait_mean_ms:.1f} ms, P99 wait {d.wait_p99_ms:.1f} ms"
+    )
+    out.append(
+        f"analytic P99 = fill {d.fill_p99_ms:.1f} ms + wait {d.wait_p99_ms:.1f} ms + service of a "
+        f"{d.p99_batch}-batch {cap.table.ms(d.p99_batch):.1f} ms = {d.p99_ms:.1f} ms"
+        + (f" vs budget {cap.budget_ms:g} ms ({cap.budget_source})" if cap.budget_ms is not None else "")
+    )
+    return out

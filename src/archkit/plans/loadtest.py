@@ -1,0 +1,111 @@
+"""The load-test plan: the spec's traffic mix and its levels (with the stress schedule) as typed values.
+
+Rendered by `archkit.generators.gen_locust` (the locustfile) and meant for every other
+driver of the same traffic (a k6 script, the runner's summary): one definition of which
+scenario is sent how often with which payload, and which rate each level offers when.
+The stress schedule itself is `archkit.analysis.loadplan.stress_steps` (shared with the
+load-test runner, which also applies the command line's overrides).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from archkit.analysis.loadplan import stress_steps
+from archkit.spec.model import Level, Scenario, Spec, TritonInput
+
+
+@dataclass(frozen=True)
+class ScenarioPlan:
+    """One request kind of the mix: where it goes, how often, with what, and what answer counts."""
+
+    id: str
+    weight: float
+    method: str
+    path: str
+    headers: tuple[tuple[str, str], ...]
+    payload: tuple[tuple[str, str], ...] | None  # (kind, value): file | folder+glob | template, content_type
+    expect_status: tuple[int, ...]
+    model: str | None
+    inputs: tuple[TritonInput, ...]
+    outputs: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class LevelPlan:
+    """One load level: users, the first offered rate, its duration and (stress) the (start s, rate) steps."""
+
+    id: str
+    kind: str
+    users: int
+    rate_rps: float | None
+    duration_s: float
+    steps: tuple[tuple[float, float], ...]
+
+
+@dataclass(frozen=True)
+class LoadTestPlan:
+    """What a load test of this spec sends (`scenarios`) and at which `levels`."""
+
+    protocol: str
+    host: str
+    timeout_s: float  # a request's client timeout: the spec's end-to-end control-flow timeout
+    scenarios: tuple[ScenarioPlan, ...]
+    levels: tuple[LevelPlan, ...]
+
+    def level(self, level_id: str) -> LevelPlan | None:
+        return next((lv for lv in self.levels if lv.id == level_id), None)
+
+
+def payload(sc: Scenario) -> tuple[tuple[str, str], ...] | None:
+    """A scenario's payload as (kind, value) pairs, in the order the locustfile reads them."""
+    p = sc.payload
+    if p is None:
+        return None
+    out: list[tuple[str, str]] = []
+    if p.file is not None:
+        out.append(("file", p.file))
+    elif p.folder is not None:
+        out += [("folder", p.folder), ("glob", p.glob)]
+    elif p.template is not None:
+        out.append(("template", p.template))
+    if p.content_type:
+        out.append(("content_type", p.content_type))
+    return tuple(out) or None
+
+
+def level_plan(level: Level, spec: Spec) -> LevelPlan:
+    """A level with its offered rate: a stress level starts at its first step's rate."""
+    design = spec.budgets.throughput_rps
+    steps = stress_steps(level, design) if level.kind == "stress" else []
+    rate = steps[0][1] if steps else (level.rate_rps or design)
+    return LevelPlan(level.id, level.kind, level.users, rate, level.duration_s, tuple(steps))
+
+
+def load_test_plan(spec: Spec) -> LoadTestPlan | None:
+    """The load-test plan of a spec, or None when it has no `loadtest` section."""
+    lt = spec.loadtest
+    if lt is None:
+        return None
+    scenarios = tuple(
+        ScenarioPlan(
+            id=sc.id,
+            weight=sc.weight,
+            method=sc.method,
+            path=sc.path,
+            headers=tuple(sorted(sc.headers.items())),
+            payload=payload(sc),
+            expect_status=tuple(sc.expect_status),
+            model=sc.model,
+            inputs=tuple(sc.inputs),
+            outputs=tuple(sc.outputs),
+        )
+        for sc in lt.scenarios
+    )
+    return LoadTestPlan(
+        protocol=lt.target.protocol,
+        host=lt.target.host,
+        timeout_s=(spec.controlflow.timeout_ms or 30000.0) / 1000.0,
+        scenarios=scenarios,
+        levels=tuple(level_plan(lv, spec) for lv in lt.levels),
+    )
