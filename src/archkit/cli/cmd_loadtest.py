@@ -65,7 +65,10 @@ def loadtest(
     ] = None,
     max_requests: Annotated[int | None, typer.Option(min=1, help="Stop after this many requests.")] = None,
     report: Annotated[
-        Path | None, typer.Option(help="Write the report (MD, HTML, JSON, JUnit) here.")
+        Path | None,
+        typer.Option(
+            "--output", "-o", "--report", help="Write the report (MD, HTML, JSON, JUnit) in this folder."
+        ),
     ] = None,
     workers: Annotated[
         int, typer.Option(min=0, help="Run a locust master and N local worker processes.")
