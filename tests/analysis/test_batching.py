@@ -43,16 +43,32 @@ def test_batch_one_without_delay_is_plain_md1():
 def test_seed_batch8_misses_50ms_and_batch1_with_six_gpus_meets_it():
     b8 = predict(SEED, 30, batch_size=8, max_queue_delay_us=100_000, instances=1, replicas=2)
     assert b8.fill_p99_ms == pytest.approx(100)  # the timer, not a full batch
-    assert 2 < b8.mean_batch < 3  # 15 req/s per replica × 100 ms
+    assert 2 < b8.mean_batch < 3.5  # 15 req/s per replica × 100 ms, plus requests that queued
     assert b8.p99_ms > 50 and b8.p50_ms > 50
-    rec = recommend(SEED, 30, 50, max_batch_size=8, preferred=[8], instances=1)
+    # one shared queue (least-request routing): six GPUs, as seed 000 §2.3 says
+    rec = recommend(SEED, 30, 50, max_batch_size=8, preferred=[8], instances=1, routing="least-request")
     assert rec.met and rec.prediction.batch_size == 1 and rec.prediction.replicas == 6
-    assert rec.prediction.p99_ms <= 50
-    # analytically 5 replicas reach 50.0 ms, but the simulation of 5 misses: M/D/c's tail is approximate
-    fast = recommend(SEED, 30, 50, max_batch_size=8, preferred=[8], instances=1, verify=False)
-    assert fast.prediction.replicas == 5
+    assert rec.prediction.p99_ms <= 50 and "least-request" in rec.reason
+    # Cosmetatos raises the M/D/c wait: the analytic answer is six too (half of M/M/c said five)
+    fast = recommend(SEED, 30, 50, 8, [8], 1, verify=False, routing="least-request")
+    assert fast.prediction.replicas == 6
+    # random routing (kube-proxy): each replica is its own M/D/1 queue, and 3 ms of headroom
+    # over a 47 ms service time needs almost idle replicas
+    rnd = recommend(SEED, 30, 50, max_batch_size=8, preferred=[8], instances=1)
+    assert not rnd.met and "routing random" in rnd.reason
     none = recommend(SEED, 30, 40, max_batch_size=8, preferred=[8])
     assert not none.met and "47 ms" in none.reason
+
+
+def test_random_routing_waits_as_one_replica_at_its_share_of_the_rate():
+    """Poisson splitting: R replicas behind random routing are R independent queues at λ/R."""
+    table = ServiceTable([(1, 20.0)])
+    four = predict(table, 120, 1, 0, 1, 4)
+    one = predict(table, 30, 1, 0, 1, 1)
+    assert four.wait_mean_ms == pytest.approx(one.wait_mean_ms)
+    pooled = predict(table, 120, 1, 0, 1, 4, routing="least-request")
+    rr = predict(table, 120, 1, 0, 1, 4, routing="round-robin")
+    assert pooled.wait_mean_ms < rr.wait_mean_ms < four.wait_mean_ms
 
 
 def test_overload_predicts_unbounded_latency():

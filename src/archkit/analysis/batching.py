@@ -9,8 +9,13 @@ The model (stated in docs/checks.md and printed by `archkit capacity`):
 - Service time of a batch of n items comes from the spec's per-batch table (copy +
   compute + overhead, seed 000 §2.1), **linearly interpolated** between measured batch
   sizes and linearly extrapolated beyond the largest one (flagged as an extrapolation).
-- Batches are served by the c = R·k instances as one M/D/c queue (pooled: assumes the load
-  balancer sends work to the least-busy replica; random routing is worse).
+- Waiting uses the same split as the fill, by the service's `routing`: with `random` (a
+  Kubernetes Service's kube-proxy; the default) each replica is its own M/D/k queue fed by
+  a Poisson λ/R (exact splitting); `round-robin` is the same queue with the waiting scaled
+  by the arrivals' squared coefficient of variation 1/R (Allen–Cunneen, approximate);
+  `least-request` pools the R·k instances into one M/D/c queue (join-the-shortest-queue
+  behaves nearly like one shared queue; approximate). The M/D/c mean wait is Cosmetatos'
+  (see `queueing`).
 - Latency of a request = fill wait + queueing wait + service time of its batch.
   Mean: E[fill]/2 (an average request is mid-batch) + E[Wq] + S(E[B]).
   P99: fill-time bound (the first request's 99th-percentile wait, never above D)
@@ -57,6 +62,7 @@ class BatchPrediction:
     p99_ms: float
     ceiling_rps: float  # throughput with full batches of `batch_size`
     extrapolated: bool
+    routing: str = "random"  # how requests reach the replicas (see module docstring)
 
     @property
     def stable(self) -> bool:
@@ -102,20 +108,24 @@ def predict(
     max_queue_delay_us: float = 0,
     instances: int = 1,
     replicas: int = 1,
+    routing: str = "random",
 ) -> BatchPrediction:
     """Predict the latency of a batched stage at one configuration (see module docstring)."""
     b = max(1, int(batch_size))
     r = max(1, int(replicas))
     k = max(1, int(instances))
-    c = r * k
     lam = max(0.0, float(arrival_rps))
     lam_r = lam / r
+    # the queue a batch waits in: one per replica, or all instances pooled (least-request)
+    pooled = routing == "least-request"
+    q_lam, c = (lam, r * k) if pooled else (lam_r, k)
+    scale = 1 / r if routing == "round-robin" else 1.0
     d_s = max(0.0, max_queue_delay_us) / 1e6
     fill_first_s = q.mean_min_erlang(b - 1, lam_r, d_s) if b > 1 else 0.0
 
     def at(mean_b: float) -> tuple[float, float, float]:
         s = table.ms(mean_b) / 1000
-        lam_b = lam / mean_b
+        lam_b = q_lam / mean_b
         return s, lam_b, (lam_b * s / c)
 
     # fixed point: requests that queue for a busy instance join the forming batch
@@ -123,16 +133,16 @@ def predict(
     wait_s = 0.0
     for _ in range(40):
         s, lam_b, rho = at(mean_b)
-        wait_s = q.mdc_wait(lam_b, s, c) if lam > 0 else 0.0
+        wait_s = scale * q.mdc_wait(lam_b, s, c) if lam > 0 else 0.0
         window = d_s + (wait_s if math.isfinite(wait_s) else 10 * s)
         target = 1 + q.mean_min_poisson(lam_r * window, b - 1) if b > 1 else 1.0
         if abs(target - mean_b) < 1e-6:
             break
         mean_b = 0.5 * mean_b + 0.5 * target
     s, lam_b, rho = at(mean_b)
-    wait_s = q.mdc_wait(lam_b, s, c) if lam > 0 else 0.0
-    wait99_s = q.mdc_wait_quantile(lam_b, s, c, 0.99) if lam > 0 else 0.0
-    wait50_s = q.mdc_wait_quantile(lam_b, s, c, 0.5) if lam > 0 else 0.0
+    wait_s = scale * q.mdc_wait(lam_b, s, c) if lam > 0 else 0.0
+    wait99_s = scale * q.mdc_wait_quantile(lam_b, s, c, 0.99) if lam > 0 else 0.0
+    wait50_s = scale * q.mdc_wait_quantile(lam_b, s, c, 0.5) if lam > 0 else 0.0
     window = d_s + (wait_s if math.isfinite(wait_s) else 0.0)
     p99_b = min(b, 1 + q.poisson_quantile(lam_r * window, 0.99, cap=b - 1)) if b > 1 else 1
     p99_b = max(p99_b, min(b, math.ceil(mean_b)))
@@ -164,8 +174,9 @@ def predict(
         p50_ms=p50,
         mean_ms=mean,
         p99_ms=p99,
-        ceiling_rps=ceiling_rps(table, b, c),
+        ceiling_rps=ceiling_rps(table, b, r * k),
         extrapolated=table.extrapolated(b),
+        routing=routing,
     )
 
 
@@ -212,6 +223,7 @@ def recommend(
     max_replicas: int = 256,
     delays_us: Sequence[int] = DELAY_GRID_US,
     verify: bool = True,
+    routing: str = "random",
 ) -> Recommendation:
     """Fewest replicas (then lowest P99) over batch size × queue delay that meets `budget_ms`.
 
@@ -220,16 +232,22 @@ def recommend(
     discrete-event simulation of it does too: the M/D/c tail is an approximation that can
     be a few per cent optimistic for unbatched stages. When no configuration meets the
     budget the reason names the floor: the service time of one item, which no amount of
-    hardware removes.
+    hardware removes. `routing` is the service's (see `predict`); the simulation that
+    confirms a candidate simulates one replica at λ/R for random and round-robin routing
+    (exact for random: Poisson splitting makes replicas independent) and the pooled
+    instances for least-request.
     """
+
     def meets(p: BatchPrediction) -> bool:
         if p.p99_ms > budget_ms:
             return False
         if not verify:
             return True
-        sim = simulate(
-            table, arrival_rps, p.batch_size, p.max_queue_delay_us, p.replicas * p.instances, requests=10_000
-        )
+        if routing == "least-request":
+            lam, servers = arrival_rps, p.replicas * p.instances
+        else:
+            lam, servers = arrival_rps / p.replicas, p.instances
+        sim = simulate(table, lam, p.batch_size, p.max_queue_delay_us, servers, requests=10_000)
         return sim.stable and sim.p99_ms <= budget_ms
 
     sizes = candidate_batch_sizes(table, max_batch_size, preferred)
@@ -242,6 +260,7 @@ def recommend(
             0,
             instances,
             _stable_replicas(table, arrival_rps, 1, instances, max_replicas),
+            routing,
         )
         return Recommendation(
             budget_ms,
@@ -264,7 +283,7 @@ def recommend(
                 continue  # even full batches overload that many replicas
             prev = math.inf
             for r in range(r0, min(max_replicas, top + slack) + 1):
-                p = predict(table, arrival_rps, b, d, instances, r)
+                p = predict(table, arrival_rps, b, d, instances, r, routing)
                 if p.p99_ms <= budget_ms:
                     cands.append(p)
                     top = min(top, r)
@@ -285,7 +304,7 @@ def recommend(
             p = (
                 c
                 if r == c.replicas
-                else predict(table, arrival_rps, c.batch_size, c.max_queue_delay_us, instances, r)
+                else predict(table, arrival_rps, c.batch_size, c.max_queue_delay_us, instances, r, routing)
             )
             if meets(p):
                 best = p
@@ -296,7 +315,7 @@ def recommend(
             False,
             None,
             f"no configuration with up to {max_replicas} replicas meets "
-            f"{budget_ms:g} ms at {arrival_rps:g} req/s",
+            f"{budget_ms:g} ms at {arrival_rps:g} req/s (routing {routing})",
         )
     confirmed = ", confirmed by simulation" if verify else ""
     return Recommendation(
@@ -305,7 +324,7 @@ def recommend(
         best,
         f"batch {best.batch_size}, max_queue_delay_us {best.max_queue_delay_us}, "
         f"{best.replicas} replica(s) × {best.instances} instance(s): "
-        f"predicted P99 {best.p99_ms:.1f} ms ≤ {budget_ms:g} ms{confirmed}",
+        f"predicted P99 {best.p99_ms:.1f} ms ≤ {budget_ms:g} ms{confirmed} (routing {routing})",
     )
 
 
