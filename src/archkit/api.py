@@ -24,6 +24,7 @@ from archkit.errors import (
 from archkit.plans.alerts import alert_plan
 from archkit.plans.capacity import CapacityReport, capacity_report
 from archkit.plans.context import RunContext, prepare, with_environment
+from archkit.render import RenderResult, generate, render
 from archkit.render.tree import MANIFEST, WriteResult, write_tree
 from archkit.spec import LoadResult, Spec, load_file
 from archkit.spec.schema import SCHEMA_ID, schema_text
@@ -36,6 +37,7 @@ __all__ = [
     "InputError",
     "LoadtestError",
     "MANIFEST",
+    "RenderResult",
     "RunContext",
     "SpecLoadError",
     "UnknownEnvironmentError",
@@ -187,125 +189,7 @@ def init(path: str | os.PathLike, example: str | None = None) -> Path:
     return target
 
 
-# --------------------------------------------------------------------------- render
-
-
-@dataclass
-class RenderResult:
-    """Files a render produced and what writing them did."""
-
-    files: dict[str, str | bytes]
-    write: WriteResult
-    diagnostics: list[Diagnostic]
-    skipped: dict[str, str] = field(default_factory=dict)  # file not rendered -> why, and the fix
-    notes: dict[str, str] = field(default_factory=dict)  # source drawn another way -> how and why
-
-
-def generate(
-    spec: Spec,
-    spec_path: str = "<spec>",
-    only: list[str] | None = None,
-    formats: tuple[str, ...] = ("svg",),
-    measured: dict | None = None,
-    templates_dir: Path | None = None,
-    env: str | None = None,
-    progress=None,
-    tools=None,
-    run: RunContext | None = None,
-) -> tuple[dict[str, str | bytes], list[Diagnostic]]:
-    """Run the selected generators in memory; returns {relative path: content} and findings.
-
-    `tools` (an `archkit.generators.renderers.Tools`) names the PlantUML jar and, with
-    `degrade`, collects diagrams that could not be rendered here instead of raising.
-    `run` (from `prepare`) shares that run's check findings and plans; without it the spec,
-    with `env` applied, gets its own. Raises UnknownNameError (a generator that does not
-    exist) and UnknownEnvironmentError.
-    """
-    from archkit.generators import RenderContext, all_generators
-
-    gens = all_generators()
-    unknown = [n for n in (only or []) if n not in gens]
-    if unknown:
-        raise UnknownNameError("generator", unknown, list(gens))
-    if run is None:
-        run = RunContext(with_environment(spec, spec_path, env), spec_path, env)
-    spec, diags = run.spec, run.diagnostics
-    ctx = RenderContext(
-        spec=spec,
-        spec_path=spec_path,
-        diagnostics=diags,
-        measured=measured,
-        formats=formats,
-        templates_dir=templates_dir,
-        env=env,
-        progress=progress,
-        run=run,
-    )
-    if tools is not None:
-        ctx.cache["_tools"] = tools
-    files: dict[str, str | bytes] = {}
-    selected = [g for name, g in gens.items() if not only or name in only]
-    for i, gen in enumerate(selected):
-        if progress:
-            progress(gen.name, i, len(selected))
-        # memoised per context, so a generator that embeds another's output (the review page)
-        # and the file pass share one run
-        for rel, content in ctx.memo(f"generator:{gen.name}", lambda gen=gen: gen.fn(ctx)).items():
-            if rel in files:
-                raise RuntimeError(f"generators disagree: two of them produce {rel}")
-            files[rel] = content
-    files.update(_render_diagrams(files, formats, ctx, progress))
-    return files, diags
-
-
-def _render_diagrams(files: dict[str, str | bytes], formats: tuple[str, ...], ctx, progress) -> dict:
-    """One renderer pass over every `.dot`/`.puml` source: one PlantUML JVM per format, `dot` in parallel."""
-    from archkit.generators.renderers import render_sources
-
-    rendered = render_sources(files, formats, ctx.cache, progress)
-    clash = sorted(set(rendered) & set(files))
-    if clash:
-        raise RuntimeError(
-            f"generators disagree: a generated file would be overwritten by a rendering: {clash[0]}"
-        )
-    return rendered
-
-
-def render(
-    spec_path: str | os.PathLike,
-    out_dir: str | os.PathLike,
-    only: list[str] | None = None,
-    formats: tuple[str, ...] = ("svg",),
-    measured: dict | None = None,
-    templates_dir: Path | None = None,
-    check: bool = False,
-    force: bool = False,
-    env: str | None = None,
-    progress=None,
-    plantuml_jar: Path | None = None,
-) -> RenderResult:
-    """Render every artifact of a spec into `out_dir` (or, with `check`, report stale files).
-
-    A renderer that is missing here does not stop the render: the other files are written,
-    the control flow is drawn by Graphviz when PlantUML cannot run, and `skipped` lists each
-    file that was not rendered with why and how to fix it (`notes` what was drawn instead).
-    """
-    from archkit.generators.renderers import Tools
-
-    res = load(spec_path)
-    if res.spec is None:
-        return RenderResult({}, WriteResult(), res.diagnostics)
-    tools = Tools(jar=plantuml_jar, degrade=True)
-    files, diags = generate(
-        res.spec, str(spec_path), only, formats, measured, templates_dir, env, progress, tools
-    )
-    result = RenderResult(files, write_tree(out_dir, files, check=check, force=force), diags)
-    result.skipped.update(tools.unrendered)
-    result.notes.update(tools.notes)
-    return result
-
-
-# --------------------------------------------------------------------------- verify (issue 8)
+# --------------------------------------------------------------------------- verify
 
 
 @dataclass
@@ -381,7 +265,7 @@ def verify_rbac() -> str:
     return rbac_clusterrole()
 
 
-# --------------------------------------------------------------------------- loadtest (issue 7)
+# --------------------------------------------------------------------------- loadtest
 
 
 @dataclass
@@ -522,7 +406,7 @@ def loadtest(
     return LoadtestOutcome(result, written, folder)
 
 
-# --------------------------------------------------------------------------- runbook (issue 5)
+# --------------------------------------------------------------------------- runbook
 
 
 def runbook(
