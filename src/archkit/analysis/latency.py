@@ -154,17 +154,16 @@ class ControlPath:
 
 
 def call_worst_ms(call: Call) -> float | None:
-    """Worst-case time a call can take: every attempt times out, plus the backoffs between them."""
+    """Worst-case time a call can take: every attempt times out, plus the backoffs between them
+    (a geometric series in closed form, so the cost does not grow with the attempt count)."""
     if call.timeout_ms is None:
         return None
-    attempts = 1 + (call.retry.attempts if call.retry else 0)
+    retries = call.retry.attempts if call.retry else 0
     backoff = 0.0
-    if call.retry:
-        step = call.retry.backoff_ms
-        for _ in range(call.retry.attempts):
-            backoff += step
-            step *= call.retry.backoff_multiplier
-    return attempts * call.timeout_ms + backoff
+    if call.retry and retries:
+        step, mult = call.retry.backoff_ms, call.retry.backoff_multiplier
+        backoff = step * retries if mult == 1 else step * (mult**retries - 1) / (mult - 1)
+    return (1 + retries) * call.timeout_ms + backoff
 
 
 def target_p99(spec: Spec, target: str) -> float | None:
@@ -174,16 +173,29 @@ def target_p99(spec: Spec, target: str) -> float | None:
     return None
 
 
-def control_paths(spec: Spec, limit: int = 2000) -> list[ControlPath]:
-    """Paths from `start` to terminals (each node once per path), at most `limit` of them."""
+class ControlPaths(list):
+    """The control paths found; `truncated` when the walk stopped at its path or work limit
+    (the paths listed are then the first ones in depth-first order, not all of them)."""
+
+    truncated: bool = False
+
+
+# Node visits, summed over the paths walked: keeps the walk under ~1 s however the control
+# flow branches (the number of paths can grow exponentially with the number of decisions).
+MAX_WALK_WORK = 1_000_000
+
+
+def control_paths(spec: Spec, limit: int = 2000, max_work: int = MAX_WALK_WORK) -> ControlPaths:
+    """Paths from `start` to terminals (each node once per path), at most `limit` of them and at
+    most `max_work` node visits in all."""
     cf = spec.controlflow
-    nodes = {}
+    nodes: dict[str, Decision | Call | Terminal] = {}
     for n in cf.nodes():
         nodes.setdefault(n.id, n)
     start = cf.start or (next(iter(nodes)) if nodes else None)
-    if start not in nodes:
-        return []
-    out: list[ControlPath] = []
+    out = ControlPaths()
+    if start is None or start not in nodes:
+        return out
 
     def succs(n) -> list[str]:
         if isinstance(n, Decision):
@@ -206,23 +218,52 @@ def control_paths(spec: Spec, limit: int = 2000) -> list[ControlPath]:
             return (0.0, n.timeout_ms or 0.0)
         return (0.0, 0.0)
 
-    stack = [(start, [start], *cost(nodes[start]))]
-    while stack and len(out) < limit:
-        nid, path, nom, worst = stack.pop()
+    # Depth-first with one path that grows and shrinks (backtracking), so a step costs O(1)
+    # and only an emitted path is copied; `work` counts steps plus the nodes of emitted paths.
+    def leaf_or_next(nid: str) -> list[str] | None:
         n = nodes[nid]
-        nxt = [s for s in succs(n) if s not in path]
-        if isinstance(n, Terminal) or not nxt:
-            out.append(
-                ControlPath(
-                    path,
-                    nid if isinstance(n, Terminal) else None,
-                    n.outcome if isinstance(n, Terminal) else None,
-                    nom,
-                    worst,
-                )
-            )
+        nxt = [s for s in succs(n) if s not in on_path]
+        return None if isinstance(n, Terminal) or not nxt else nxt
+
+    def emit() -> None:
+        n = nodes[path[-1]]
+        tid, outcome = (n.id, n.outcome) if isinstance(n, Terminal) else (None, None)
+        out.append(ControlPath(list(path), tid, outcome, noms[-1], worsts[-1]))
+
+    c0 = cost(nodes[start])
+    path, on_path, noms, worsts = [start], {start}, [c0[0]], [c0[1]]
+    first = leaf_or_next(start)
+    if first is None:
+        emit()
+        return out
+    iters = [iter(first)]
+    work = 0
+    while iters:
+        work += 1
+        if len(out) >= limit or work > max_work:
+            out.truncated = True
+            break
+        nid = next(iters[-1], None)
+        if nid is None:
+            iters.pop()
+            on_path.discard(path.pop())
+            noms.pop()
+            worsts.pop()
             continue
-        for s in reversed(nxt):
-            c = cost(nodes[s])
-            stack.append((s, path + [s], nom + c[0], worst + c[1]))
+        if nid in on_path:
+            continue
+        c = cost(nodes[nid])
+        path.append(nid)
+        on_path.add(nid)
+        noms.append(noms[-1] + c[0])
+        worsts.append(worsts[-1] + c[1])
+        nxt = leaf_or_next(nid)
+        if nxt is None:
+            emit()
+            work += len(path)
+            on_path.discard(path.pop())
+            noms.pop()
+            worsts.pop()
+        else:
+            iters.append(iter(nxt))
     return out
