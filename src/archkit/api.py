@@ -12,7 +12,7 @@ from typing import Any
 
 from archkit.atomic import create_atomic
 from archkit.checks import rule_meta, run_rules
-from archkit.diagnostics import Diagnostic, has_errors, sort_diagnostics
+from archkit.diagnostics import Diagnostic, Severity, has_errors, sort_diagnostics
 from archkit.errors import (
     ArchkitError,
     InputError,
@@ -115,9 +115,9 @@ def check(
         diags = list(res.diagnostics)
         spec = res.spec
         if spec is None and res.partial is not None:
-            # schema errors, but the rest of the spec holds together: report broken references,
-            # cycles and dead ends in the same run instead of one error family at a time
-            diags += check_spec(res.partial, ["AK1"], ignore)
+            # schema errors, but the rest of the spec holds together: run every rule group whose
+            # sections loaded (structure always), and say which groups were skipped and why
+            diags += _check_partial(res.partial, res.file, res.diagnostics, select, ignore)
         if spec is not None:
             try:
                 spec = with_environment(spec, res.file, env)
@@ -127,6 +127,38 @@ def check(
                 diags += check_spec(spec, select, ignore)
         report.files.append(FileReport(res.file, spec, sort_diagnostics(diags)))
     return report
+
+
+def _check_partial(
+    partial: Spec,
+    file: str,
+    load_diags: list[Diagnostic],
+    select: list[str] | None,
+    ignore: list[str] | None,
+) -> list[Diagnostic]:
+    from archkit.checks.registry import FAMILIES, run_partial
+
+    # an unknown key is dropped without touching its section's values: it breaks no input
+    broken = {
+        d.path.split(".", 1)[0].split("[", 1)[0]
+        for d in load_diags
+        if d.severity is Severity.ERROR and d.path and not d.message.startswith("unknown key")
+    }
+    diags, skipped = run_partial(partial, broken, select, ignore)
+    for fam, sections in skipped.items():
+        diags.append(
+            Diagnostic(
+                "AK100",
+                Severity.INFO,
+                f"rule group {fam}* ({FAMILIES.get(fam, 'other')}) not run: "
+                f"{', '.join(sections)} did not load; fix the errors above and check again",
+                file,
+                1,
+                1,
+                "",
+            )
+        )
+    return diags
 
 
 # --------------------------------------------------------------------------- catalogue

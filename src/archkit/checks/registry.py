@@ -161,15 +161,21 @@ def _selected(code: str, select: list[str], ignore: list[str]) -> bool:
 
 
 def run_rules(
-    spec: Spec, select: list[str] | None = None, ignore: list[str] | None = None
+    spec: Spec,
+    select: list[str] | None = None,
+    ignore: list[str] | None = None,
+    families: set[str] | None = None,
 ) -> list[Diagnostic]:
-    """Run every selected rule on a loaded spec (code prefixes: AK2 selects a family)."""
+    """Run every selected rule on a loaded spec (code prefixes: AK2 selects a family).
+
+    `families` (e.g. {"AK1", "AK3"}) limits the run to those rule groups.
+    """
     select = list(select or []) + list(spec.checks.select)
     ignore = list(ignore or []) + list(spec.checks.ignore)
     ctx = Context(spec)
     out: list[Diagnostic] = []
     for code, rule_cls in all_rules().items():
-        if not _selected(code, select, ignore):
+        if not _selected(code, select, ignore) or (families is not None and code[:3] not in families):
             continue
         ctx.rule = rule_cls
         try:
@@ -184,6 +190,39 @@ def run_rules(
                 )
             )
     return out
+
+
+# The spec sections each rule group reads (its rules and the analysis behind them). On a spec
+# that loaded only in part, a group runs when none of its sections lost a value to a schema error.
+FAMILY_INPUTS: dict[str, frozenset[str]] = {
+    "AK2": frozenset({"budgets", "dataflow", "controlflow", "topology", "environments"}),
+    "AK3": frozenset({"budgets", "dataflow", "topology"}),
+    "AK4": frozenset({"controlflow", "dataflow", "policies", "topology"}),
+    "AK5": frozenset({"dataflow", "policies", "topology", "observability"}),
+    "AK6": frozenset({"dataflow", "observability", "topology"}),
+}
+
+
+def run_partial(
+    spec: Spec, broken: set[str], select: list[str] | None = None, ignore: list[str] | None = None
+) -> tuple[list[Diagnostic], dict[str, list[str]]]:
+    """Rules on a spec whose `broken` top-level sections lost values to schema errors.
+
+    Structure rules (AK1) always run; every other group runs when none of its inputs is broken.
+    Returns the findings and, per skipped group, the broken sections it needs.
+    """
+    families = {code[:3] for code in all_rules()}
+    chosen = list(select or []) + list(spec.checks.select)
+    dropped = list(ignore or []) + list(spec.checks.ignore)
+    wanted = {code[:3] for code in all_rules() if _selected(code, chosen, dropped)}
+    skipped: dict[str, list[str]] = {}
+    for fam in sorted(wanted - {"AK1"}):
+        needs = FAMILY_INPUTS.get(fam, frozenset({"*"}))
+        hit = sorted(broken if "*" in needs else broken & needs)
+        if hit:
+            skipped[fam] = hit
+    diags = run_rules(spec, select, ignore, families=families - set(skipped))
+    return diags, skipped
 
 
 def iter_rules() -> Iterator[type[Rule]]:

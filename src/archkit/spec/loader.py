@@ -525,6 +525,17 @@ def _suggest(key: str, path: tuple) -> str:
     return "allowed: " + ", ".join(sorted(names))
 
 
+def _suggest_value(got: str, expected: str) -> str:
+    """`did you mean 'postprocess'?` for an enum value close to one of the `expected` ones."""
+    choices = re.findall(r"'([^']*)'", expected)
+    if len(choices) < 2:  # one allowed value (apiVersion): the message already names it
+        return ""
+    folded = {c.lower().replace("-", "").replace("_", ""): c for c in choices}
+    key = got.lower().replace("-", "").replace("_", "")
+    close = [folded[key]] if key in folded else difflib.get_close_matches(got, choices, n=1, cutoff=0.6)
+    return f"did you mean '{close[0]}'?" if close else ""
+
+
 def _clean_loc(loc: tuple, data: Any) -> tuple:
     """Drop pydantic's union/validator tags from a location, keeping document keys."""
     out: list = []
@@ -583,6 +594,8 @@ def validation_diagnostics(exc: ValidationError, smap: SourceMap, data: Any) -> 
                 and re.fullmatch(r"\s*-?[0-9.]+\s*[A-Za-z%/]+\s*", got)
             ):
                 hint = "units belong in the key name (e.g. p99_ms: 50), values are plain numbers"
+            elif etype in ("enum", "literal_error") and isinstance(got, str):
+                hint = _suggest_value(got, str((err.get("ctx") or {}).get("expected", "")))
         diags.append(
             Diagnostic(code, Severity.ERROR, msg, smap.file, loc.line, loc.col, format_path(path), hint)
         )
