@@ -119,7 +119,7 @@ def test_print_rbac():
         (["--prometheus-url", "http://127.0.0.1:9", "--rules", "nope.yaml"], "cannot read the rules file"),
         (
             ["--manifests", f"{FIX}/manifests", "--env", "h100"],
-            "environment 'h100' is not defined in examples/industrial-inspection.yaml (environments: t4)",
+            "examples/industrial-inspection.yaml: environment 'h100' is not defined (environments: t4)",
         ),
     ],
 )

@@ -10,10 +10,10 @@ class DuplicateId(Rule):
 
     code = "AK102"
     name = "duplicate-id"
-    source = "design principle D3 (docs/sources.md): every cross-reference by id"
+    source = "DESIGN.md: every cross-reference by id"
     rationale = """
 Every diagram node, alert and runbook anchor is keyed by id; a duplicate makes one of them
-silently disappear.
+silently disappear. The namespaces are those the model marks with `IdOf` (archkit.spec.refs).
 """
 
     def check(self, ctx):

@@ -5,24 +5,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from archkit.spec.model import Node, Spec
+from archkit.spec.refs import refs_of
 
 
 def id_namespaces(spec: Spec) -> Iterator[tuple[str, list[Node]]]:
-    """Each namespace in which ids must be unique, with its members in document order."""
-    yield "stage", list(spec.dataflow.stages)
-    yield "control-flow node", list(spec.controlflow.nodes())
-    yield "node pool", list(spec.topology.node_pools)
-    yield "network", list(spec.topology.networks)
-    yield "storage", list(spec.topology.storage)
-    yield "service", list(spec.topology.services)
-    yield "fault tree", list(spec.faulttrees)
-    for tree in spec.faulttrees:
-        yield f"gate or event of fault tree '{tree.id}'", [*tree.gates, *tree.events]
-    yield "degrade rule", list(spec.policies.degrade)
-    yield "environment", list(spec.environments)
-    if spec.loadtest:
-        yield "load-test scenario", list(spec.loadtest.scenarios)
-        yield "load-test level", list(spec.loadtest.levels)
+    """Each namespace in which ids must be unique, with its members in document order.
+
+    Derived from the model's `IdOf` marks (archkit.spec.refs), never listed here.
+    """
+    yield from refs_of(spec).namespaces()
 
 
 def control_successors(node) -> list[tuple[str, str]]:
@@ -65,14 +56,6 @@ def reachable_control_nodes(spec: Spec) -> set[str]:
                 seen.add(nxt)
                 todo.append(nxt)
     return seen
-
-
-def any_ids(spec: Spec) -> set[str]:
-    """Every id a policy may point at: stages, control nodes, services."""
-    ids = {s.id for s in spec.dataflow.stages}
-    ids |= {n.id for n in spec.controlflow.nodes()}
-    ids |= {s.id for s in spec.topology.services}
-    return ids
 
 
 # ---------------------------------------------------------------- shared analyses (memoised)

@@ -16,6 +16,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
+from archkit.spec.refs import IdOf, RefTo, refs_of
+
 Id = Annotated[
     str,
     Field(
@@ -263,11 +265,13 @@ class CacheSettings(Node):
 class Stage(Node):
     """One step of the data flow with its latency budget, volume and failure rate."""
 
-    id: Id
+    id: Annotated[Id, IdOf("stage")]
     name: str | None = None
     kind: StageKind
     plane: Plane = Plane.data
-    service: Id | None = Field(None, description="topology service that runs this stage")
+    service: Annotated[Id, RefTo("service")] | None = Field(
+        None, description="topology service that runs this stage"
+    )
     description: str | None = None
     p50_ms: Ms | None = None
     p95_ms: Ms | None = None
@@ -315,8 +319,8 @@ class Transport(str, Enum):
 class Edge(Node):
     """Data moving from one stage to another."""
 
-    from_: Id = Field(alias="from")
-    to: Id
+    from_: Annotated[Id, RefTo("stage")] = Field(alias="from")
+    to: Annotated[Id, RefTo("stage")]
     payload: str | None = None
     bytes: Annotated[int, Field(ge=0, le=2**40)] | None = Field(
         None, description="mean payload size, at most 1 TiB"
@@ -346,19 +350,21 @@ class Dataflow(Node):
 
 class Branch(Node):
     when: str = Field(description="the branch condition's outcome, e.g. 'yes', 'fresh'")
-    next: Id
+    next: Annotated[Id, RefTo("control-flow node")]
 
 
 class Decision(Node):
     """A diamond: criterion, where its data comes from, branches and the failure path."""
 
-    id: Id
+    id: Annotated[Id, IdOf("control-flow node")]
     label: str | None = None
     criterion: str | None = Field(None, description="e.g. 'feature age < 300s'")
     source: str | None = Field(None, description="where the data for the decision comes from")
     timeout_ms: Ms | None = None
     branches: list[Branch] = Field(default_factory=list)
-    on_failure: Id | None = Field(None, description="node taken when the decision cannot be made")
+    on_failure: Annotated[Id, RefTo("control-flow node")] | None = Field(
+        None, description="node taken when the decision cannot be made"
+    )
 
 
 class Retry(Node):
@@ -380,22 +386,28 @@ class CircuitBreaker(Node):
 class Call(Node):
     """A call to a stage or service with its timeout, retries, breaker and fallback."""
 
-    id: Id
+    id: Annotated[Id, IdOf("control-flow node", also=("call",))]
     label: str | None = None
-    target: Id = Field(description="a dataflow stage id or a topology service id")
+    target: Annotated[Id, RefTo("stage", "service")] = Field(
+        description="a dataflow stage id or a topology service id"
+    )
     timeout_ms: Ms | None = None
     retry: Retry | None = None
     circuit_breaker: CircuitBreaker | None = None
-    caller: Id | None = Field(None, description="the call whose target makes this call (nesting)")
-    next: Id | None = None
-    on_failure: Id | None = Field(None, description="fallback node on error or timeout")
+    caller: Annotated[Id, RefTo("call")] | None = Field(
+        None, description="the call whose target makes this call (nesting)"
+    )
+    next: Annotated[Id, RefTo("control-flow node")] | None = None
+    on_failure: Annotated[Id, RefTo("control-flow node")] | None = Field(
+        None, description="fallback node on error or timeout"
+    )
     idempotent: bool = True
 
 
 class Terminal(Node):
     """Where a request ends."""
 
-    id: Id
+    id: Annotated[Id, IdOf("control-flow node")]
     label: str | None = None
     outcome: Literal["success", "degraded", "rejected", "error"] = "success"
     status: Annotated[int, Field(ge=0, le=999)] | None = Field(
@@ -406,7 +418,7 @@ class Terminal(Node):
 class Controlflow(Node):
     """Who decides what, when: decisions, calls and terminals."""
 
-    start: Id | None = None
+    start: Annotated[Id, RefTo("control-flow node")] | None = None
     timeout_ms: Ms | None = Field(None, description="overall request deadline")
     decisions: list[Decision] = Field(default_factory=list)
     calls: list[Call] = Field(default_factory=list)
@@ -446,7 +458,7 @@ class Taint(Node):
 class NodePool(Node):
     """A group of identical nodes."""
 
-    id: Id
+    id: Annotated[Id, IdOf("node pool")]
     role: Literal["inference", "training", "preprocess", "general", "storage", "system"] = "general"
     instance_type: str | None = None
     count: Replicas = 1
@@ -455,14 +467,14 @@ class NodePool(Node):
     gpu: Gpu | None = None
     labels: dict[str, str] = Field(default_factory=dict)
     taints: list[Taint] = Field(default_factory=list)
-    networks: list[Id] = Field(default_factory=list)
+    networks: list[Annotated[Id, RefTo("network")]] = Field(default_factory=list)
     multi_tenant: bool = False
 
 
 class Network(Node):
     """A network plane (business, RDMA, management, ...)."""
 
-    id: Id
+    id: Annotated[Id, IdOf("network")]
     kind: Literal["business", "rdma", "management", "storage", "public"] = "business"
     cidr: str
     mtu: Annotated[int, Field(ge=576, le=65535)] = 1500
@@ -470,7 +482,7 @@ class Network(Node):
 
 
 class Storage(Node):
-    id: Id
+    id: Annotated[Id, IdOf("storage")]
     type: Literal["nfs", "cephfs", "tmpfs", "s3", "local", "hostpath", "pvc", "emptydir", "redis", "database"]
     source: str | None = Field(None, description="server:/export, bucket, claim name, ...")
     mount_options: list[str] = Field(default_factory=list)
@@ -526,7 +538,7 @@ class Security(Node):
 
 
 class Mount(Node):
-    storage: Id
+    storage: Annotated[Id, RefTo("storage")]
     path: str
     read_only: bool = False
 
@@ -578,9 +590,9 @@ class Admission(Node):
 class Service(Node):
     """A deployable unit placed on a node pool."""
 
-    id: Id
+    id: Annotated[Id, IdOf("service")]
     image: str | None = None
-    pool: Id
+    pool: Annotated[Id, RefTo("node pool")]
     replicas: Replicas = 1
     min_replicas: Replicas | None = None
     max_replicas: Replicas | None = None
@@ -647,12 +659,12 @@ class GateType(str, Enum):
 
 
 class Gate(Node):
-    id: Id
+    id: Annotated[Id, IdOf("gate or event", scope="fault tree")]
     label: str | None = None
     type: GateType
     k: PositiveInt | None = Field(None, description="for atleast: how many inputs must fail")
-    inputs: list[Id] = Field(min_length=1)
-    condition: Id | None = Field(
+    inputs: list[Annotated[Id, RefTo("gate or event")]] = Field(min_length=1)
+    condition: Annotated[Id, RefTo("gate or event")] | None = Field(
         None, description="for inhibit: the conditioning event (basic or house) that must also hold"
     )
 
@@ -660,7 +672,7 @@ class Gate(Node):
 class HouseEvent(Node):
     """An event that is certainly true or false (a switch), e.g. 'maintenance in progress'."""
 
-    id: Id
+    id: Annotated[Id, IdOf("gate or event", scope="fault tree")]
     label: str | None = None
     state: bool = Field(False, description="true or false; `archkit faulttree --house ID=true` overrides it")
 
@@ -679,8 +691,8 @@ class CcfGroup(Node):
     is `probability`, or each member's own when they agree.
     """
 
-    id: Id
-    members: list[Id] = Field(min_length=2)
+    id: Annotated[Id, IdOf("CCF group", scope="fault tree")]
+    members: list[Annotated[Id, RefTo("basic event")]] = Field(min_length=2)
     model: CcfModel = CcfModel.BETA_FACTOR
     probability: Fraction | None = None
     factors: list[Fraction] = Field(min_length=1)
@@ -702,7 +714,7 @@ class BasicEvent(Node):
     `expect_exit_code`; a mismatch confirms the event (the fault is present).
     """
 
-    id: Id
+    id: Annotated[Id, IdOf("gate or event", scope="fault tree", also=("basic event",))]
     label: str | None = None
     check: str | None = Field(None, description="shell command, run exactly as written")
     expect: str | None = Field(None, description="substring present when healthy")
@@ -725,9 +737,11 @@ class BasicEvent(Node):
 class FaultTree(Node):
     """Top event of one service, its gates and leaf events."""
 
-    id: Id
-    service: Id | None = None
-    top: Id = Field(description="the gate (or event) that is the top event")
+    id: Annotated[Id, IdOf("fault tree")]
+    service: Annotated[Id, RefTo("service")] | None = None
+    top: Annotated[Id, RefTo("gate or event")] = Field(
+        description="the gate (or event) that is the top event"
+    )
     label: str | None = None
     mission_time_h: Annotated[float, Field(gt=0)] | None = Field(
         None, description="converts rate_per_hour into probability"
@@ -761,7 +775,7 @@ class MetricRef(Node):
 class StageMetrics(Node):
     """The series that measure one stage."""
 
-    stage: Id
+    stage: Annotated[Id, RefTo("stage")]
     latency: MetricRef | None = None
     errors: MetricRef | None = None
     requests: MetricRef | None = None
@@ -814,7 +828,7 @@ class LogPolicy(Node):
 
 
 class ScrapeTarget(Node):
-    service: Id
+    service: Annotated[Id, RefTo("service")]
     port: PortNumber
     path: str = "/metrics"
     job: str | None = None
@@ -833,14 +847,20 @@ class Observability(Node):
 # --------------------------------------------------------------------------- policies
 
 
+# A policy acts on, or sends traffic to, a stage, a control-flow node or a service.
+_POLICY_TARGET = RefTo("stage", "control-flow node", "service", label="stage, control node or service")
+
+
 class DegradeRule(Node):
     """Seed 004 §2.2 policy plane: condition → action."""
 
-    id: Id
+    id: Annotated[Id, IdOf("degrade rule")]
     condition: str
     action: Literal["route", "skip", "reject", "human_review", "cache_only", "default_response", "shed_load"]
-    target: Id | None = Field(None, description="stage, call, service or control node it acts on")
-    fallback: Id | None = Field(None, description="where traffic goes instead")
+    target: Annotated[Id, _POLICY_TARGET] | None = Field(
+        None, description="stage, call, service or control node it acts on"
+    )
+    fallback: Annotated[Id, _POLICY_TARGET] | None = Field(None, description="where traffic goes instead")
     store: str | None = Field(None, description="where the rule lives, e.g. consul kv path")
 
 
@@ -862,7 +882,7 @@ class Policies(Node):
 class Target(Node):
     protocol: Literal["http", "triton-http", "triton-grpc"] = "http"
     host: str = Field(description="base URL; load tests only ever target loopback addresses")
-    service: Id | None = None
+    service: Annotated[Id, RefTo("service")] | None = None
 
 
 class Payload(Node):
@@ -891,7 +911,7 @@ class TritonInput(Node):
 class Scenario(Node):
     """One kind of request in the traffic mix."""
 
-    id: Id
+    id: Annotated[Id, IdOf("load-test scenario")]
     weight: Annotated[float, Field(gt=0, le=1_000_000)] = 1
     method: Literal["GET", "POST", "PUT", "DELETE", "PATCH"] = "POST"
     path: str | None = None
@@ -911,17 +931,19 @@ class Scenario(Node):
 class Fault(Node):
     at_s: Annotated[float, Field(ge=0, le=MAX_SECONDS)]
     action: Literal["stop", "kill", "restart", "pause", "delay"]
-    target: Id = Field(description="a topology service id")
+    target: Annotated[Id, RefTo("service")] = Field(description="a topology service id")
     duration_s: Annotated[float, Field(ge=0, le=MAX_SECONDS)] | None = None
     delay_ms: Ms | None = None
     command: str | None = Field(None, description="how to apply it outside the local runner")
-    expect_fallback: Id | None = Field(None, description="control-flow node expected to answer")
+    expect_fallback: Annotated[Id, RefTo("control-flow node")] | None = Field(
+        None, description="control-flow node expected to answer"
+    )
 
 
 class Level(Node):
     """One load-test level: baseline, stress or chaos."""
 
-    id: Id
+    id: Annotated[Id, IdOf("load-test level")]
     kind: Literal["baseline", "stress", "chaos"]
     users: Annotated[int, Field(ge=1, le=100_000)] = Field(
         10, description="simulated users, at most 100,000 (locust runs a few thousand per core)"
@@ -955,7 +977,7 @@ class Loadtest(Node):
 
 
 class StageOverride(Node):
-    stage: Id
+    stage: Annotated[Id, RefTo("stage")]
     p50_ms: Ms | None = None
     p95_ms: Ms | None = None
     p99_ms: Ms | None = None
@@ -970,7 +992,7 @@ class StageOverride(Node):
 class Environment(Node):
     """Budget overrides for one hardware profile (e.g. `cpu`, `h200`)."""
 
-    id: Id
+    id: Annotated[Id, IdOf("environment")]
     description: str | None = None
     hardware: str | None = None
     budgets: Budgets | None = None
@@ -1014,38 +1036,35 @@ class Spec(Node):
     loadtest: Loadtest | None = None
     environments: list[Environment] = Field(default_factory=list)
     checks: CheckSettings = Field(default_factory=CheckSettings)
+    _applied_env: str | None = PrivateAttr(default=None)
+
+    @property
+    def applied_environment(self) -> Environment | None:
+        """The environment `with_environment` applied to this copy, if any."""
+        return self.environment(self._applied_env) if self._applied_env else None
 
     # ---- lookups (derived; built on demand, never stored in the document)
     def stage(self, stage_id: str) -> Stage | None:
-        return self._index("stages").get(stage_id)
+        return self.by_id("stage").get(stage_id)
 
     def service(self, service_id: str) -> Service | None:
-        return self._index("services").get(service_id)
+        return self.by_id("service").get(service_id)
 
     def pool(self, pool_id: str) -> NodePool | None:
-        return self._index("pools").get(pool_id)
+        return self.by_id("node pool").get(pool_id)
 
     def control_node(self, node_id: str):
-        return self._index("control").get(node_id)
+        return self.by_id("control-flow node").get(node_id)
 
     def environment(self, env_id: str) -> Environment | None:
-        return self._index("envs").get(env_id)
+        return self.by_id("environment").get(env_id)
 
-    def _index(self, name: str) -> dict:
-        cache = self.__dict__.setdefault("_archkit_index", {})
-        if name not in cache:
-            src = {
-                "stages": self.dataflow.stages,
-                "services": self.topology.services,
-                "pools": self.topology.node_pools,
-                "control": list(self.controlflow.nodes()),
-                "envs": self.environments,
-            }[name]
-            idx: dict = {}
-            for obj in src:
-                idx.setdefault(obj.id, obj)  # first wins; duplicates are reported by AK102
-            cache[name] = idx
-        return cache[name]
+    def by_id(self, namespace: str) -> dict[str, Any]:
+        """id -> the first object of a namespace ('stage', 'node pool', ...), from the model's IdOf marks.
+
+        First wins; duplicates are reported by AK102. Built once per spec by one walk.
+        """
+        return refs_of(self).first(namespace)
 
     def with_environment(self, env_id: str | None) -> Spec:
         """A copy of the spec with one environment's budget overrides applied."""
@@ -1056,6 +1075,7 @@ class Spec(Node):
             raise KeyError(env_id)
         clone = self.model_copy(deep=True)
         clone.__dict__.pop("_archkit_index", None)
+        clone._applied_env = env.id
         if env.budgets is not None:
             for key in env.budgets.model_fields_set:
                 setattr(clone.budgets, key, getattr(env.budgets, key))
