@@ -1,0 +1,30 @@
+"""AK112: a request rate of zero where the spec states a design rate."""
+
+from archkit.checks.registry import Rule, register
+from archkit.spec.model import walk
+
+
+@register
+class RateNotPositive(Rule):
+    """A `*_rps` rate is 0: every capacity and queueing check on it passes vacuously."""
+
+    code = "AK112"
+    name = "rate-not-positive"
+    source = "seed 000 §2.1 (capacity is judged at the design rate: 30 QPS under a 50 ms P99)"
+    rationale = """
+Utilisation, queue wait and batch fill are all computed at the stated request rate. A rate of
+0 requests/s makes every stage idle, so no capacity or latency finding can ever appear: the
+spec looks healthy because it describes no traffic. Give the real design rate, or leave the
+key out when it is not known.
+"""
+
+    def check(self, ctx):
+        for node in walk(ctx.spec):
+            for key in type(node).model_fields:
+                if key.endswith("_rps") and getattr(node, key) == 0:
+                    yield ctx.at(
+                        node,
+                        key,
+                        f"{key} is 0: no traffic, so no capacity or latency check can fail",
+                        hint="give the design rate in requests per second, or drop the key",
+                    )
