@@ -11,11 +11,11 @@ from hypothesis import HealthCheck, Phase, settings
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# `--hypothesis-profile=fuzz` (make fuzz): the long fuzzing run of tests/fuzz, 20,000 inputs per
-# mutation family without shrinking; other tests keep their own example counts.
+# `--hypothesis-profile=fuzz` (make fuzz): the long fuzzing run of tests/fuzz, 100,000 inputs
+# without shrinking; other tests keep their own example counts.
 settings.register_profile(
     "fuzz",
-    max_examples=20_000,
+    max_examples=100_000,
     deadline=None,
     database=None,
     phases=[Phase.generate],

@@ -49,6 +49,7 @@ class Tally:
 
     inputs: int = 0
     seconds: float = 0.0
+    slowest: float = 0.0
     failures: list[Path] = field(default_factory=list)
 
 
@@ -98,6 +99,7 @@ def judge(text: str, tally: Tally | None = None, family: str = "fuzz") -> Outcom
     if tally is not None:
         tally.inputs += 1
         tally.seconds += out.seconds
+        tally.slowest = max(tally.slowest, out.seconds)
         if out.problem:
             tally.failures.append(write_reproducer(text, out, family))
     return out

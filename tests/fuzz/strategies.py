@@ -120,6 +120,16 @@ def corpus_words() -> tuple[str, ...]:
     return tuple(words)
 
 
+@cache
+def _value_spots(k: int) -> list[tuple[int, int]]:
+    return [m.span() for m in _VALUE.finditer(seed_texts()[k])]
+
+
+@cache
+def _tag_spots(k: int) -> list[int]:
+    return [m.start() for m in re.finditer(r"(?<=: )|(?<=- )|(?<=\n)(?=\s*[a-z_]+:)", seed_texts()[k])]
+
+
 def any_value() -> st.SearchStrategy[str]:
     """A replacement scalar: an extreme number, a hostile scalar, a tagged one, or a corpus word."""
     plain = st.sampled_from(NUMBER_EXTREMES + SCALAR_EXTREMES) | st.sampled_from(corpus_words())
@@ -175,8 +185,8 @@ def token_mutation(draw: st.DrawFn) -> str:
 @st.composite
 def value_mutation(draw: st.DrawFn) -> str:
     """Replace the values of a few `key: value` or `- value` spots with extremes or tagged scalars."""
-    text = draw(st.sampled_from(seed_texts()))
-    spots = [m.span() for m in _VALUE.finditer(text)]
+    k = draw(st.integers(0, len(SEEDS) - 1))
+    text, spots = seed_texts()[k], _value_spots(k)
     chosen = sorted(set(draw(st.lists(st.integers(0, len(spots) - 1), min_size=1, max_size=4))), reverse=True)
     for k in chosen:
         a, b = spots[k]
@@ -187,8 +197,8 @@ def value_mutation(draw: st.DrawFn) -> str:
 @st.composite
 def tag_injection(draw: st.DrawFn) -> str:
     """Put a tag in front of a few values, keys or collections."""
-    text = draw(st.sampled_from(seed_texts()))
-    spots = [m.start() for m in re.finditer(r"(?<=: )|(?<=- )|(?<=\n)(?=\s*[a-z_]+:)", text)]
+    k = draw(st.integers(0, len(SEEDS) - 1))
+    text, spots = seed_texts()[k], _tag_spots(k)
     for pos in sorted(set(draw(st.lists(st.sampled_from(spots), min_size=1, max_size=3))), reverse=True):
         text = text[:pos] + draw(st.sampled_from(TAGS)) + " " + text[pos:]
     return text

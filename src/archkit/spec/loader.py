@@ -222,7 +222,7 @@ def _scalar(node: yaml.ScalarNode, path: tuple = ()) -> Any:
     """A scalar by the YAML 1.2 core schema, resolved here (never by PyYAML's constructors), so
     an explicit `!!int abc` is a located error and not a ValueError from deep inside PyYAML."""
     text, tag = node.value, node.tag
-    if tag == _STR:
+    if tag in (_STR, _MERGE):  # '<<' is a merge only as a key (refused there); as a value it is text
         return text
     if tag in (_INT, _FLOAT) and len(text) > MAX_NUMBER_CHARS:
         raise _LoadError(
@@ -391,7 +391,9 @@ class ReadError(InputError):
     """A file that cannot be read as a spec: its message is one line, without the file name."""
 
 
-def read_capped(path: str | os.PathLike, cap: int, timeout_s: float | None = None) -> bytes:
+def read_capped(
+    path: str | os.PathLike, cap: int, timeout_s: float | None = None, what: str = "a spec"
+) -> bytes:
     """At most `cap` bytes of a file, pipe, FIFO, device or of standard input (`-`).
 
     Reads cap + 1 bytes at most, so /dev/zero or an endless pipe is refused as soon as it passes
@@ -449,7 +451,7 @@ def read_capped(path: str | os.PathLike, cap: int, timeout_s: float | None = Non
             if not regular and time.monotonic() > deadline:
                 raise ReadError(f"no complete input within {timeout:g} s (a pipe or device that stalls?)")
         if got > cap:
-            raise ReadError(f"file is over the {cap}-byte limit for a spec")
+            raise ReadError(f"file is over the {cap}-byte limit for {what}")
         return b"".join(chunks)
     finally:
         if own:

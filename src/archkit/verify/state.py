@@ -158,7 +158,7 @@ class ClusterState:
 
     def add(self, obj: dict, origin: str | None = None) -> None:
         kind = obj.get("kind") if isinstance(obj, dict) else None
-        if kind not in KIND_NAMES:
+        if not isinstance(kind, str) or kind not in KIND_NAMES:
             return  # Secrets, ConfigMaps and everything else are not kept
         self.objects.setdefault(kind, []).append(obj)
         if origin:
@@ -170,11 +170,12 @@ class ClusterState:
 
 def _flatten(doc: Any) -> Iterable[dict]:
     """Objects of a document: a v1 List (kubectl's output) yields its items."""
-    if not isinstance(doc, dict):
-        return
+    if not isinstance(doc, dict) or not isinstance(doc.get("kind", ""), str):
+        return  # not a Kubernetes object (a kind that is not text cannot name one)
     if doc.get("kind") == "List" or (doc.get("kind", "").endswith("List") and "items" in doc):
         item_kind = doc["kind"][:-4] if doc["kind"] != "List" else None
-        for item in doc.get("items") or []:
+        items = doc.get("items")
+        for item in items if isinstance(items, list) else []:
             if isinstance(item, dict):
                 if item_kind and "kind" not in item:
                     item["kind"] = item_kind
@@ -191,10 +192,13 @@ def _documents(text: str, file: str) -> Iterable[tuple[Any, int]]:
     stripped = text.lstrip()
     if stripped.startswith("{"):
         try:
-            yield json.loads(text), 1
-            return
-        except ValueError as exc:
-            raise StateError(f"{file}: not valid JSON: {exc}") from None
+            doc = json.loads(text)
+        except ValueError as exc:  # JSONDecodeError, and int digits over Python's limit
+            raise StateError(f"{file}: not valid JSON: {str(exc)[:200]}") from None
+        except RecursionError:
+            raise StateError(f"{file}: JSON document nests too deeply") from None
+        yield doc, 1
+        return
     starts = [0] + [m.end() for m in _DOC_SPLIT.finditer(text)]
     ends = [m.start() for m in _DOC_SPLIT.finditer(text)] + [len(text)]
     for start, end in zip(starts, ends, strict=True):
@@ -216,6 +220,13 @@ def _documents(text: str, file: str) -> Iterable[tuple[Any, int]]:
             raise StateError(f"{at}: YAML syntax error: {exc.problem or exc}{hint}") from None
         except yaml.YAMLError as exc:
             raise StateError(f"{file}:{line}: YAML error: {exc}") from None
+        except RecursionError:
+            raise StateError(f"{file}:{line}: YAML document nests too deeply") from None
+        except (ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:
+            # PyYAML's constructors raise these on `!!int abc`, `2024-13-01`, `!!timestamp x` ...
+            raise StateError(
+                f"{file}:{line}: bad YAML value ({type(exc).__name__}: {str(exc)[:120]})"
+            ) from None
         if doc is not None:
             # the document's first line of YAML (not a comment), which is what an editor should jump to
             skip = 0
@@ -226,15 +237,23 @@ def _documents(text: str, file: str) -> Iterable[tuple[Any, int]]:
             yield doc, line + skip
 
 
+# A snapshot of a 5,000-node cluster is ~100 MiB of YAML; past this it is not a snapshot (or it
+# is /dev/zero, a pipe that never ends): refused after reading cap + 1 bytes, never more.
+MAX_STATE_BYTES = 256 * 1024 * 1024
+
+
 def _read_text(path: Path) -> str:
+    from archkit.spec.loader import ReadError, read_capped
+
     try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise StateError(f"{path}: file not found") from None
-    except UnicodeDecodeError:
-        raise StateError(f"{path}: not UTF-8 text") from None
-    except OSError as exc:
-        raise StateError(f"{path}: cannot read: {exc.strerror or exc}") from None
+        raw = read_capped(path, MAX_STATE_BYTES, what="a snapshot or manifest")
+    except ReadError as exc:
+        raise StateError(f"{path}: {exc}") from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise StateError(f"{path}:{line}: not UTF-8 text") from None
 
 
 _ITEM_KIND = re.compile(r"^  kind: ['\"]?(\w+)['\"]?[ \t]*$", re.M)
