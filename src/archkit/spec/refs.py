@@ -219,9 +219,11 @@ class RefIndex:
     def dangling(self) -> Iterator[tuple[Reference, set[str]]]:
         """Each reference that names no object, with the ids it could have named."""
         for ref in self.references:
-            known = self.known(ref)
-            if ref.value not in known:
-                yield ref, known
+            if not any(
+                ref.value in self.first(ns, scope)
+                for ns, scope in zip(ref.to.namespaces, ref.scopes, strict=True)
+            ):
+                yield ref, self.known(ref)
 
 
 def build(root: BaseModel) -> RefIndex:
