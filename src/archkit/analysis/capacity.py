@@ -1,12 +1,18 @@
 """Capacity of a whole spec: per-stage arrival rate, utilisation, batching prediction, ceiling.
 
-Arrival rate: every stage on the request path is assumed to see the design rate
-`budgets.throughput_rps` times the stage's `items_per_request` (a fan-out such as the line
-crops of a page); branch conditions on edges are not weighted: conservative. With a fan-out,
+Arrival rate: a stage sees the design rate `budgets.throughput_rps` times its share of the
+requests (edge weights, `archkit.analysis.resources.reach`; unweighted edges pass the full
+rate: conservative) times its `items_per_request` (a fan-out such as the line crops of a page). With a fan-out,
 latency predictions are per item, while utilisation and ceilings are exact for the item rate.
 Servers: a model stage runs `model.instances` instances in each of its service's
 `replicas`; a non-model stage with `concurrency` runs that many workers per replica and is
-modelled as M/M/c (see `archkit.analysis.queueing` for which model applies where).
+modelled as M/M/c (see `archkit.analysis.queueing` for which model applies where). Requests
+reach the replicas by the service's `routing` (see `archkit.analysis.batching`).
+Budget for a recommendation: the stage's own P99 budget, or the end-to-end P99 budget less
+what the other stages on the heaviest data-flow path through it take at their P99s (the
+composition AK202 checks, seed 000 §3.1), whichever is tighter. A recommendation that needs
+more GPUs than the service's node pool holds says that the pool must grow.
+The whole pipeline (shared cores and GPUs, edge weights) is `archkit.analysis.pipeline`.
 """
 
 from __future__ import annotations
@@ -25,7 +31,8 @@ from archkit.analysis.batching import (
     predict,
     recommend,
 )
-from archkit.spec.model import Device, Spec, Stage
+from archkit.analysis.resources import reach
+from archkit.spec.model import Device, Service, Spec, Stage
 
 
 @dataclass
@@ -45,6 +52,10 @@ class StageCapacity:
     budget_ms: float | None  # the binding P99 budget
     budget_source: str
     declared: BatchPrediction | None = None
+    routing: str = "random"
+    declared_instances: int | None = None  # the spec's instances when fewer can run at once
+    pool_gpus: float | None = None  # GPUs the service's node pool holds (nodes × GPUs per node)
+    pool_id: str | None = None
 
     @cached_property
     def per_batch(self) -> list[BatchPrediction]:
@@ -60,6 +71,7 @@ class StageCapacity:
                 self.max_queue_delay_us if b > 1 else 0,
                 self.instances,
                 self.replicas,
+                self.routing,
             )
             for b in candidate_batch_sizes(
                 self.table, self.max_batch_size, bt.preferred_batch_sizes if bt else ()
@@ -82,15 +94,35 @@ class StageCapacity:
 
     @cached_property
     def recommendation(self) -> Recommendation | None:
-        if not self.table or self.arrival_rps is None or self.budget_ms is None:
+        if self.budget_ms is None:
             return None
+        return self.recommend_for(self.budget_ms)
+
+    def recommend_for(self, budget_ms: float) -> Recommendation | None:
+        """The cheapest configuration for `budget_ms` at this stage's routing, or why none."""
+        if not self.table or self.arrival_rps is None or self.stage.model is None:
+            return None
+        bt = self.stage.model.batching
         return recommend(
             self.table,
             self.arrival_rps,
-            self.budget_ms,
+            budget_ms,
             self.max_batch_size,
-            self.stage.model.batching.preferred_batch_sizes if self.stage.model.batching else (),
+            bt.preferred_batch_sizes if bt else (),
             self.instances,
+            routing=self.routing,
+        )
+
+    def pool_note(self, rec: Recommendation | None) -> str:
+        """'' or what the recommendation asks of the node pool beyond what it holds."""
+        if rec is None or not rec.met or rec.prediction is None or self.pool_gpus is None:
+            return ""
+        need = rec.prediction.replicas * self.gpus_per_replica
+        if need <= self.pool_gpus + 1e-9:
+            return ""
+        return (
+            f"the pool '{self.pool_id}' holds {self.pool_gpus:g} GPU(s): it must grow to at least "
+            f"{math.ceil(need):g} for this"
         )
 
     @cached_property
@@ -100,7 +132,17 @@ class StageCapacity:
 
         if self.table is None or self.arrival_rps is None:
             return None
-        return simulate(self.table, self.arrival_rps, self.batch_size, self.max_queue_delay_us, self.servers)
+        if self.routing == "least-request":
+            return simulate(
+                self.table, self.arrival_rps, self.batch_size, self.max_queue_delay_us, self.servers
+            )
+        return simulate(
+            self.table,
+            self.arrival_rps / self.replicas,
+            self.batch_size,
+            self.max_queue_delay_us,
+            self.instances,
+        )
 
     @property
     def required_gpus(self) -> float | None:
@@ -110,19 +152,55 @@ class StageCapacity:
         return rec.prediction.replicas * self.gpus_per_replica
 
 
+def path_reserve_ms(spec: Spec, stage: Stage) -> tuple[float, list[str]]:
+    """P99 the other stages (and edges) take on the heaviest data-flow path through `stage`."""
+    from archkit.analysis.latency import dataflow_paths
+
+    best, path = 0.0, [stage.id]
+    for p in dataflow_paths(spec):
+        if stage.id in p.stages:
+            own = stage.p99_ms if stage.p99_ms is not None else (stage.p95_ms or stage.p50_ms or 0.0)
+            if p.p99_sum - own > best:
+                best, path = p.p99_sum - own, p.stages
+    return best, path
+
+
+def end_to_end_budget(spec: Spec, stage: Stage) -> tuple[float | None, str]:
+    """The end-to-end P99 budget less the other stages' P99s on the stage's heaviest path."""
+    if spec.budgets.p99_ms is None:
+        return None, ""
+    reserve, path = path_reserve_ms(spec, stage)
+    if reserve <= 0:
+        return spec.budgets.p99_ms, "budgets.p99_ms"
+    return (
+        max(0.0, spec.budgets.p99_ms - reserve),
+        f"budgets.p99_ms {spec.budgets.p99_ms:g} ms less {reserve:g} ms for the other stages on "
+        f"{' -> '.join(path)}",
+    )
+
+
 def binding_budget(spec: Spec, stage: Stage) -> tuple[float | None, str]:
-    """The tighter of the stage's own P99 budget and the end-to-end P99 budget."""
+    """The tighter of the stage's own P99 budget and its share of the end-to-end P99 budget."""
     cands = []
     if stage.p99_ms is not None:
         cands.append((stage.p99_ms, f"stage '{stage.id}' p99_ms"))
-    if spec.budgets.p99_ms is not None:
-        cands.append((spec.budgets.p99_ms, "budgets.p99_ms"))
+    e2e, src = end_to_end_budget(spec, stage)
+    if e2e is not None:
+        cands.append((e2e, src))
     if not cands:
         return None, ""
     return min(cands, key=lambda c: c[0])
 
 
-def stage_capacity(spec: Spec, stage: Stage) -> StageCapacity | None:
+def _replica_cores(spec: Spec, svc: Service) -> float | None:
+    cores = svc.resources.limits.cpu_cores or svc.resources.requests.cpu_cores
+    if cores:
+        return cores
+    pool = spec.pool(svc.pool)
+    return pool.cpu_cores if pool is not None else None
+
+
+def stage_capacity(spec: Spec, stage: Stage, share: float | None = None) -> StageCapacity | None:
     """Analyse one model stage; None for stages without a model."""
     m = stage.model
     if m is None:
@@ -135,6 +213,12 @@ def stage_capacity(spec: Spec, stage: Stage) -> StageCapacity | None:
     if not gpus and m.device is Device.gpu:
         gpus = 1.0
     table = ServiceTable((t.batch_size, t.total_ms) for t in m.service_time) if m.service_time else None
+    # instances that share a GPU (or a replica's cores) share its time: they serve as many at
+    # once as there are units (archkit.analysis.resources; AK213 checks the whole pipeline)
+    units = None
+    if svc is not None:
+        units = gpus if m.device is Device.gpu else _replica_cores(spec, svc)
+    instances = min(m.instances, max(1, math.floor(units))) if units else m.instances
     bt = m.batching
     max_b = bt.max_batch_size if bt else 1
     target = max(bt.preferred_batch_sizes) if bt and bt.preferred_batch_sizes else max_b
@@ -142,22 +226,41 @@ def stage_capacity(spec: Spec, stage: Stage) -> StageCapacity | None:
     delay = bt.max_queue_delay_us if bt else 0
     budget, src = binding_budget(spec, stage)
     # a stage that fans out (line crops of a page) sees items, not requests: scale the rates
-    k = stage.items_per_request
+    k = stage.items_per_request * (reach(spec)[stage.id] if share is None else share)
     rate = spec.budgets.throughput_rps * k if spec.budgets.throughput_rps is not None else None
     peak = spec.budgets.peak_throughput_rps * k if spec.budgets.peak_throughput_rps is not None else None
+    routing = svc.routing if svc is not None else "random"
+    pool = spec.pool(svc.pool) if svc is not None else None
+    pool_gpus = pool.count * pool.gpu.count if pool is not None and pool.gpu is not None else None
     cap = StageCapacity(
-        stage, rate, peak, replicas, m.instances, gpus, table, target, max_b, delay, budget, src
+        stage,
+        rate,
+        peak,
+        replicas,
+        instances,
+        gpus,
+        table,
+        target,
+        max_b,
+        delay,
+        budget,
+        src,
+        routing=routing,
+        pool_gpus=pool_gpus if m.device is Device.gpu else None,
+        pool_id=pool.id if pool is not None else None,
+        declared_instances=m.instances if instances != m.instances else None,
     )
     if table is not None and cap.arrival_rps is not None:
-        cap.declared = predict(table, cap.arrival_rps, target, delay, m.instances, replicas)
+        cap.declared = predict(table, cap.arrival_rps, target, delay, instances, replicas, routing)
     return cap
 
 
 def model_capacities(spec: Spec) -> list[StageCapacity]:
     """Capacity analysis of every model stage, in document order."""
     out = []
+    shares = reach(spec)
     for st in spec.dataflow.stages:
-        cap = stage_capacity(spec, st)
+        cap = stage_capacity(spec, st, shares[st.id])
         if cap is not None:
             out.append(cap)
     return out
@@ -179,16 +282,17 @@ class WorkerCapacity:
 def worker_capacities(spec: Spec) -> list[WorkerCapacity]:
     """Non-model stages that declare `concurrency` and a P50: ρ and Erlang-C waiting."""
     lam = spec.budgets.throughput_rps
-    out = []
+    out: list[WorkerCapacity] = []
     if lam is None:
         return out
+    shares = reach(spec)
     for st in spec.dataflow.stages:
         if st.model is not None or st.concurrency is None or st.p50_ms is None:
             continue
         svc = spec.service(st.service) if st.service else None
         c = st.concurrency * (max(1, svc.replicas) if svc else 1)
         s = st.p50_ms / 1000  # the P50 stands in for the mean service time
-        rate = lam * st.items_per_request
+        rate = lam * st.items_per_request * shares[st.id]
         rho = q.utilisation(rate, s, c)
         w = q.mmc_wait(rate, s, c)
         w99 = q.mmc_wait_quantile(rate, s, c)

@@ -16,7 +16,7 @@ import math
 from dataclasses import asdict, dataclass
 
 from archkit.analysis.pipesim import PipelineSim, simulate_pipeline
-from archkit.analysis.resources import LoadModel, environment_cores, load_model
+from archkit.analysis.resources import LoadModel, load_model
 from archkit.spec.model import Spec
 
 DEFAULT_REQUESTS = 20_000
@@ -68,6 +68,7 @@ class PipelinePrediction:
     mean_ms: float
     stable: bool  # False past the knee: the simulated backlog kept growing
     failed_share: float  # requests rejected by full queues or out of retries (simulated)
+    degraded_share: float  # requests answered by a call's fallback after a timeout (simulated)
     stages: tuple[StagePrediction, ...]
     resources: tuple[ResourcePrediction, ...]
     requests: int
@@ -100,7 +101,7 @@ def design_rate(spec: Spec) -> float | None:
 def prepare(spec: Spec, env: str | None = None) -> tuple[Spec, LoadModel]:
     """The spec with environment `env` applied, and its demand model."""
     applied = spec.with_environment(env) if env else spec
-    return applied, load_model(applied, environment_cores(spec, env))
+    return applied, load_model(applied)
 
 
 def predict(
@@ -166,6 +167,7 @@ def _assemble(
         mean_ms=sim.mean_ms,
         stable=sim.stable,
         failed_share=sim.failed / sim.requests if sim.requests else 0.0,
+        degraded_share=sim.degraded / sim.requests if sim.requests else 0.0,
         stages=tuple(stages),
         resources=resources,
         requests=sim.requests,

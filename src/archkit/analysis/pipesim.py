@@ -35,7 +35,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from archkit.analysis.resources import LoadModel, lognormal_sigma, service_median_ms, table_of, target_batch
+from archkit.analysis.resources import (
+    LoadModel,
+    busy_table_of,
+    lognormal_sigma,
+    service_median_ms,
+    table_of,
+    target_batch,
+)
 from archkit.spec.model import Spec
 
 MAX_REQUESTS = 5_000_000
@@ -61,13 +68,15 @@ class _Step:
     max_queue: int  # 0: unbounded
     items_mean: float
     items_per_call: int
-    batch_s: list[float] = field(default_factory=list)  # service time of a batch of n items, n = 0..batch
+    batch_s: list[float] = field(default_factory=list)  # processor time of a batch of n items, n = 0..batch
+    over_s: list[float] = field(default_factory=list)  # host-side overhead after it (a model on a GPU)
     p50_s: float = 0.0
     sigma: float = 0.0
     timeout_s: float = 0.0
     retries: int = 0
     backoff_s: float = 0.0
     backoff_mult: float = 1.0
+    fallback: bool = False  # a failed visit ends the request at a fallback that still answers
 
 
 @dataclass(frozen=True)
@@ -87,8 +96,9 @@ class PipelineSim:
     """End-to-end results of one simulated run."""
 
     requests: int
-    completed: int
-    failed: int  # rejected by a full queue or out of retries
+    completed: int  # answered, degraded answers included
+    failed: int  # rejected by a full queue or out of retries, without a fallback that answers
+    degraded: int  # answered by a call's fallback after a timeout or a full queue
     rate_rps: float
     throughput_rps: float  # completed requests per second of simulated time
     mean_ms: float
@@ -148,6 +158,18 @@ def _routes(spec: Spec, steps: dict[str, _Step]) -> tuple[list[list[str]], list[
     return [list(k) for k in keys], [routes[k] for k in keys]
 
 
+def _answers(spec: Spec, node_id: str | None) -> bool:
+    """True when a call's failure path leads to an answer (a degraded or success terminal, a fallback)."""
+    from archkit.spec.model import Terminal
+
+    if not node_id:
+        return False
+    node = spec.control_node(node_id)
+    if isinstance(node, Terminal):
+        return node.outcome in ("success", "degraded")
+    return node is not None
+
+
 def compile_steps(spec: Spec, load: LoadModel) -> tuple[dict[str, _Step], list[str], list[float]]:
     """The simulation's view of each stage and the index of each shared resource."""
     res_ids = [r.id for r in load.resources]
@@ -172,10 +194,12 @@ def compile_steps(spec: Spec, load: LoadModel) -> tuple[dict[str, _Step], list[s
             "retries": call.retry.attempts if call is not None and call.retry else 0,
             "backoff_s": call.retry.backoff_ms / 1000 if call is not None and call.retry else 0.0,
             "backoff_mult": call.retry.backoff_multiplier if call is not None and call.retry else 1.0,
+            "fallback": _answers(spec, call.on_failure) if call is not None else False,
         }
         m = st.model
         table = table_of(st)
-        if m is not None and table is not None:
+        busy = busy_table_of(st)
+        if m is not None and table is not None and busy is not None:
             b = target_batch(st)
             bt = m.batching
             steps[st.id] = _Step(
@@ -183,7 +207,8 @@ def compile_steps(spec: Spec, load: LoadModel) -> tuple[dict[str, _Step], list[s
                 batch=b,
                 delay_s=(bt.max_queue_delay_us if bt else 0) / 1e6,
                 max_queue=(bt.max_queue_size or 0) if bt else 0,
-                batch_s=[0.0] + [table.ms(n) / 1000 for n in range(1, b + 1)],
+                batch_s=[0.0] + [busy.ms(n) / 1000 for n in range(1, b + 1)],
+                over_s=[0.0] + [max(0.0, table.ms(n) - busy.ms(n)) / 1000 for n in range(1, b + 1)],
                 **common,
             )
         elif service_median_ms(st) > 0:
@@ -218,10 +243,10 @@ def simulate_pipeline(
     else:
         n = max(0, min(int(requests), MAX_REQUESTS))
         if rate_rps <= 0 or n == 0:
-            return PipelineSim(0, 0, 0, rate_rps, 0.0, 0.0, 0.0, 0.0, 0.0, True, {}, (), seed)
+            return PipelineSim(0, 0, 0, 0, rate_rps, 0.0, 0.0, 0.0, 0.0, 0.0, True, {}, (), seed)
         arr = np.cumsum(np_rng.exponential(1 / rate_rps, n)).tolist()
     if n == 0:
-        return PipelineSim(0, 0, 0, rate_rps, 0.0, 0.0, 0.0, 0.0, 0.0, True, {}, (), seed)
+        return PipelineSim(0, 0, 0, 0, rate_rps, 0.0, 0.0, 0.0, 0.0, 0.0, True, {}, (), seed)
     cum = np.cumsum(probs)
     route_of = np.minimum(
         np.searchsorted(cum, np_rng.random(n) * cum[-1], side="right"), len(routes) - 1
@@ -271,6 +296,7 @@ def simulate_pipeline(
     vstart = [0.0] * n
     done_at = [math.nan] * n
     failed = [False] * n
+    degraded = [False] * n
     stage_lat: dict[int, list[float]] = {sp.index: [] for sp in steps.values()}
     heap: list[tuple] = []
     seq = 0
@@ -357,8 +383,11 @@ def simulate_pipeline(
             return out.index(min(out))
         return int(rng.random() * sp.replicas)
 
-    def fail(i: int) -> None:
-        failed[i] = True
+    def fail(i: int, sp: _Step | None = None) -> None:
+        if sp is not None and sp.fallback:
+            degraded[i] = True
+        else:
+            failed[i] = True
         done_at[i] = now
         pos[i] = -1
 
@@ -397,7 +426,7 @@ def simulate_pipeline(
             rep = pick(sp)
             q = q_calls[sp.index][rep]
             if sp.max_queue and len(q) - q_head[sp.index][rep] >= sp.max_queue:
-                fail(i)
+                fail(i, sp)
                 return
             q.append([i, a, size, 0.0, now])
             q_out[sp.index][rep] += 1
@@ -406,7 +435,7 @@ def simulate_pipeline(
             dispatch(sp, rep)
 
     def finish_call(i: int, a: int, sp: _Step) -> None:
-        if failed[i] or attempt[i] != a or pos[i] < 0:
+        if pos[i] < 0 or attempt[i] != a:
             return  # an abandoned attempt, or the request already failed
         pending[i] -= 1
         if pending[i] == 0:
@@ -416,7 +445,16 @@ def simulate_pipeline(
             enter(i)
 
     def job_done(jid: int) -> None:
+        nonlocal seq
         kind, sp, rep, payload = jobs.pop(jid)
+        if kind == 1 and sp.over_s:
+            total = sum(c[2] for c in payload)
+            over = sp.over_s[min(total, len(sp.over_s) - 1)]
+            if over > 0:  # the host-side overhead: the instance stays busy, the GPU does not
+                jobs[jid] = (2, sp, rep, payload)
+                seq += 1
+                push(heap, (now + over, seq, _EV_DONE, jid, 0))
+                return
         if sp.servers or sp.model:
             q_free[sp.index][rep] += 1
         if kind == 0:
@@ -463,7 +501,7 @@ def simulate_pipeline(
             dispatch(by_index[a], b)
         elif kind == _EV_TIMEOUT:
             i, att = a, b
-            if failed[i] or pos[i] < 0 or attempt[i] != att or not math.isnan(done_at[i]):
+            if pos[i] < 0 or attempt[i] != att or not math.isnan(done_at[i]):
                 continue
             sp = route_steps[route_of[i]][pos[i]]
             if att < sp.retries:
@@ -471,13 +509,14 @@ def simulate_pipeline(
                 seq += 1
                 push(heap, (now + sp.backoff_s * sp.backoff_mult**att, seq, _EV_RETRY, i, att + 1))
             else:
-                fail(i)
+                fail(i, sp)
         elif kind == _EV_RETRY:
             i = a
-            if not failed[i] and attempt[i] == b:
+            if pos[i] >= 0 and attempt[i] == b:
                 enter(i)
     lat = [1000 * (done_at[i] - arr[i]) for i in range(n) if not failed[i] and not math.isnan(done_at[i])]
     nfail = sum(failed)
+    ndeg = sum(degraded)
     completed = len(lat)
     span = max((d for d in done_at if not math.isnan(d)), default=0.0) - arr[0]
     # overload shows as latency that keeps growing: compare the last tenth with the middle
@@ -490,6 +529,8 @@ def simulate_pipeline(
     )
     end = max(now, 1e-12)
     util = {rid: r_busy[j] / (r_units[j] * end) for j, rid in enumerate(res_ids)}
+    # a saturated processor is overload too, whatever the latencies did (timeouts cap them)
+    stable = stable and max(util.values(), default=0.0) < 0.995
     stage_out = []
     for sp in sorted(steps.values(), key=lambda s: s.index):
         v = sorted(1000 * x for x in stage_lat[sp.index])
@@ -502,6 +543,7 @@ def simulate_pipeline(
         n,
         completed,
         nfail,
+        ndeg,
         rate_rps if arrivals is None else (n / max(arr[-1] - arr[0], 1e-12)),
         completed / span if span > 0 else 0.0,
         sum(lat) / completed if completed else math.nan,

@@ -17,7 +17,8 @@ The model (printed by `archkit capacity`, stated in docs/checks.md):
   a set of cores share its time: one batch or one worker thread uses at most one unit, and
   when more run than there are units they slow each other down (processor sharing).
 - **Demand.** Processor-seconds per request on each resource: Σ reach × items × time per
-  item, with a model's time per item taken at the batch the batcher forms under load (the
+  item (for a model on a GPU its copy + compute time: the per-batch overhead runs on the
+  host), with a model's time per item taken at the batch the batcher forms under load (the
   target batch, whole requests of `items_per_call` items) and a worker stage's at the mean
   of a log-normal with median `cpu_ms` and the spread of its P50 → P99 (`service_mean_ms`).
 - **Ceiling.** The request rate at which the first resource, or the first stage's own
@@ -157,10 +158,25 @@ def service_mean_ms(stage: Stage) -> float:
 
 
 def table_of(stage: Stage) -> ServiceTable | None:
+    """The stage's whole per-batch service time (copy + compute + overhead)."""
     m = stage.model
     if m is None or not m.service_time:
         return None
     return ServiceTable((t.batch_size, t.total_ms) for t in m.service_time)
+
+
+def busy_table_of(stage: Stage) -> ServiceTable | None:
+    """The part of each batch that occupies the processor the model runs on.
+
+    On a GPU that is copy + compute: the fixed pre/post work per batch (`overhead_ms`, seed
+    000 §2.1) runs on the host while the GPU serves other batches. On a CPU it is all of it.
+    """
+    m = stage.model
+    if m is None or not m.service_time:
+        return None
+    if m.device is not Device.gpu:
+        return table_of(stage)
+    return ServiceTable((t.batch_size, t.copy_ms + t.compute_ms) for t in m.service_time)
 
 
 def target_batch(stage: Stage) -> int:
@@ -190,12 +206,13 @@ def _gpus(spec: Spec, svc: Service) -> tuple[float, str]:
     return g, (f" (MIG {mig})" if mig else "")
 
 
-def load_model(spec: Spec, machine_cores: float | None = None) -> LoadModel:
+def load_model(spec: Spec) -> LoadModel:
     """Demand of every stage on every shared resource and the pipeline's ceiling.
 
-    `spec` should already carry the environment's overrides (`Spec.with_environment`);
-    `machine_cores` is that environment's `cpu_cores` (one machine for every service).
+    An environment applied with `Spec.with_environment` counts: its service times, device
+    and `cpu_cores` (one machine for every service).
     """
+    machine_cores = environment_cores(spec)
     shares = reach(spec)
     loads: list[StageLoad] = []
     units: dict[str, tuple[str, float]] = {}
@@ -205,7 +222,7 @@ def load_model(spec: Spec, machine_cores: float | None = None) -> LoadModel:
         m = st.model
         resource: str | None = None
         if m is not None:
-            table = table_of(st)
+            table = busy_table_of(st)
             b = target_batch(st)
             item_s = (table.ms(b) / b / 1000) if table is not None else (st.p50_ms or 0.0) / 1000
             kind, per_replica = "model", m.instances
@@ -261,7 +278,7 @@ def load_model(spec: Spec, machine_cores: float | None = None) -> LoadModel:
     return LoadModel(tuple(loads), tuple(resources), ceiling, bottleneck, machine_cores)
 
 
-def environment_cores(spec: Spec, env: str | None) -> float | None:
-    """The `cpu_cores` of environment `env` (one machine for every service), if it declares one."""
-    e = spec.environment(env) if env else None
+def environment_cores(spec: Spec) -> float | None:
+    """The applied environment's `cpu_cores` (one machine for every service), if it declares one."""
+    e = spec.applied_environment
     return e.cpu_cores if e is not None else None

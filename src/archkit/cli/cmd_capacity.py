@@ -31,6 +31,7 @@ def _text(rep) -> str:
     budget = "none" if rep.p99_budget_ms is None else f"{rep.p99_budget_ms:g} ms"
     rate = "none" if rep.arrival_rps is None else f"{rep.arrival_rps:g} req/s"
     lines = [f"{rep.name}: design rate {rate}, end-to-end P99 budget {budget}", ""]
+    lines += _pipeline(rep.pipeline)
     # single-stage paths (e.g. a policy store feeding others asynchronously) add nothing
     shown = [p for p in rep.paths if len(p["stages"]) > 1] or rep.paths
     for p in shown:
@@ -103,6 +104,44 @@ def _text(rep) -> str:
         "sim* columns simulate the batcher (10,000 requests, fixed seed). See docs/checks.md."
     )
     return "\n".join(lines) + "\n"
+
+
+def _pipeline(p: dict | None) -> list[str]:
+    """The whole pipeline: ceiling, bottleneck, per-resource utilisation, simulated end to end."""
+    if not p:
+        return []
+    knee = _f(p["knee_rps"] and round(p["knee_rps"], 2), " req/s")
+    out = [f"pipeline ceiling {knee}, bottleneck {p['bottleneck'] or 'none'}"]
+    for r in p["resources"]:
+        util = r["utilisation"]
+        flag = "  OVER CAPACITY" if util is not None and util >= 1 else ""
+        out.append(
+            f"  resource {r['id']} ({_f(r['units'])} {'core' if r['kind'] == 'cpu' else 'GPU'}(s)): "
+            f"{_f(round(r['demand_ms_per_request'], 1))} ms per request, utilisation "
+            f"{'∞' if util is None else f'{100 * util:.0f} %'} at {_f(p['rate_rps'])} req/s, "
+            f"ceiling {_f(r['ceiling_rps'] and round(r['ceiling_rps'], 2), ' req/s')} "
+            f"({', '.join(r['stages'])}){flag}"
+        )
+    if p["p50_ms"] is None:
+        e2e = "no simulated request was answered"
+    else:
+        e2e = (
+            f"P50 {_f(round(p['p50_ms']))} ms, P95 {_f(round(p['p95_ms']))} ms, P99 {_f(round(p['p99_ms']))} ms, "
+            f"throughput {_f(round(p['throughput_rps'], 2))} req/s"
+        )
+    extra = []
+    if p["degraded_share"]:
+        extra.append(f"{100 * p['degraded_share']:.1f} % answered by a fallback")
+    if p["failed_share"]:
+        extra.append(f"{100 * p['failed_share']:.1f} % failed")
+    if not p["stable"]:
+        extra.append("OVERLOADED")
+    out.append(
+        f"  simulated end to end at {_f(p['rate_rps'])} req/s: {e2e}"
+        + (f" ({'; '.join(extra)})" if extra else "")
+    )
+    out.append(f"  ({p['method']})")
+    return out + [""]
 
 
 @app.command()

@@ -10,9 +10,9 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from archkit.analysis.batching import recommend
-from archkit.analysis.capacity import model_capacities, worker_capacities
+from archkit.analysis.capacity import end_to_end_budget, model_capacities, worker_capacities
 from archkit.analysis.latency import dataflow_paths
+from archkit.analysis.pipeline import predict
 from archkit.analysis.simulate import simulate
 from archkit.diagnostics import Diagnostic
 from archkit.spec.model import Spec
@@ -30,6 +30,7 @@ class CapacityReport:
     paths: list[dict] = field(default_factory=list)
     workers: list[dict] = field(default_factory=list)  # non-model stages with `concurrency` (M/M/c)
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    pipeline: dict | None = None  # PipelinePrediction.as_dict(): ceiling, bottleneck, resources, e2e
 
     @property
     def missed(self) -> bool:
@@ -47,6 +48,7 @@ class CapacityReport:
             "stages": self.stages,
             "paths": self.paths,
             "workers": self.workers,
+            "pipeline": self.pipeline,
         }
 
 
@@ -59,7 +61,12 @@ def capacity_report(spec: Spec, file: str = "<spec>") -> CapacityReport:
     """Every model stage of a (prepared) spec: λ, ρ, P50/P99 per batch size, the recommendation, why."""
 
     def sim(p: Any) -> dict[str, Any]:
-        r = simulate(cap.table, p.arrival_rps, p.batch_size, p.max_queue_delay_us, p.replicas * p.instances)
+        # the queue the prediction assumed: one replica at its share, or the pooled instances
+        if p.routing == "least-request":
+            lam, servers = p.arrival_rps, p.replicas * p.instances
+        else:
+            lam, servers = p.arrival_rps / p.replicas, p.instances
+        r = simulate(cap.table, lam, p.batch_size, p.max_queue_delay_us, servers)
         return {
             "sim_p50_ms": num(r.p50_ms) if r.stable else None,
             "sim_p99_ms": num(r.p99_ms) if r.stable else None,
@@ -67,6 +74,7 @@ def capacity_report(spec: Spec, file: str = "<spec>") -> CapacityReport:
         }
 
     report = CapacityReport(file, spec.metadata.name, spec.budgets.throughput_rps, spec.budgets.p99_ms)
+    report.pipeline = predict(spec).as_dict()
     for p in dataflow_paths(spec):
         report.paths.append(
             {
@@ -106,6 +114,7 @@ def capacity_report(spec: Spec, file: str = "<spec>") -> CapacityReport:
             "max_batch_size": cap.max_batch_size,
             "max_queue_delay_us": cap.max_queue_delay_us,
             "ceiling_rps": num(cap.ceiling_rps),
+            "routing": cap.routing,
             "declared": None,
             "per_batch": [],
             "recommendations": [],
@@ -134,28 +143,23 @@ def capacity_report(spec: Spec, file: str = "<spec>") -> CapacityReport:
             budgets = []
             if cap.budget_ms is not None:
                 budgets.append((cap.budget_ms, cap.budget_source))
-            if spec.budgets.p99_ms is not None and spec.budgets.p99_ms != cap.budget_ms:
-                budgets.append((spec.budgets.p99_ms, "budgets.p99_ms"))
+            e2e, e2e_src = end_to_end_budget(spec, st)
+            if e2e is not None and e2e != cap.budget_ms:
+                budgets.append((e2e, e2e_src))
             for b_ms, src in budgets:
-                rec = (
-                    cap.recommendation
-                    if b_ms == cap.budget_ms
-                    else recommend(
-                        cap.table,
-                        cap.arrival_rps,
-                        b_ms,
-                        cap.max_batch_size,
-                        m.batching.preferred_batch_sizes if m.batching else (),
-                        cap.instances,
-                    )
-                )
+                rec = cap.recommendation if b_ms == cap.budget_ms else cap.recommend_for(b_ms)
+                if rec is None:
+                    continue
                 pr = rec.prediction
+                note = cap.pool_note(rec)
                 row["recommendations"].append(
                     {
                         "budget_ms": b_ms,
                         "budget_source": src,
                         "met": rec.met,
-                        "reason": rec.reason,
+                        "reason": rec.reason + (f"; {note}" if note else ""),
+                        "routing": cap.routing,
+                        "pool_must_grow": bool(note),
                         "batch_size": pr.batch_size if rec.met else None,
                         "max_queue_delay_us": pr.max_queue_delay_us if rec.met else None,
                         "replicas": pr.replicas if rec.met else None,
@@ -197,6 +201,12 @@ def _why(cap: Any, d: Any) -> list[str]:
     """Plain-language arithmetic behind the declared configuration's prediction."""
     lam_r = (cap.arrival_rps or 0) / cap.replicas
     out = []
+    if cap.declared_instances:
+        unit = "GPU" if cap.stage.model.device.value == "gpu" else "core"
+        out.append(
+            f"the {cap.declared_instances} instances of a replica share {cap.instances} {unit}(s): they serve "
+            f"{cap.instances} batch(es) at a time (their time is shared, not added)"
+        )
     b = cap.batch_size
     t1, tb = cap.table.ms(1), cap.table.ms(b)
     if b > 1:
@@ -211,9 +221,15 @@ def _why(cap: Any, d: Any) -> list[str]:
             f"{fill_ms:.0f} ms on average to arrive; max_queue_delay_us caps the wait at {cap.max_queue_delay_us / 1000:g} ms, so batches "
             f"leave at ~{d.mean_batch:.1f} items (99th percentile {d.p99_batch})"
         )
+    if cap.routing == "least-request" or cap.replicas == 1:
+        queue = f"batches queue for {cap.servers} instance(s) as M/D/{cap.servers}"
+    else:
+        queue = (
+            f"routing {cap.routing}: each replica's batches queue for its {cap.instances} instance(s) "
+            f"as M/D/{cap.instances}"
+        )
     out.append(
-        f"batches queue for {cap.servers} instance(s) as M/D/{cap.servers}: ρ = {d.rho:.2f}, "
-        f"mean wait {d.wait_mean_ms:.1f} ms, P99 wait {d.wait_p99_ms:.1f} ms"
+        f"{queue}: ρ = {d.rho:.2f}, mean wait {d.wait_mean_ms:.1f} ms, P99 wait {d.wait_p99_ms:.1f} ms"
     )
     out.append(
         f"analytic P99 = fill {d.fill_p99_ms:.1f} ms + wait {d.wait_p99_ms:.1f} ms + service of a "
