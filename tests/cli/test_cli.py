@@ -83,7 +83,7 @@ def test_init_writes_a_valid_spec_and_never_overwrites(tmp_path):
     assert run("check", str(target)).exit_code == 0
     before = target.read_bytes()
     res = run("init", str(target))
-    assert res.exit_code == 1 and "already exists" in res.output
+    assert res.exit_code == 2 and "already exists" in res.output
     assert target.read_bytes() == before
     assert not [p for p in tmp_path.iterdir() if p.name != "svc.yaml"], "temp files left behind"
 

@@ -48,6 +48,9 @@ def check(
     from archkit.cli.output import diag_line
     from archkit.diagnostics import summary_line, to_json, to_sarif
 
+    missing = [p for p in specs if str(p) != "-" and not p.exists()]
+    if missing:  # nothing to check is an input problem (2), not a finding (1)
+        raise fail(f"{missing[0]}: no such file")
     report = api.check(specs, select=_codes(select), ignore=_codes(ignore), env=env)
     diags = report.diagnostics
     if format is CheckFormat.json:
@@ -67,15 +70,20 @@ def check(
     raise typer.Exit(1 if report.failed else 0)
 
 
+class RulesFormat(str, Enum):
+    text = "text"
+    json = "json"
+
+
 @app.command()
 def rules(
-    format: Annotated[CheckFormat, typer.Option("--format", "-f", help="text or json.")] = CheckFormat.text,
+    format: Annotated[RulesFormat, typer.Option("--format", "-f", help="text or json.")] = RulesFormat.text,
 ) -> None:
     """List the check catalogue."""
     from archkit import api
 
     meta = api.rules()
-    if format is not CheckFormat.text:
+    if format is RulesFormat.json:
         typer.echo(json.dumps(meta, indent=2, ensure_ascii=False))
         return
     for code, m in meta.items():

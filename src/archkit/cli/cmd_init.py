@@ -27,7 +27,7 @@ def init(
     try:
         written = api.init(path, example)
     except FileExistsError:
-        raise fail(f"{path} already exists; not overwriting it (choose another path)", 1) from None
+        raise fail(f"{path} already exists; not overwriting it (choose another path)", 2) from None
     except KeyError:
         raise fail(f"no example {example!r}; available: {', '.join(api.examples())}", 2) from None
     except OSError as exc:
