@@ -72,6 +72,7 @@ class _Step:
     over_s: list[float] = field(default_factory=list)  # host-side overhead after it (a model on a GPU)
     p50_s: float = 0.0
     sigma: float = 0.0
+    dist: str = "lognormal"
     timeout_s: float = 0.0
     retries: int = 0
     backoff_s: float = 0.0
@@ -219,6 +220,7 @@ def compile_steps(spec: Spec, load: LoadModel) -> tuple[dict[str, _Step], list[s
                 max_queue=0,
                 p50_s=service_median_ms(st) / 1000,
                 sigma=lognormal_sigma(st.p50_ms, st.p99_ms),
+                dist=st.service_distribution,
                 **common,
             )
     return steps, res_ids, res_units
@@ -258,8 +260,12 @@ def simulate_pipeline(
     items: dict[int, list[int]] = {}
     for sp in steps.values():
         if not sp.model:
-            z = np_rng.standard_normal(n) if sp.sigma > 0 else np.zeros(n)
-            work[sp.index] = (sp.p50_s * np.exp(sp.sigma * z)).tolist()
+            if sp.dist == "exponential":
+                work[sp.index] = np_rng.exponential(sp.p50_s / math.log(2), n).tolist()
+            elif sp.dist == "deterministic" or sp.sigma <= 0:
+                work[sp.index] = [sp.p50_s] * n
+            else:
+                work[sp.index] = (sp.p50_s * np.exp(sp.sigma * np_rng.standard_normal(n))).tolist()
         frac = sp.items_mean - math.floor(sp.items_mean)
         base = max(1, math.floor(sp.items_mean))
         items[sp.index] = (base + (np_rng.random(n) < frac)).tolist() if frac > 0 else [base] * n

@@ -152,9 +152,18 @@ def service_median_ms(stage: Stage) -> float:
 
 
 def service_mean_ms(stage: Stage) -> float:
-    """Mean time of one item: a log-normal with that median and the spread of the stage's P50 → P99."""
+    """Mean time of one item, by `service_distribution` around that median.
+
+    Log-normal (the default): the spread of the stage's P50 → P99, mean = median·e^(σ²/2);
+    exponential: mean = median / ln 2; deterministic: the median.
+    """
+    med = service_median_ms(stage)
+    if stage.service_distribution == "exponential":
+        return med / math.log(2)
+    if stage.service_distribution == "deterministic":
+        return med
     s = lognormal_sigma(stage.p50_ms, stage.p99_ms)
-    return service_median_ms(stage) * math.exp(s * s / 2)
+    return med * math.exp(s * s / 2)
 
 
 def table_of(stage: Stage) -> ServiceTable | None:

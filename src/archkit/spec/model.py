@@ -293,6 +293,11 @@ class Stage(Node):
         description="processor time one item of a non-model stage takes on its service's cores (median); "
         "unset: its latency is waiting (I/O, a remote call), not work on shared cores",
     )
+    service_distribution: Literal["lognormal", "exponential", "deterministic"] = Field(
+        "lognormal",
+        description="shape of a non-model stage's service time around its median (cpu_ms, else p50_ms): "
+        "lognormal spreads it to the stage's p99_ms",
+    )
     data_classes: list[str] = Field(
         default_factory=list, description="e.g. pii, biometric, credentials, raw_image"
     )

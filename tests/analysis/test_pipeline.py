@@ -1,0 +1,194 @@
+"""The whole-pipeline model: shared processors, edge weights, routing, and the simulation."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from archkit.analysis import queueing as q
+from archkit.analysis.pipeline import predict, prepare
+from archkit.analysis.pipesim import simulate_pipeline
+from archkit.analysis.resources import load_model, reach
+from archkit.spec import load_file, load_text
+from tests.conftest import ROOT
+
+TWO_ON_ONE_CORE = """apiVersion: archkit/v1
+metadata: {name: shared-core}
+budgets: {throughput_rps: 2}
+dataflow:
+  stages:
+    - id: detect
+      kind: model
+      service: infer
+      model:
+        name: a
+        device: cpu
+        batching: {max_batch_size: 1}
+        service_time: [{batch_size: 1, compute_ms: 100}]
+    - id: recognise
+      kind: model
+      service: infer
+      model:
+        name: b
+        device: cpu
+        batching: {max_batch_size: 1}
+        service_time: [{batch_size: 1, compute_ms: 150}]
+  edges:
+    - {from: detect, to: recognise}
+topology:
+  node_pools: [{id: cpu, cpu_cores: 4}]
+  services:
+    - {id: infer, pool: cpu, replicas: 1, resources: {limits: {cpu_cores: 1}}}
+"""
+
+
+def _spec(text: str):
+    res = load_text(text, "t.yaml")
+    assert res.spec is not None, [d.text() for d in res.diagnostics]
+    return res.spec
+
+
+def test_two_models_on_one_shared_core_predicted_exactly():
+    """By hand: 100 + 150 ms of one core per request; 1 core / 0.25 s = 4 req/s; at 2 req/s 50 % busy.
+
+    Each model alone could serve 10 and 6.7 req/s; sharing the core, the pipeline saturates
+    at 4 req/s and the core is the bottleneck.
+    """
+    pred = predict(_spec(TWO_ON_ONE_CORE), requests=4000)
+    (core,) = pred.resources
+    assert core.id == "infer:cpu" and core.units == 1 and core.stages == ("detect", "recognise")
+    assert core.demand_ms_per_request == pytest.approx(250.0, abs=1e-9)
+    assert core.utilisation == pytest.approx(0.5, abs=1e-12)
+    assert pred.knee_rps == pytest.approx(4.0, abs=1e-12) and pred.bottleneck == "resource infer:cpu"
+    assert pred.stage("detect").ceiling_rps == pytest.approx(10.0)
+    assert pred.stage("recognise").ceiling_rps == pytest.approx(1000 / 150)
+
+
+def test_the_simulation_saturates_at_the_hand_computed_knee():
+    spec = _spec(TWO_ON_ONE_CORE)
+    lm = load_model(spec)
+    at_2 = simulate_pipeline(spec, lm, 2.0, requests=20_000)
+    assert at_2.stable and at_2.utilisation["infer:cpu"] == pytest.approx(0.5, rel=0.03)
+    over = simulate_pipeline(spec, lm, 6.0, requests=20_000)
+    assert not over.stable
+    assert over.throughput_rps == pytest.approx(4.0, rel=0.03)
+
+
+def test_the_simulation_is_deterministic_for_a_seed():
+    spec = _spec(TWO_ON_ONE_CORE)
+    lm = load_model(spec)
+    a = simulate_pipeline(spec, lm, 3.0, requests=3000, seed=11)
+    b = simulate_pipeline(spec, lm, 3.0, requests=3000, seed=11)
+    c = simulate_pipeline(spec, lm, 3.0, requests=3000, seed=12)
+    assert a == b and a.p99_ms != c.p99_ms
+
+
+MMC = """apiVersion: archkit/v1
+metadata: {name: mmc}
+dataflow:
+  stages:
+    - {id: work, kind: preprocess, service: svc, p50_ms: P50, concurrency: C, service_distribution: exponential}
+topology:
+  node_pools: [{id: cpu, cpu_cores: 64}]
+  services: [{id: svc, pool: cpu, replicas: 1}]
+"""
+
+
+@pytest.mark.parametrize("c,rho", [(1, 0.5), (2, 0.7), (4, 0.8), (8, 0.6)])
+def test_simulated_mmc_agrees_with_erlang_c(c: int, rho: float):
+    """Exponential service (mean 100 ms, the P50 is its median), c workers: Erlang C within 2 %."""
+    mean_s = 0.1
+    spec = _spec(MMC.replace("P50", f"{1000 * mean_s * math.log(2):.12g}").replace("C,", f"{c},"))
+    lam = c * rho / mean_s
+    sim = simulate_pipeline(spec, load_model(spec), lam, requests=200_000, seed=5)
+    (st,) = sim.stages
+    expected = q.mmc_wait(lam, mean_s, c) + mean_s
+    assert st.mean_ms / 1000 == pytest.approx(expected, rel=0.02)
+    assert sim.mean_ms / 1000 == pytest.approx(expected, rel=0.02)
+
+
+ROUTED = """apiVersion: archkit/v1
+metadata: {name: routed}
+dataflow:
+  stages:
+    - id: detect
+      kind: model
+      service: triton
+      model:
+        name: m
+        batching: {max_batch_size: 1}
+        service_time: [{batch_size: 1, copy_ms: 1.2, compute_ms: 32, overhead_ms: 13.8}]
+topology:
+  node_pools: [{id: gpu, count: 6, cpu_cores: 8, gpu: {model: T4, count: 1}}]
+  services:
+    - {id: triton, pool: gpu, replicas: 6, routing: ROUTING, resources: {limits: {gpu: 1}}}
+"""
+
+
+def test_random_routing_has_a_longer_tail_than_least_request():
+    """Seed 000 §2.1's 47 ms detector on 6 GPUs at 30 req/s: random routing queues per replica."""
+    out = {}
+    for routing in ("random", "round-robin", "least-request"):
+        spec = _spec(ROUTED.replace("ROUTING", routing))
+        out[routing] = simulate_pipeline(spec, load_model(spec), 30, requests=60_000, seed=3)
+    assert out["least-request"].p99_ms <= out["round-robin"].p99_ms < out["random"].p99_ms
+    assert out["least-request"].p99_ms < 60 and out["random"].p99_ms > 90
+    # random routing: each replica an M/D/1 at 5 req/s (exact Poisson splitting)
+    wait = q.md1_wait(5, 0.047)
+    assert out["random"].mean_ms / 1000 == pytest.approx(0.047 + wait, rel=0.03)
+
+
+def test_edge_weights_set_the_traffic_that_reaches_each_stage():
+    ref = load_file(ROOT / "specs" / "ocr-reference.yaml").spec
+    shares = reach(ref)
+    assert shares["validate"] == 1 and shares["cache"] == 1
+    assert shares["decode"] == pytest.approx(0.8) and shares["recognise"] == pytest.approx(0.8)
+    # without weights every stage sees the full rate (the old, conservative answer)
+    text = (ROOT / "specs" / "ocr-reference.yaml").read_text(encoding="utf-8").replace(", weight: 0.8}", "}")
+    assert set(reach(_spec(text)).values()) == {1.0}
+
+
+def test_the_reference_knee_is_within_20_percent_of_the_measured_one():
+    """reference_service/MEASUREMENTS.md: stress knee 1.95 req/s (80 % uncached pages) on 2 cores."""
+    ref = load_file(ROOT / "specs" / "ocr-reference.yaml").spec
+    spec, lm = prepare(ref, "cpu")
+    assert lm.bottleneck == "resource machine:cpu"
+    assert lm.ceiling_rps == pytest.approx(1.95, rel=0.20)
+    # per page: detector 420/2 ms, recogniser 8.1 crops at 233/2 ms, gateway 17.5 ms of CPU
+    (machine,) = lm.resources
+    page = 210 + 8.1 * 116.5 + 0.5 + 8.5 + 8.2 + 0.3
+    assert 1000 * machine.demand_s == pytest.approx(0.8 * page + 0.2 * 0.5, rel=0.01)
+
+
+def test_a_call_timeout_retries_and_then_takes_the_fallback():
+    """A 200 ms stage behind a 100 ms timeout with one retry: every request answers from the fallback
+    after 100 + 10 + 100 ms, and the abandoned first attempts still load the core (twice the work)."""
+    text = """apiVersion: archkit/v1
+metadata: {name: t}
+dataflow:
+  stages:
+    - {id: slow, kind: preprocess, service: svc, cpu_ms: 200, p50_ms: 200, service_distribution: deterministic}
+topology:
+  node_pools: [{id: cpu, cpu_cores: 8}]
+  services: [{id: svc, pool: cpu, replicas: 1, resources: {limits: {cpu_cores: 8}}}]
+controlflow:
+  start: call-slow
+  calls:
+    - {id: call-slow, target: slow, timeout_ms: 100, retry: {attempts: 1, backoff_ms: 10}, next: ok, on_failure: cached}
+  terminals:
+    - {id: ok, outcome: success}
+    - {id: cached, outcome: degraded}
+"""
+    spec = _spec(text)
+    sim = simulate_pipeline(spec, load_model(spec), 2.0, requests=2000, seed=1)
+    assert sim.degraded == 2000 and sim.failed == 0
+    assert sim.p50_ms == pytest.approx(210.0, abs=1e-6)
+    # 2 attempts × 200 ms at 2 req/s on 8 cores
+    assert sim.utilisation["svc:cpu"] == pytest.approx(2 * 2 * 0.2 / 8, rel=0.05)
+
+
+def test_work_is_bounded_by_the_request_count():
+    spec = _spec(TWO_ON_ONE_CORE)
+    sim = simulate_pipeline(spec, load_model(spec), 1e9, requests=500)
+    assert sim.requests == 500 and not sim.stable
