@@ -8,10 +8,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from archkit.atomic import create_atomic
-from archkit.checks import rule_meta, run_rules
+from archkit.checks import all_rules, rule_meta, run_rules
 from archkit.diagnostics import Diagnostic, Severity, has_errors, sort_diagnostics
 from archkit.errors import (
     ArchkitError,
@@ -45,6 +45,7 @@ __all__ = [
     "WriteResult",
     "capacity",
     "check",
+    "check_sarif",
     "check_spec",
     "examples",
     "expected_rule_groups",
@@ -63,6 +64,9 @@ __all__ = [
     "verify_rbac",
     "write_tree",
 ]
+
+if TYPE_CHECKING:
+    from archkit.loadtest.session import Result as LoadtestRunResult
 
 SCHEMA_COMMENT = "# yaml-language-server: $schema={schema}\n"
 
@@ -167,6 +171,17 @@ def _check_partial(
 def rules() -> dict[str, dict]:
     """code -> {name, summary, help, severity} for every registered rule."""
     return rule_meta()
+
+
+def check_sarif(diags: Iterable[Diagnostic], version: str = "") -> str:
+    """SARIF 2.1.0 of check findings, every registered rule with its summary, rationale and level."""
+    from archkit.reporting import RuleInfo, sarif
+
+    rules = {
+        code: RuleInfo(r.name, r.summary(), r.explain(), getattr(r, "source", "") or "", r.severity.outcome)
+        for code, r in all_rules().items()
+    }
+    return sarif(diags, "archkit", version, rules)
 
 
 def explain(code: str) -> str | None:
@@ -304,8 +319,8 @@ def verify_rbac() -> str:
 class LoadtestOutcome:
     """A finished load test (`result`, an archkit.loadtest.session.Result) and its report files."""
 
-    result: object
-    report_files: dict = field(default_factory=dict)
+    result: LoadtestRunResult
+    report_files: dict[str, Path] = field(default_factory=dict)
     report_dir: Path | None = None
 
     @property
@@ -386,6 +401,9 @@ def loadtest(
     gens = all_generators()
     wanted = ["locust"] + (["prometheus"] if prometheus and not rules and "prometheus" in gens else [])
     files, _ = generate(spec, str(spec_path), only=wanted, run=run)
+    locustfile = files["locust/locustfile.py"]
+    if not isinstance(locustfile, str):
+        raise ArchkitError("the locust generator produced bytes, not a locustfile")
     try:
         if not prometheus:
             rule_files: dict[str, str] = {}
@@ -418,14 +436,10 @@ def loadtest(
     try:
         if report_dir is not None:
             folder = report_mod.prepare_dir(Path(report_dir))
-            result = session.execute(
-                spec, str(spec_path), files["locust/locustfile.py"], opts, folder, progress
-            )
+            result = session.execute(spec, str(spec_path), locustfile, opts, folder, progress)
         else:
             with tempfile.TemporaryDirectory(prefix="archkit-loadtest-") as tmp:
-                result = session.execute(
-                    spec, str(spec_path), files["locust/locustfile.py"], opts, Path(tmp), progress
-                )
+                result = session.execute(spec, str(spec_path), locustfile, opts, Path(tmp), progress)
     except (
         RemoteTargetError,
         plan_mod.PlanError,

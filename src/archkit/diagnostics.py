@@ -1,4 +1,7 @@
-"""Located diagnostics (code, severity, message, place) and their text, JSON and SARIF forms."""
+"""Located diagnostics (code, severity, message, place) and their text and JSON forms.
+
+SARIF and JUnit are written by archkit.reporting, for diagnostics and the other located results.
+"""
 
 from __future__ import annotations
 
@@ -19,6 +22,26 @@ class Severity(str, Enum):
     def rank(self) -> int:
         return {"error": 0, "warning": 1, "info": 2}[self.value]
 
+    @property
+    def outcome(self) -> Outcome:
+        return _OUTCOME[self]
+
+
+class Outcome(str, Enum):
+    """What a located result means for a report (SARIF level and kind, JUnit element).
+
+    Shared by check diagnostics, verify findings and load-test verdicts (archkit.reporting).
+    """
+
+    ERROR = "error"  # fails the run: a check error, drift, a missed budget
+    WARNING = "warning"
+    NOTE = "note"  # informational finding
+    UNKNOWN = "unknown"  # could not be judged: SARIF review, JUnit skipped
+    PASS = "pass"
+
+
+_OUTCOME = {Severity.ERROR: Outcome.ERROR, Severity.WARNING: Outcome.WARNING, Severity.INFO: Outcome.NOTE}
+
 
 @dataclass(frozen=True, order=False)
 class Diagnostic:
@@ -34,8 +57,17 @@ class Diagnostic:
     hint: str = ""
     extra: dict = field(default_factory=dict, compare=False, hash=False)
 
-    def sort_key(self) -> tuple:
+    def sort_key(self) -> tuple[str, int, int, str, str]:
         return (self.file, self.line, self.col, self.code, self.message)
+
+    @property
+    def outcome(self) -> Outcome:
+        return _OUTCOME[self.severity]
+
+    @property
+    def group(self) -> str:
+        """The rule family, e.g. `AK2xx` (latency and capacity)."""
+        return f"{self.code[:3]}xx" if len(self.code) >= 4 else self.code
 
     def text(self) -> str:
         """`file:line:col: CODE severity message (field.path)` — the linter form."""
@@ -86,47 +118,3 @@ def to_json(diags: list[Diagnostic]) -> str:
         )
         + "\n"
     )
-
-
-_SARIF_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
-
-
-def to_sarif(diags: list[Diagnostic], rules: dict[str, dict], version: str) -> str:
-    """SARIF 2.1.0 log with one run; `rules` maps code -> {name, summary, help}."""
-    used = sorted({d.code for d in diags} | set(rules))
-    index = {code: i for i, code in enumerate(used)}
-    driver_rules = []
-    for code in used:
-        meta = rules.get(code, {})
-        rule = {
-            "id": code,
-            "name": meta.get("name", code),
-            "shortDescription": {"text": meta.get("summary", code)},
-        }
-        if meta.get("help"):
-            rule["fullDescription"] = {"text": meta["help"]}
-        if meta.get("severity"):
-            rule["defaultConfiguration"] = {"level": _SARIF_LEVEL[Severity(meta["severity"])]}
-        driver_rules.append(rule)
-    results = []
-    for d in diags:
-        region = {"startLine": max(1, d.line), "startColumn": max(1, d.col)}
-        result = {
-            "ruleId": d.code,
-            "ruleIndex": index[d.code],
-            "level": _SARIF_LEVEL[d.severity],
-            "message": {"text": d.message + (f" ({d.path})" if d.path else "")},
-            "locations": [{"physicalLocation": {"artifactLocation": {"uri": d.file}, "region": region}}],
-        }
-        results.append(result)
-    log = {
-        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
-        "version": "2.1.0",
-        "runs": [
-            {
-                "tool": {"driver": {"name": "archkit", "version": version, "rules": driver_rules}},
-                "results": results,
-            }
-        ],
-    }
-    return json.dumps(log, indent=2, ensure_ascii=False) + "\n"

@@ -46,7 +46,7 @@ def check(
     """
     from archkit import __version__, api
     from archkit.cli.output import diag_line
-    from archkit.diagnostics import summary_line, to_json, to_sarif
+    from archkit.diagnostics import summary_line, to_json
 
     missing = [p for p in specs if str(p) != "-" and not p.exists()]
     if missing:  # nothing to check is an input problem (2), not a finding (1)
@@ -56,7 +56,7 @@ def check(
     if format is CheckFormat.json:
         text = to_json(diags)
     elif format is CheckFormat.sarif:
-        text = to_sarif(diags, api.rules(), __version__)
+        text = api.check_sarif(diags, __version__)
     else:
         lines = [diag_line(d) for d in diags]
         lines.append(f"{len(report.files)} file(s) checked: {summary_line(diags)}")

@@ -17,6 +17,7 @@ from archkit.cli.output import fail, fail_for, paint
 class Format(str, Enum):
     text = "text"
     json = "json"
+    sarif = "sarif"
 
 
 class Arrival(str, Enum):
@@ -150,6 +151,10 @@ def loadtest(
         raise fail(res.generator_error + where, 2)
     if format is Format.json:
         typer.echo(json.dumps(report_mod.result_json(res), indent=1, ensure_ascii=False, default=str))
+    elif format is Format.sarif:
+        from archkit import __version__
+
+        typer.echo(report_mod.sarif_log(res, __version__), nl=False)
     else:
         m = res.measured["end_to_end"]
         typer.echo(

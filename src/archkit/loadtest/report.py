@@ -32,13 +32,13 @@ import html
 import io
 import json
 from pathlib import Path
-from xml.sax.saxutils import escape as xml_escape
-from xml.sax.saxutils import quoteattr
 
 from archkit.atomic import write_atomic
 from archkit.errors import InputError
 from archkit.loadtest import compare as compare_mod
 from archkit.loadtest import generator as generator_mod
+from archkit.loadtest import session
+from archkit.reporting import Location, RuleInfo, junit, sarif
 
 MARKER = ".archkit-loadtest"
 FILES = ("result.json", "junit.xml", "report.md", "report.html", "measured.json")
@@ -135,38 +135,33 @@ def measured_json(res) -> dict:
 # --------------------------------------------------------------------------- JUnit
 
 
+def _located(res) -> list:
+    """The run's verdicts as located results; one made without its spec is located at the file only."""
+    return res.located or [
+        session.verdict_result(
+            v, res.plan.level, Location(res.spec_file, 1, 1, ".".join(map(str, v.spec_path)))
+        )
+        for v in res.verdicts
+    ]
+
+
 def junit_xml(res) -> str:
     """One testcase per budget; a missed budget is a failure whose message says why."""
-    vs = res.verdicts
-    failures = sum(1 for v in vs if v.passed is False)
-    skipped = sum(1 for v in vs if v.passed is None)
-    name = f"archkit loadtest {res.spec_name} {res.plan.level}"
-    lines = [
-        '<?xml version="1.0" encoding="UTF-8"?>',
-        f'<testsuites name={quoteattr(name)} tests="{len(vs)}" failures="{failures}" skipped="{skipped}">',
-        f'  <testsuite name={quoteattr(name)} tests="{len(vs)}" failures="{failures}" errors="0" '
-        f'skipped="{skipped}" time="{res.data.wall_s:.3f}">',
-    ]
-    for v in vs:
-        lines.append(
-            f'    <testcase classname={quoteattr("loadtest." + res.plan.level)} name={quoteattr(v.id)} time="0">'
-        )
-        if v.passed is False:
-            lines.append(
-                f'      <failure message={quoteattr(v.why)} type="budget-missed">{xml_escape(v.why)}</failure>'
-            )
-        elif v.passed is None:
-            lines.append(f"      <skipped message={quoteattr(v.why)}/>")
-        else:
-            lines.append(f"      <system-out>{xml_escape(v.why)}</system-out>")
-        lines.append("    </testcase>")
-    if not vs:
-        lines.append(
-            '    <testcase classname="loadtest" name="no-budgets"><skipped message="the spec declares no '
-            'budget this level can judge"/></testcase>'
-        )
-    lines += ["  </testsuite>", "</testsuites>", ""]
-    return "\n".join(lines)
+    return junit(
+        _located(res),
+        f"archkit loadtest {res.spec_name} {res.plan.level}",
+        failure_type="budget-missed",
+        empty="the spec declares no budget this level can judge",
+        time_s=res.data.wall_s,
+    )
+
+
+def sarif_log(res, version: str = "") -> str:
+    """SARIF 2.1.0: a result per missed budget (error) and per budget that could not be judged (note)."""
+    from archkit.loadtest.codes import CODES
+
+    rules = {c.id: RuleInfo(c.title, c.title, c.rationale, c.source, explain=c.explain()) for c in CODES}
+    return sarif(_located(res), "archkit loadtest", version, rules)
 
 
 # --------------------------------------------------------------------------- plots

@@ -17,16 +17,17 @@ from importlib import metadata
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from archkit import reporting
 from archkit.loadtest import chaos as chaos_mod
 from archkit.loadtest import compare as compare_mod
 from archkit.loadtest import generator as generator_mod
 from archkit.loadtest import judge as judge_mod
 from archkit.loadtest import plan as plan_mod
 from archkit.loadtest import scrape
+from archkit.loadtest.codes import code_of
 from archkit.loadtest.runner import RunData, free_port, run
 from archkit.loadtest.safety import require_loopback
-from archkit.spec import source_of
-from archkit.spec.loader import format_path
+from archkit.reporting import Located, Outcome, locate
 from archkit.spec.model import Spec
 
 FAST_ERROR_STATUSES = {"429", "503"}
@@ -71,6 +72,7 @@ class Result:
     alert_notes: list[str] = field(default_factory=list)
     environment: dict = field(default_factory=dict)
     budgets: dict = field(default_factory=dict)
+    located: list[Located] = field(default_factory=list)  # the verdicts, located in the spec
 
     @property
     def passed(self) -> bool:
@@ -83,10 +85,26 @@ class Result:
         return None if gen.get("kept_up", True) else gen.get("message")
 
 
+def located_verdict(spec: Spec, v: judge_mod.Verdict, level: str) -> reporting.Result:
+    """A verdict as a located result (archkit.reporting): its LT code, where its budget is declared."""
+    return verdict_result(v, level, locate(spec, v.spec_path))
+
+
+def verdict_result(v: judge_mod.Verdict, level: str, where: reporting.Location) -> reporting.Result:
+    outcome = Outcome.UNKNOWN if v.passed is None else Outcome.PASS if v.passed else Outcome.ERROR
+    return reporting.Result.at(
+        where,
+        code_of(v.id) or v.id,
+        v.why,
+        outcome,
+        group=f"loadtest.{level}",
+        name=v.id,
+    )
+
+
 def _loc(spec: Spec, path: tuple) -> str:
-    smap = source_of(spec)
-    loc = smap.at(path)
-    return f"{smap.file}:{loc.line}: {format_path(path)}"
+    where = locate(spec, path)
+    return f"{where.file}:{where.line}: {where.path}"
 
 
 def payload_root(spec: Spec, spec_dir: Path) -> Path:
@@ -384,6 +402,7 @@ def execute(
         data=data,
         measured=measured,
         verdicts=verdicts,
+        located=[located_verdict(spec, v, plan.level) for v in verdicts],
         alerts=alerts,
         alert_notes=alert_notes,
         environment=environment_info(),

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
-import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from archkit.diagnostics import Outcome
+from archkit.reporting import RuleInfo, junit, sarif
 from archkit.spec import Spec, file_of, source_of
 from archkit.spec.loader import format_path
 
@@ -38,6 +39,8 @@ class _Codes(Mapping[str, tuple[str, str]]):
     def __len__(self) -> int:
         return len(self._all())
 
+
+_OUTCOMES = {"pass": Outcome.PASS, "drift": Outcome.ERROR, "unknown": Outcome.UNKNOWN}
 
 # Drift codes have their own prefixes, one per source: VK1xx Kubernetes, VT2xx Triton, VP3xx
 # Prometheus. Each check declares its code next to its logic (archkit.verify.registry).
@@ -73,6 +76,31 @@ class Finding:
 
         found = code(self.code)
         return found.title if found else self.code
+
+    # archkit.reporting.Located: what the one SARIF and JUnit writers read
+    @property
+    def outcome(self) -> Outcome:
+        return _OUTCOMES[self.status.value]
+
+    @property
+    def hint(self) -> str:
+        return ""
+
+    @property
+    def group(self) -> str:
+        return self.area
+
+    @property
+    def name(self) -> str:
+        return f"{self.code} {self.title}"
+
+    @property
+    def classname(self) -> str:
+        return f"{self.area}.{self.object}"
+
+    @property
+    def properties(self) -> dict[str, str]:
+        return {"object": self.object, "status": self.status.value, "where": self.where}
 
     def as_dict(self) -> dict:
         return {
@@ -229,58 +257,9 @@ def to_json(report: VerifyReport) -> str:
 
 def to_junit(report: VerifyReport) -> str:
     """JUnit XML: a testsuite per area, a testcase per finding; drift = failure, unknown = skipped."""
-    counts = report.counts()
-    root = ET.Element(
-        "testsuites",
-        {
-            "name": f"archkit verify {report.spec_file}",
-            "tests": str(len(report.findings)),
-            "failures": str(report.total(Status.DRIFT)),
-            "skipped": str(report.total(Status.UNKNOWN)),
-            "errors": "0",
-        },
-    )
-    for area in areas(report.findings):
-        items = [f for f in report.findings if f.area == area]
-        if not items:
-            continue
-        c = counts[area]
-        suite = ET.SubElement(
-            root,
-            "testsuite",
-            {
-                "name": area,
-                "tests": str(len(items)),
-                "failures": str(c["drift"]),
-                "skipped": str(c["unknown"]),
-                "errors": "0",
-            },
-        )
-        for f in items:
-            case = ET.SubElement(
-                suite,
-                "testcase",
-                {
-                    "classname": f"{area}.{f.object}",
-                    "name": f"{f.code} {f.title}",
-                    "file": f.file,
-                    "line": str(f.line),
-                },
-            )
-            detail = f"{f.file}:{f.line}:{f.col}: {f.code} {f.message}" + (f" [{f.where}]" if f.where else "")
-            if f.status is Status.DRIFT:
-                el = ET.SubElement(case, "failure", {"type": "drift", "message": f.message})
-                el.text = detail
-            elif f.status is Status.UNKNOWN:
-                ET.SubElement(case, "skipped", {"message": f.message})
-            else:
-                out = ET.SubElement(case, "system-out")
-                out.text = f.message
-    ET.indent(root)
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
-
-
-_SARIF_LEVEL = {Status.DRIFT: "error", Status.UNKNOWN: "note"}
+    order = {a: i for i, a in enumerate(areas(report.findings))}
+    findings = sorted(report.findings, key=lambda f: order[f.area])  # stable: areas in report order
+    return junit(findings, f"archkit verify {report.spec_file}", failure_type="drift")
 
 
 def to_sarif(report: VerifyReport, version: str = "") -> str:
@@ -291,45 +270,10 @@ def to_sarif(report: VerifyReport, version: str = "") -> str:
     """
     from archkit.verify.registry import all_codes
 
-    codes = all_codes()
-    used = sorted(set(codes) | {f.code for f in report.findings})
-    index = {c: i for i, c in enumerate(used)}
-    rules = []
-    for cid in used:
-        entry = codes.get(cid)
-        rule: dict[str, Any] = {"id": cid, "name": entry[0].title if entry else cid}
-        if entry:
-            c, area = entry
-            rule["shortDescription"] = {"text": c.title}
-            rule["fullDescription"] = {"text": c.rationale}
-            rule["help"] = {"text": c.explain(area)}
-            rule["properties"] = {"area": area, "source": c.source}
-        rules.append(rule)
-    results = []
-    for f in report.findings:
-        if f.status not in _SARIF_LEVEL:
-            continue
-        region = {"startLine": max(1, f.line), "startColumn": max(1, f.col)}
-        result: dict[str, Any] = {
-            "ruleId": f.code,
-            "ruleIndex": index[f.code],
-            "kind": "fail" if f.status is Status.DRIFT else "review",
-            "level": _SARIF_LEVEL[f.status],
-            "message": {"text": f.message + (f" [{f.where}]" if f.where else "")},
-            "locations": [{"physicalLocation": {"artifactLocation": {"uri": f.file}, "region": region}}],
-            "properties": {"area": f.area, "object": f.object, "status": f.status.value, "path": f.path},
-        }
-        if f.where:
-            result["properties"]["where"] = f.where
-        results.append(result)
-    log = {
-        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
-        "version": "2.1.0",
-        "runs": [
-            {
-                "tool": {"driver": {"name": "archkit verify", "version": version, "rules": rules}},
-                "results": results,
-            }
-        ],
+    rules = {
+        cid: RuleInfo(
+            c.title, c.title, c.rationale, c.source, properties={"area": area}, explain=c.explain(area)
+        )
+        for cid, (c, area) in all_codes().items()
     }
-    return json.dumps(log, indent=2, ensure_ascii=False) + "\n"
+    return sarif(report.findings, "archkit verify", version, rules)
