@@ -135,13 +135,12 @@ def render(
         raise fail(f"--templates: {templates} is not a folder") from None
     measured_data = None
     if measured is not None:
-        try:
-            measured_data = json.loads(measured.read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise fail(f"--measured: {measured}: {exc.strerror or exc}") from None
-        except ValueError as exc:
-            raise fail(f"--measured: {measured}: not JSON: {exc}") from None
-        from archkit.generators.measured import read_measured
+        from archkit.generators.measured import MeasuredError, load_report, read_measured
+
+        try:  # capped read; NaN/Infinity, bad JSON and unreadable files are one located line
+            measured_data = load_report(measured)
+        except MeasuredError as exc:
+            raise fail(f"--measured: {exc}") from None
 
         if read_measured(measured_data) is None:
             raise fail(

@@ -11,11 +11,54 @@ are converted to milliseconds.
 
 from __future__ import annotations
 
+import json
+import math
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from archkit.errors import InputError
+
 METRICS = ("p50_ms", "p95_ms", "p99_ms", "throughput_rps", "error_rate")
 LATENCY = ("p50_ms", "p95_ms", "p99_ms")
+# A report of every stage of a 1,000-stage spec at every level is well under 1 MiB.
+MAX_REPORT_BYTES = 16 * 1024 * 1024
+
+
+class MeasuredError(InputError):
+    """A `--measured` file that cannot be read as a load-test report (one line, file and place)."""
+
+
+def load_report(path: str | os.PathLike) -> Any:
+    """The parsed JSON of a load-test report, read with a size cap; NaN and Infinity, which
+    Python's json accepts but JSON does not, are refused with their line and column."""
+    from archkit.spec.loader import ReadError, read_capped
+
+    name = str(path)
+    try:
+        raw = read_capped(path, MAX_REPORT_BYTES, what="a load-test report")
+    except ReadError as exc:
+        raise MeasuredError(f"{name}: {exc}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise MeasuredError(f"{name}:{line}: not UTF-8 text") from None
+
+    def constant(word: str) -> Any:
+        at = text.find(word)
+        line = text.count("\n", 0, at) + 1
+        col = at - (text.rfind("\n", 0, at) + 1) + 1
+        raise MeasuredError(f"{name}:{line}:{col}: {word} is not a number (JSON has no NaN or infinity)")
+
+    try:
+        return json.loads(text, parse_constant=constant)
+    except json.JSONDecodeError as exc:
+        raise MeasuredError(f"{name}:{exc.lineno}:{exc.colno}: not JSON: {exc.msg}") from None
+    except RecursionError:
+        raise MeasuredError(f"{name}: JSON nests too deeply") from None
+    except ValueError as exc:  # e.g. an integer over Python's 4,300-digit limit
+        raise MeasuredError(f"{name}: not usable JSON: {str(exc)[:120]}") from None
 
 
 @dataclass
@@ -33,7 +76,11 @@ class Measured:
 def _number(v: Any) -> float | None:
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         return None
-    return float(v)
+    try:
+        f = float(v)
+    except OverflowError:  # an integer too large for a float
+        return None
+    return f if math.isfinite(f) and f >= 0 else None
 
 
 def _figures(d: Any) -> dict[str, float]:
