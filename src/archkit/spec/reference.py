@@ -9,6 +9,7 @@ from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
 from archkit.spec.model import Spec
+from archkit.spec.refs import class_refs
 
 _INTRO = """# The archkit/v1 spec — field reference
 
@@ -16,8 +17,9 @@ Generated from the model by `archkit schema --format markdown`; do not edit by h
 
 Conventions: every number carries its unit in the key name (`p99_ms`, `gb_per_hour`,
 `max_queue_delay_us`); objects that others refer to have an `id`, and references are plain
-ids checked by AK103; unknown keys are errors. Editors complete and validate specs through
-the JSON Schema (`specs/archkit.schema.json`), named in each spec's first line:
+ids checked by AK103 (the meaning column says what each one must name); unknown keys are
+errors. Editors complete and validate specs through the JSON Schema
+(`specs/archkit.schema.json`), named in each spec's first line:
 `# yaml-language-server: $schema=../specs/archkit.schema.json`.
 
 ## How a spec file is read
@@ -97,6 +99,18 @@ def _models(tp, seen: list) -> None:
             _models(f.annotation, seen)
 
 
+def _ref_role(cls: type[BaseModel], name: str) -> str:
+    """'the id of a stage' for a reference field, 'unique among stages' for an id (archkit.spec.refs)."""
+    info = class_refs(cls)
+    for attr, _, marker, many in info.refs:
+        if attr == name:
+            return f"{'ids' if many else 'the id'} of {'' if many else 'a '}{marker.label} (AK103)"
+    if name == "id" and info.id_of is not None:
+        scope = f" of the same {info.id_of.scope}" if info.id_of.scope else ""
+        return f"unique among the {info.id_of.namespace} ids{scope} (AK102)"
+    return ""
+
+
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
@@ -124,6 +138,8 @@ def markdown() -> str:
                 default = f"`{d}`"
             meta = " ".join(str(m.description) for m in f.metadata if getattr(m, "description", None))
             desc = f.description or meta or ""
+            role = _ref_role(cls, name)
+            desc = f"{role}; {desc}" if role and desc else role or desc
             tname = _type_name(f.annotation, [m for m in f.metadata if not hasattr(m, "max_length")])
             out.append(f"| `{key}` | {_cell(tname)} | {default} | {_cell(desc)} |")
         out.append("")
