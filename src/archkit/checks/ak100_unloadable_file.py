@@ -4,7 +4,7 @@ from archkit.checks.registry import Rule, register
 
 
 @register
-class LoadError(Rule):
+class UnloadableFile(Rule):
     """The file cannot be read or is not valid, safe YAML."""
 
     code = "AK100"

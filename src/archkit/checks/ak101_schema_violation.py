@@ -4,7 +4,7 @@ from archkit.checks.registry import Rule, register
 
 
 @register
-class SchemaError(Rule):
+class SchemaViolation(Rule):
     """A key is unknown, a required field is missing, or a value has the wrong type or range."""
 
     code = "AK101"

@@ -155,9 +155,17 @@ class Context:
 
 
 def _selected(code: str, select: list[str], ignore: list[str]) -> bool:
-    if select and not any(code.startswith(s) for s in select):
+    """Code prefixes, case-insensitive: `ak2` selects the AK2xx family."""
+    if select and not any(code.startswith(s.upper()) for s in select):
         return False
-    return not any(code.startswith(i) for i in ignore)
+    return not any(code.startswith(i.upper()) for i in ignore)
+
+
+def selected_codes(spec: Spec, select: list[str] | None = None, ignore: list[str] | None = None) -> set[str]:
+    """The codes `run_rules` would run on `spec`: the options' and the spec's `checks` select/ignore."""
+    select = list(select or []) + list(spec.checks.select)
+    ignore = list(ignore or []) + list(spec.checks.ignore)
+    return {code for code in all_rules() if _selected(code, select, ignore)}
 
 
 def run_rules(

@@ -26,6 +26,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
+from archkit.checks.registry import selected_codes
 from archkit.diagnostics import Diagnostic, Severity
 from archkit.generators.jinja import md_text, render
 from archkit.generators.registry import RenderContext, register
@@ -213,19 +214,18 @@ CHECKLIST: tuple[ChecklistLine, ...] = (
 )
 
 
-def checklist_rows(spec: Spec, diagnostics: list[Diagnostic], registered: set[str]) -> list[dict]:
-    """Each checklist line with its status: ✓ (checked, no finding), ✗ (findings) or not checked."""
-    ignored = [c.upper() for c in spec.checks.ignore]
-    selected = [c.upper() for c in spec.checks.select]
+def checklist_rows(
+    spec: Spec, diagnostics: list[Diagnostic], registered: set[str] | None = None
+) -> list[dict[str, Any]]:
+    """Each checklist line with its status: ✓ (checked, no finding), ✗ (findings) or not checked.
+
+    A code counts as checked when the registry would run it on this spec (its select/ignore);
+    `registered` narrows that further (a test's own catalogue).
+    """
+    run = selected_codes(spec) if registered is None else selected_codes(spec) & registered
     rows = []
     for line in CHECKLIST:
-        active = [
-            c
-            for c in line.codes
-            if c in registered
-            and not any(c.startswith(i) for i in ignored)
-            and (not selected or any(c.startswith(s) for s in selected))
-        ]
+        active = [c for c in line.codes if c in run]
         findings = [d for d in diagnostics if d.code in line.codes and d.severity is not Severity.INFO]
         if findings:
             status = "✗"
@@ -454,7 +454,6 @@ def _alert_pages(spec: Spec, alerts: list[Alert], orders: dict[str, RunbookOrder
 @register("runbooks", order=65)
 def generate(ctx: RenderContext) -> dict[str, str]:
     """Runbooks from the fault trees, the alert index, the pre-launch checklist and onboarding pages."""
-    from archkit.checks import all_rules  # the catalogue, to tell "checked, fine" from "not checked"
 
     spec = ctx.spec
     header = ctx.header("<!--") + " -->"
@@ -476,7 +475,7 @@ def generate(ctx: RenderContext) -> dict[str, str]:
             "tree.md.j2", page=_tree_page(spec, _order(orders, tree), alerts), md=md_text, code=code
         )
     files[f"runbooks/{ALERTS_RUNBOOK}"] = page("alerts.md.j2", alerts=_alert_pages(spec, alerts, orders))
-    rows = checklist_rows(spec, ctx.diagnostics, set(all_rules()))
+    rows = checklist_rows(spec, ctx.diagnostics)
     files["runbooks/checklist.md"] = page("checklist.md.j2", rows=rows, md=md_text, code=code)
     for svc in spec.topology.services:
         files[f"runbooks/onboarding/{svc.id}.md"] = page(
