@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -15,7 +15,7 @@ from archkit.errors import ArchkitError
 from archkit.plans.context import RunContext
 from archkit.spec.model import Spec
 
-GeneratorFn = Callable[["RenderContext"], dict[str, "str | bytes"]]
+GeneratorFn = Callable[["RenderContext"], Mapping[str, "str | bytes"]]
 
 
 class DuplicateGeneratorError(ArchkitError):

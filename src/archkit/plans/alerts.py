@@ -33,7 +33,7 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from archkit.spec.model import MetricRef, MetricType, Spec, Stage
+from archkit.spec.model import MetricRef, MetricType, Spec, Stage, StageMetrics
 
 
 def promql_label_value(value: object) -> str:
@@ -252,7 +252,7 @@ class _Planner:
         self.alerts.append(alert)
 
     # ---- per stage
-    def stage(self, sm) -> None:
+    def stage(self, sm: StageMetrics) -> None:
         st: Stage | None = self.spec.stage(sm.stage)
         if st is None:
             return
@@ -331,7 +331,9 @@ class _Planner:
             )
         return Case([(str(sel), self.gauge(v, samples))], minutes)
 
-    def latency(self, st: Stage, ref: MetricRef, common: dict, title: str, tree: str | None) -> None:
+    def latency(
+        self, st: Stage, ref: MetricRef, common: dict[str, str], title: str, tree: str | None
+    ) -> None:
         expr, kind, unit, read = self._latency_query(ref, 0.99)
         rec = (
             "archkit:stage_latency_seconds:p99_rate5m"
@@ -374,7 +376,7 @@ class _Planner:
         )
 
     def errors(
-        self, st: Stage, err: MetricRef, req: MetricRef, common: dict, title: str, tree: str | None
+        self, st: Stage, err: MetricRef, req: MetricRef, common: dict[str, str], title: str, tree: str | None
     ) -> None:
         e, r = Series.of(err.metric, err.labels), Series.of(req.metric, req.labels)
         ok_only = _success_only(req)
@@ -423,7 +425,7 @@ class _Planner:
             interval,
         )
 
-    def queue(self, st: Stage, ref: MetricRef, common: dict, title: str, tree: str | None) -> None:
+    def queue(self, st: Stage, ref: MetricRef, common: dict[str, str], title: str, tree: str | None) -> None:
         expr, kind, unit, read = self._latency_query(ref, 0.99)
         self.records.append(
             Recording(
@@ -476,13 +478,11 @@ class _Planner:
             ),
             None,
         )
-        if entry is None:
+        if entry is None or entry.errors is None or entry.requests is None:
             return
-        e, r = (
-            Series.of(entry.errors.metric, entry.errors.labels),
-            Series.of(entry.requests.metric, entry.requests.labels),
-        )
-        ok_only = _success_only(entry.requests)
+        errors, requests = entry.errors, entry.requests
+        e, r = Series.of(errors.metric, errors.labels), Series.of(requests.metric, requests.labels)
+        ok_only = _success_only(requests)
         windows = sorted({w for _, _, lw, sw, _ in BURN_WINDOWS for w in (lw, sw)}, key=_minutes)
         for w in windows:
             self.records.append(
@@ -531,7 +531,7 @@ class _Planner:
                     ),
                     quiet=self._ratio_case(e, r, ok_only, threshold / 2, minutes, interval),
                     tree=tree,
-                    series=[entry.errors.metric, entry.requests.metric],
+                    series=[errors.metric, requests.metric],
                 )
             )
 
@@ -541,9 +541,9 @@ class _Planner:
         samples = minutes + 5
         name = self.spec.metadata.name
         if gs.effective_qps is not None and gs.effective_qps.baseline_qps:
-            q = gs.effective_qps
+            q, baseline = gs.effective_qps, gs.effective_qps.baseline_qps
             s = Series.of(q.metric, q.labels)
-            floor = q.baseline_qps * q.alert_below_ratio
+            floor = baseline * q.alert_below_ratio
             self.add(
                 Alert(
                     name=self.name("EffectiveQpsLow"),
@@ -552,7 +552,7 @@ class _Planner:
                     severity="page",
                     summary=(
                         f"{name}: effective QPS (answers with confidence >= {_fmt(q.confidence_floor)}) "
-                        f"below {_fmt(q.alert_below_ratio * 100)} % of the {_fmt(q.baseline_qps)} QPS baseline"
+                        f"below {_fmt(q.alert_below_ratio * 100)} % of the {_fmt(baseline)} QPS baseline"
                     ),
                     description=(
                         "Requests can succeed with useless answers; effective QPS counts only "
@@ -595,8 +595,8 @@ class _Planner:
                 )
             )
         if gs.gpu_memory is not None and gs.gpu_memory.total_metric:
-            g = gs.gpu_memory
-            used, total = Series.of(g.metric, g.labels), Series.of(g.total_metric, g.labels)
+            g, total_metric = gs.gpu_memory, gs.gpu_memory.total_metric
+            used, total = Series.of(g.metric, g.labels), Series.of(total_metric, g.labels)
             tot = 16e9
             self.add(
                 Alert(
@@ -634,7 +634,7 @@ class _Planner:
                         ],
                         minutes,
                     ),
-                    series=[g.metric, g.total_metric],
+                    series=[g.metric, total_metric],
                 )
             )
         if gs.drift is not None:

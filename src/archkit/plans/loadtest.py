@@ -22,7 +22,7 @@ class ScenarioPlan:
     id: str
     weight: float
     method: str
-    path: str
+    path: str | None  # None: the Triton model endpoint (scenario `model`)
     headers: tuple[tuple[str, str], ...]
     payload: tuple[tuple[str, str], ...] | None  # (kind, value): file | folder+glob | template, content_type
     expect_status: tuple[int, ...]

@@ -10,8 +10,9 @@ overwritten).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -88,7 +89,8 @@ def generate(
             progress(gen.name, i, len(selected))
         # memoised per context, so a generator that embeds another's output (the review page)
         # and the file pass share one run
-        for rel, content in ctx.memo(f"generator:{gen.name}", lambda gen=gen: gen.fn(ctx)).items():
+        out: Mapping[str, str | bytes] = ctx.memo(f"generator:{gen.name}", partial(gen.fn, ctx))
+        for rel, content in out.items():
             if rel in files:
                 raise ArchkitError(f"generators disagree: two of them produce {rel}")
             files[rel] = content
@@ -102,7 +104,7 @@ def _render_diagrams(
     """One renderer pass over every `.dot`/`.puml` source: one PlantUML JVM per format, `dot` in parallel."""
     from archkit.generators.renderers import render_sources
 
-    rendered: Files = render_sources(files, formats, ctx.cache, progress)
+    rendered: Files = dict(render_sources(files, formats, ctx.cache, progress))
     clash = sorted(set(rendered) & set(files))
     if clash:
         raise ArchkitError(
