@@ -34,9 +34,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from archkit.analysis.ft_bdd import Bdd, DiagramLimitError, Zbdd
-from archkit.analysis.ft_model import FaultTreeError, Formula, compile_tree, event_probability, variable_order
-from archkit.spec.model import BasicEvent, FaultTree, GateType
+from archkit.analysis.ft_bdd import DiagramLimitError, Zbdd
+from archkit.analysis.ft_engine import Engine
+from archkit.analysis.ft_model import FaultTreeError, compile_tree, event_probability, variable_order
+from archkit.spec.model import BasicEvent, FaultTree
 
 __all__ = [
     "FaultTreeAnalysis",
@@ -70,80 +71,14 @@ class FaultTreeLimitError(FaultTreeError):
 # --------------------------------------------------------------------------- compiling
 
 
-@dataclass
-class _Compiled:
-    formula: Formula
-    order: list[str]
-    index: dict[str, int]
-    bdd: Bdd
-    root: int
-    seconds: float
-
-
-def _combine(bdd: Bdd, kind: GateType, kids: list[int], k: int) -> int:
-    if kind in (GateType.AND, GateType.INHIBIT, GateType.NAND):
-        acc = 1
-        for x in sorted(kids, reverse=True):  # deepest first: smaller intermediate diagrams
-            acc = bdd.conj(acc, x)
-        return bdd.neg(acc) if kind is GateType.NAND else acc
-    if kind in (GateType.OR, GateType.NOR):
-        acc = 0
-        for x in sorted(kids, reverse=True):
-            acc = bdd.disj(acc, x)
-        return bdd.neg(acc) if kind is GateType.NOR else acc
-    if kind is GateType.NOT:
-        return bdd.neg(kids[0])
-    if kind in (GateType.XOR, GateType.IFF):
-        acc = 0
-        for x in kids:
-            acc = bdd.xor(acc, x)
-        return bdd.neg(acc) if kind is GateType.IFF else acc
-    if kind is GateType.IMPLY:
-        return bdd.disj(bdd.neg(kids[0]), kids[1])
-    # atleast k of n: f(need, i) = kid_i · f(need-1, i+1) + f(need, i+1), tabulated
-    n = len(kids)
-    row = [1] * (n + 1)  # need = 0
-    for need in range(1, k + 1):
-        nxt = [0] * (n + 1)
-        for i in range(n - need, -1, -1):
-            nxt[i] = bdd.disj(bdd.conj(kids[i], row[i + 1]), nxt[i + 1])
-        row = nxt
-    return row[0]
-
-
-def _compile(tree: FaultTree, house: dict[str, bool] | None, progress: Progress | None) -> _Compiled:
-    start = time.perf_counter()
+def _engine(
+    tree: FaultTree, house: dict[str, bool] | None, progress: Progress | None, modular: bool = True
+) -> Engine:
     f = compile_tree(tree, house)
-    order = variable_order(f)
-    index = {v: i for i, v in enumerate(order)}
-    bdd = Bdd(len(order), tree.limits.max_bdd_nodes)
-    val: dict[str, int] = {v: bdd.variable(i) for v, i in index.items()}
-    val.update({c: int(s) for c, s in f.constants.items()})
-    total = len(f.gates)
-    done = 0
-    stack = [f.top]
     try:
-        while stack:
-            node = stack[-1]
-            if node in val:
-                stack.pop()
-                continue
-            kind, ins, k = f.gates[node]
-            pending = [x for x in ins if x not in val]
-            if pending:
-                stack.extend(pending)
-                continue
-            stack.pop()
-            val[node] = _combine(bdd, kind, [val[x] for x in ins], k)
-            done += 1
-            if progress is not None and done % 64 == 0:
-                progress("bdd", done, total)
+        return Engine(f, variable_order(f), tree.limits.max_bdd_nodes, progress, modular)
     except DiagramLimitError as exc:
         raise FaultTreeLimitError(tree.id, "max_bdd_nodes", exc.limit, "the BDD") from None
-    bdd._and.clear()  # the operation caches are not needed once the diagram is built
-    bdd._or.clear()
-    bdd._xor.clear()
-    return _Compiled(f, order, index, bdd, val[f.top], time.perf_counter() - start)
 
 
 # --------------------------------------------------------------------------- results
@@ -174,6 +109,7 @@ class FaultTreeAnalysis:
     order_limit: int | None = None
     cutoff: float | None = None
     bdd_nodes: int = 0
+    modules: int = 0
     zbdd_nodes: int = 0
     seconds: dict[str, float] = field(default_factory=dict)
     ccf_events: dict[str, str] = field(default_factory=dict)
@@ -224,15 +160,16 @@ class FaultTreeAnalysis:
             "missing_probability": self.missing_probability,
             "unused_events": self.unused_events,
             "bdd_nodes": self.bdd_nodes,
+            "modules": self.modules,
             "zbdd_nodes": self.zbdd_nodes,
             "seconds": self.seconds,
         }
 
 
-def _importance(res: FaultTreeAnalysis, c: _Compiled, p: list[float], top: float, grad: list[float]) -> None:
-    for name, i in sorted(c.index.items()):
-        b = grad[i]
-        q = p[i]
+def _importance(res: FaultTreeAnalysis, p: dict[str, float], top: float, grad: dict[str, float]) -> None:
+    for name in sorted(grad):
+        b = grad[name]
+        q = p[name]
         up = top + (1.0 - q) * b  # P(S | e)
         down = top - q * b  # P(S | ¬e)
         res.birnbaum[name] = b
@@ -263,48 +200,50 @@ def analyse(
     """
     order = order if order is not None else tree.limits.max_order
     cutoff = cutoff if cutoff is not None else tree.limits.cutoff
-    c = _compile(tree, house, progress)
-    f = c.formula
+    eng = _engine(tree, house, progress)
+    f = eng.formula
     probs = dict(f.probabilities)
     res = FaultTreeAnalysis(tree.id, [], [], {e.id: probs.get(e.id) for e in tree.events})
     res.event_probabilities.update({v: probs[v] for v in f.variables})
     res.coherent, res.order_limit, res.cutoff, res.ccf_events = f.coherent, order, cutoff, dict(f.ccf_of)
-    res.bdd_nodes = len(c.bdd)
-    res.seconds["bdd"] = round(c.seconds, 4)
+    res.bdd_nodes = eng.node_count
+    res.modules = len(eng.modules)
+    res.seconds["bdd"] = round(eng.seconds, 4)
     members = {m for g in tree.ccf_groups for m in g.members}
-    res.unused_events = sorted(e.id for e in tree.events if e.id not in c.index and e.id not in members)
-    res.missing_probability = sorted(v for v in c.order if probs.get(v) is None)
-    p = [probs.get(v) or 0.0 for v in c.order]
+    res.unused_events = sorted(e.id for e in tree.events if e.id not in eng.var_index and e.id not in members)
+    res.missing_probability = sorted(v for v in eng.order if probs.get(v) is None)
+    p = {v: probs.get(v) or 0.0 for v in eng.order}
     if res.missing_probability:
         res.method = "unknown: events without probability"
     else:
         t0 = time.perf_counter()
-        nodes = c.bdd.reachable(c.root)
-        val = c.bdd.probability(c.root, p, nodes)
-        top = val[c.root]
+        top, vals, local = eng.probability(p)
         res.probability = top
         res.seconds["probability"] = round(time.perf_counter() - t0, 4)
         t0 = time.perf_counter()
-        _importance(res, c, p, top, c.bdd.gradient(c.root, p, val, nodes))
+        _importance(res, p, top, eng.gradient(vals, local))
         res.seconds["importance"] = round(time.perf_counter() - t0, 4)
     if cut_sets:
-        _cut_sets(tree, c, res, p, order, cutoff, progress)
+        _cut_sets(tree, eng, res, p, order, cutoff, house, progress)
     return res
 
 
 def _cut_sets(
     tree: FaultTree,
-    c: _Compiled,
+    eng: Engine,
     res: FaultTreeAnalysis,
-    p: list[float],
+    p: dict[str, float],
     order: int | None,
     cutoff: float | None,
+    house: dict[str, bool] | None,
     progress: Progress | None,
 ) -> None:
     t0 = time.perf_counter()
+    if not eng.formula.coherent:  # see ft_engine: modules are substituted only where positive
+        eng = _engine(tree, house, progress, modular=False)
     z = Zbdd(tree.limits.max_bdd_nodes)
     try:
-        root = z.minsol(c.bdd, c.root, order)
+        root = eng.cut_sets(z, order)
     except DiagramLimitError as exc:
         raise FaultTreeLimitError(tree.id, "max_bdd_nodes", exc.limit, "the cut-set ZBDD") from None
     res.zbdd_nodes = len(z)
@@ -312,12 +251,13 @@ def _cut_sets(
     t0 = time.perf_counter()
     limit = tree.limits.max_cut_sets
     use_cutoff = cutoff if cutoff and not res.missing_probability else None
+    pi = {eng.var_index[v]: q for v, q in p.items()}
+    names = eng.names
     listed: list[frozenset[str]] = []
-    names = c.order
     counts: list[int] = []
-    for vs, _prob in z.sets(root, p, use_cutoff):
+    for vs, _prob in z.sets(root, pi, use_cutoff):
         if len(listed) < limit:
-            listed.append(frozenset(names[v] for v in vs))
+            listed.append(frozenset([names[v] for v in vs]))
         if use_cutoff is not None:
             while len(counts) <= len(vs):
                 counts.append(0)

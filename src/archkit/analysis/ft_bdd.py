@@ -179,7 +179,7 @@ class Bdd:
         out.sort()
         return out
 
-    def probability(self, root: int, p: list[float], nodes: list[int] | None = None) -> dict[int, float]:
+    def probability(self, root: int, p: dict[int, float], nodes: list[int] | None = None) -> dict[int, float]:
         """P(node) for every node under `root` (independent variables, Shannon expansion)."""
         val = {0: 0.0, 1: 1.0}
         var, lo, hi = self.var, self.lo, self.hi
@@ -188,7 +188,9 @@ class Bdd:
             val[n] = q * val[hi[n]] + (1.0 - q) * val[lo[n]]
         return val
 
-    def gradient(self, root: int, p: list[float], val: dict[int, float], nodes: list[int]) -> list[float]:
+    def gradient(
+        self, root: int, p: dict[int, float], val: dict[int, float], nodes: list[int]
+    ) -> dict[int, float]:
         """∂P(root)/∂p(v) for every variable v: Birnbaum importance, all variables in one pass.
 
         A BDD's paths are disjoint and meet each variable at most once, so the derivative is
@@ -197,7 +199,7 @@ class Bdd:
         reach = dict.fromkeys(nodes, 0.0)
         reach[root] = 1.0
         reach[0] = reach[1] = 0.0
-        grad = [0.0] * len(p)
+        grad = dict.fromkeys(p, 0.0)
         var, lo, hi = self.var, self.lo, self.hi
         for n in reversed(nodes):
             r = reach[n]
@@ -210,6 +212,12 @@ class Bdd:
             reach[lo[n]] += r * (1.0 - q)
         return grad
 
+    def drop_caches(self) -> None:
+        """Free the operation caches once the diagram is built."""
+        self._and.clear()
+        self._or.clear()
+        self._xor.clear()
+
 
 class Zbdd:
     """A zero-suppressed BDD of families of sets: node (v, lo, hi) = lo ∪ {s ∪ {v} : s ∈ hi}."""
@@ -221,7 +229,8 @@ class Zbdd:
         self.unique: dict[int, int] = {}
         self.max_nodes = max_nodes
         self._without: dict[int, int] = {}
-        self._minsol: dict[int, int] = {}
+        self._union: dict[int, int] = {}
+        self._concat: dict[int, int] = {}
 
     def __len__(self) -> int:
         return len(self.var)
@@ -265,22 +274,23 @@ class Zbdd:
         self._without[key] = r
         return r
 
-    def minsol(self, bdd: Bdd, f: int, order: int | None = None) -> int:
-        """Minimal solutions of BDD node f (minimal cut sets), of at most `order` events."""
+    def minsol(self, bdd: Bdd, f: int, order: int | None, memo: dict[int, int]) -> int:
+        """Minimal solutions of BDD node f (minimal cut sets), of at most `order` events.
+
+        `memo` belongs to one BDD: node ids of different diagrams must not meet in it."""
         if order is None:
-            return self._minsol_all(bdd, f)
-        memo: dict[int, int] = {}
+            return self._minsol_all(bdd, f, memo)
         return self._minsol_k(bdd, f, order, memo)
 
-    def _minsol_all(self, bdd: Bdd, f: int) -> int:
+    def _minsol_all(self, bdd: Bdd, f: int, memo: dict[int, int]) -> int:
         if f < 2:
             return f
-        r = self._minsol.get(f)
+        r = memo.get(f)
         if r is None:
-            m0 = self._minsol_all(bdd, bdd.lo[f])
-            m1 = self._minsol_all(bdd, bdd.hi[f])
+            m0 = self._minsol_all(bdd, bdd.lo[f], memo)
+            m1 = self._minsol_all(bdd, bdd.hi[f], memo)
             r = self.mk(bdd.var[f], m0, self.without(m1, m0))
-            self._minsol[f] = r
+            memo[f] = r
         return r
 
     def _minsol_k(self, bdd: Bdd, f: int, k: int, memo: dict[int, int]) -> int:
@@ -290,7 +300,7 @@ class Zbdd:
             while f > 1:
                 f = bdd.lo[f]
             return f
-        key = (f << 8) | min(k, 255)
+        key = (f << 12) | min(k, 4095)
         r = memo.get(key)
         if r is None:
             m0 = self._minsol_k(bdd, bdd.lo[f], k, memo)
@@ -298,6 +308,59 @@ class Zbdd:
             r = self.mk(bdd.var[f], m0, self.without(m1, m0))
             memo[key] = r
         return r
+
+    def union(self, p: int, q: int) -> int:
+        if p == 0 or p == q:
+            return q
+        if q == 0:
+            return p
+        if p > q:
+            p, q = q, p
+        key = (p << _SHIFT) | q
+        r = self._union.get(key)
+        if r is not None:
+            return r
+        var, lo, hi = self.var, self.lo, self.hi
+        vp, vq = var[p], var[q]
+        if vp < vq:
+            r = self.mk(vp, self.union(lo[p], q), hi[p])
+        elif vp > vq:
+            r = self.mk(vq, self.union(p, lo[q]), hi[q])
+        else:
+            r = self.mk(vp, self.union(lo[p], lo[q]), self.union(hi[p], hi[q]))
+        self._union[key] = r
+        return r
+
+    def concat(self, p: int, h: int) -> int:
+        """{s ∪ t : s ∈ p, t ∈ h} when every variable of p comes before every variable of h."""
+        if p < 2:
+            return h if p == 1 else 0
+        key = (p << _SHIFT) | h
+        r = self._concat.get(key)
+        if r is None:
+            r = self.mk(self.var[p], self.concat(self.lo[p], h), self.concat(self.hi[p], h))
+            self._concat[key] = r
+        return r
+
+    def restrict_order(self, root: int, k: int) -> int:
+        """The sets of at most k elements."""
+        memo: dict[int, int] = {}
+
+        def go(n: int, k: int) -> int:
+            if n < 2:
+                return n
+            if k == 0:
+                while n > 1:
+                    n = self.lo[n]
+                return n
+            key = (n << 12) | min(k, 4095)
+            r = memo.get(key)
+            if r is None:
+                r = self.mk(self.var[n], go(self.lo[n], k), go(self.hi[n], k - 1))
+                memo[key] = r
+            return r
+
+        return go(root, k)
 
     def count_by_order(self, root: int) -> list[int]:
         """How many sets of each size the family holds (index = size), without listing them."""
@@ -326,7 +389,7 @@ class Zbdd:
         return out
 
     def sets(
-        self, root: int, p: list[float] | None = None, cutoff: float | None = None
+        self, root: int, p: dict[int, float] | None = None, cutoff: float | None = None
     ) -> Iterator[tuple[list[int], float]]:
         """Every set (its variables, ascending) with its probability product; sets whose product
         falls below `cutoff` are pruned as they are built (a product only shrinks)."""
