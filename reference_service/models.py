@@ -1,8 +1,8 @@
-"""The detector and recogniser as ONNX Runtime sessions (PP-OCRv4 from rapidocr-onnxruntime).
+"""The detector and recogniser (PP-OCRv4 ONNX files from rapidocr-onnxruntime).
 
-Each instance owns one session with one intra-op thread: on 2 cores onnxruntime's default
-thread pool oversubscribed and halved throughput (issue 6). The CUDA execution provider is
-used automatically when onnxruntime-gpu and a GPU are present.
+Each instance owns one runner (runtimes.py: ONNX Runtime, OpenVINO or PyTorch) with one
+intra-op thread: on 2 cores onnxruntime's default thread pool oversubscribed and halved
+throughput (measured, MEASUREMENTS.md).
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ from functools import cache
 from pathlib import Path
 
 import numpy as np
+
+from .runtimes import make_runner
 
 MODEL_DIR_ENV = "OCR_MODEL_DIR"
 DET_FILE = "ch_PP-OCRv4_det_infer.onnx"
@@ -34,36 +36,13 @@ def model_sha256(name: str) -> str:
     return hashlib.sha256((model_dir() / name).read_bytes()).hexdigest()
 
 
-def providers() -> list[str]:
-    """CUDA first when this onnxruntime build offers it, else CPU."""
-    import onnxruntime as ort
-
-    have = ort.get_available_providers()
-    want = ["CUDAExecutionProvider", "CPUExecutionProvider"]
-    return [p for p in want if p in have] or ["CPUExecutionProvider"]
-
-
-def session(path: Path, threads: int = 1):
-    """An onnxruntime InferenceSession with ``threads`` intra-op threads."""
-    import onnxruntime as ort
-
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = threads
-    opts.inter_op_num_threads = 1
-    opts.enable_cpu_mem_arena = False
-    opts.log_severity_level = 3
-    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    return ort.InferenceSession(str(path), sess_options=opts, providers=providers())
-
-
 class Detector:
     """DB text detector: uint8 BGR pages (already resized, sides multiple of 32) to boxes."""
 
-    def __init__(self, threads: int = 1) -> None:
+    def __init__(self, threads: int = 1, backend: str = "onnxruntime") -> None:
         from rapidocr_onnxruntime.ch_ppocr_det.utils import DBPostProcess
 
-        self.sess = session(model_dir() / DET_FILE, threads)
-        self.input_name = self.sess.get_inputs()[0].name
+        self.run = make_runner(model_dir() / DET_FILE, backend, threads)
         # RapidOCR 1.4.4 config.yaml Det section.
         self.post = DBPostProcess(
             thresh=0.3,
@@ -79,7 +58,7 @@ class Detector:
         from .pipeline import order_points_clockwise
 
         x = (pages.astype(np.float32) / 255.0 - 0.5) / 0.5
-        preds = self.sess.run(None, {self.input_name: np.ascontiguousarray(x.transpose(0, 3, 1, 2))})[0]
+        preds = self.run(np.ascontiguousarray(x.transpose(0, 3, 1, 2)))
         h, w = pages.shape[1:3]
         out = []
         for i in range(pages.shape[0]):
@@ -102,12 +81,11 @@ class Detector:
 class Recogniser:
     """CRNN/SVTR line recogniser with CTC decoding: uint8 [n, 48, W, 3] crops to text."""
 
-    def __init__(self, threads: int = 1) -> None:
+    def __init__(self, threads: int = 1, backend: str = "onnxruntime") -> None:
         from rapidocr_onnxruntime.ch_ppocr_rec.utils import CTCLabelDecode
 
-        self.sess = session(model_dir() / REC_FILE, threads)
-        self.input_name = self.sess.get_inputs()[0].name
-        chars = self.sess.get_modelmeta().custom_metadata_map["character"].splitlines()
+        self.run = make_runner(model_dir() / REC_FILE, backend, threads)
+        chars = self.run.metadata("character").splitlines()
         self.decode = CTCLabelDecode(character=chars)
 
     def __call__(self, crops: np.ndarray, widths: np.ndarray) -> list[tuple[str, float]]:
@@ -115,5 +93,5 @@ class Recogniser:
         x = (crops.astype(np.float32) / 255.0 - 0.5) / 0.5
         for i, w in enumerate(np.asarray(widths).reshape(-1)):
             x[i, :, int(w) :, :] = 0.0  # RapidOCR pads with zeros after normalising
-        preds = self.sess.run(None, {self.input_name: np.ascontiguousarray(x.transpose(0, 3, 1, 2))})[0]
+        preds = self.run(np.ascontiguousarray(x.transpose(0, 3, 1, 2)))
         return [(t, float(c)) for t, c in self.decode(preds)]

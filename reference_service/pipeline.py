@@ -7,13 +7,18 @@ results match. Images are BGR uint8 arrays, as RapidOCR's loader produces.
 from __future__ import annotations
 
 import math
+import os
 
 import cv2
 import numpy as np
 
-# RapidOCR's Det.limit_type "max" with 960: measured 3.4x faster and more accurate than the
-# default "min"/736, which upscales short wide pages (issue 6, "known to work here").
-DET_LIMIT_SIDE = 960
+# RapidOCR's Det.limit_type "max": the longer side is shrunk to this, never enlarged ("min"/736,
+# RapidOCR's default, upscales short wide pages: 3.4x slower and less accurate). 640 rather
+# than 960 (measured, MEASUREMENTS.md "ablation"): the detector costs ~area, so 0.45x the CPU,
+# and accuracy rose on both golden sets (0.9952 -> 0.9977; hard set 0.9758 -> 0.9871): at
+# 960 the DB head splits or merges boxes on 28-40 px text more often than at 640.
+# $OCR_DET_LIMIT_SIDE overrides it (bench/bench_ocr.py --ablation measures 960 against 640).
+DET_LIMIT_SIDE = int(os.environ.get("OCR_DET_LIMIT_SIDE", "640"))
 REC_HEIGHT = 48
 REC_MIN_WIDTH = 320  # PP-OCRv4 rec_img_shape [3, 48, 320]
 REC_WIDTH_BUCKET = 160  # crops are padded to a multiple of this so Triton can batch them

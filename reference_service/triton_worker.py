@@ -9,12 +9,14 @@ import argparse
 import logging
 import os
 import signal
+import sys
 import threading
 import time
 from pathlib import Path
 
 import numpy as np
 
+from .runtimes import BACKENDS, choose
 from .settings import PROFILES, ModelSettings, auto_profile
 
 LOG = logging.getLogger("reference_service.triton")
@@ -45,11 +47,11 @@ def _group_by_shape(requests, key: str) -> dict[tuple, list[int]]:
     return groups
 
 
-def detector_fn(threads: int):
+def detector_fn(threads: int, backend: str = "onnxruntime"):
     """A PyTriton callable (list of requests in, list of responses out) for one instance."""
     from .models import Detector
 
-    det = Detector(threads)
+    det = Detector(threads, backend)
 
     def infer(requests):
         responses: list[dict | None] = [None] * len(requests)
@@ -77,11 +79,11 @@ def detector_fn(threads: int):
     return infer
 
 
-def recogniser_fn(threads: int):
+def recogniser_fn(threads: int, backend: str = "onnxruntime"):
     """A PyTriton callable for one recogniser instance."""
     from .models import Recogniser
 
-    rec = Recogniser(threads)
+    rec = Recogniser(threads, backend)
 
     def infer(requests):
         responses: list[dict | None] = [None] * len(requests)
@@ -143,6 +145,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--det-instances", type=int, default=None)
     ap.add_argument("--rec-instances", type=int, default=None)
     ap.add_argument("--threads", type=int, default=1, help="intra-op threads per instance")
+    ap.add_argument(
+        "--backend",
+        choices=["auto", *BACKENDS],
+        default="auto",
+        help="inference runtime (auto: $OCR_BACKEND, else the profile's first installed one)",
+    )
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s triton-worker %(levelname)s %(message)s")
 
@@ -171,12 +179,14 @@ def main(argv: list[str] | None = None) -> None:
     rec = dataclasses.replace(
         profile.recogniser, instances=args.rec_instances or profile.recogniser.instances
     )
+    backend = choose(profile.backends) if args.backend == "auto" else args.backend
+    print(f"triton-worker: {profile.name} profile, backend {backend}", file=sys.stderr, flush=True)
     security = TritonSecurityConfig(access_token=access_token())
     with Triton(config=config, workspace=args.workspace, security_config=security) as triton:
         triton.bind(
             model_name=det.name,
             model_version=VERSION,
-            infer_func=[detector_fn(args.threads) for _ in range(det.instances)],
+            infer_func=[detector_fn(args.threads, backend) for _ in range(det.instances)],
             inputs=[Tensor(name="image", dtype=np.uint8, shape=(-1, -1, 3))],
             outputs=[
                 Tensor(name="boxes", dtype=np.float32, shape=(-1, 8)),
@@ -189,7 +199,7 @@ def main(argv: list[str] | None = None) -> None:
         triton.bind(
             model_name=rec.name,
             model_version=VERSION,
-            infer_func=[recogniser_fn(args.threads) for _ in range(rec.instances)],
+            infer_func=[recogniser_fn(args.threads, backend) for _ in range(rec.instances)],
             inputs=[
                 Tensor(name="crops", dtype=np.uint8, shape=(48, -1, 3)),
                 Tensor(name="widths", dtype=np.int32, shape=(1,)),

@@ -52,6 +52,17 @@ def _line(rng: random.Random) -> str:
     return text[0].upper() + text[1:]
 
 
+def _fitted_lines(rng: random.Random, font: ImageFont.FreeTypeFont, room: int, count: int) -> list[str]:
+    """``count`` random lines, each cut at a word boundary to fit ``room`` pixels."""
+    lines: list[str] = []
+    for _ in range(count):
+        text = _line(rng)
+        while font.getlength(text) > room and " " in text:
+            text = text.rsplit(" ", 1)[0]
+        lines.append(text)
+    return lines
+
+
 def render(index: int, seed: int) -> tuple[Image.Image, dict]:
     """Render document ``index``; returns the image and its ground-truth record."""
     rng = random.Random(seed * 100_003 + index)
@@ -60,12 +71,7 @@ def render(index: int, seed: int) -> tuple[Image.Image, dict]:
     font = ImageFont.truetype(str(FONT_DIR / font_name), size)
     width = rng.choice([720, 800, 880, 960])
     margin = rng.randint(24, 48)
-    lines: list[str] = []
-    for _ in range(rng.randint(4, 9)):
-        text = _line(rng)
-        while font.getlength(text) > width - 2 * margin and " " in text:
-            text = text.rsplit(" ", 1)[0]
-        lines.append(text)
+    lines = _fitted_lines(rng, font, width - 2 * margin, rng.randint(4, 9))
     spacing = int(size * rng.uniform(1.5, 2.0))
     height = 2 * margin + spacing * len(lines)
     bg = rng.randint(228, 255)
@@ -93,20 +99,75 @@ def render(index: int, seed: int) -> tuple[Image.Image, dict]:
     return img, meta
 
 
+HARD_DIR = HERE / "hard"
+HARD_SEED = 18
+
+
+def render_hard(index: int, seed: int) -> tuple[bytes, dict]:
+    """A harder page: 20-26 px fonts, rotated a few degrees, low contrast, JPEG artefacts.
+
+    Returns the JPEG bytes and the ground truth. A speed-up that only holds on clean 28-40 px
+    pages (the main set) shows here: smaller glyphs suffer first when the detector's input
+    is shrunk, rotation tests the box cropping, and JPEG ringing tests the recogniser.
+    """
+    import io
+
+    rng = random.Random(seed * 100_003 + index)
+    font_name = FONTS[index % len(FONTS)]
+    size = rng.choice([20, 22, 24, 26])
+    font = ImageFont.truetype(str(FONT_DIR / font_name), size)
+    width = rng.choice([720, 800, 880, 960])
+    margin = rng.randint(32, 56)
+    lines = _fitted_lines(rng, font, width - 2 * margin, rng.randint(5, 10))
+    spacing = int(size * rng.uniform(1.6, 2.1))
+    height = 2 * margin + spacing * len(lines)
+    # Low contrast: ink and paper 60-120 grey levels apart (the main set: 170-255).
+    bg = rng.randint(170, 215)
+    ink = bg - rng.randint(60, 120)
+    img = Image.new("L", (width, height), bg)
+    draw = ImageDraw.Draw(img)
+    for i, text in enumerate(lines):
+        draw.text((margin + rng.randint(0, 12), margin + i * spacing), text, font=font, fill=ink)
+    angle = rng.choice([-3.0, -2.0, -1.0, 1.0, 2.0, 3.0])
+    img = img.rotate(angle, resample=Image.BICUBIC, expand=False, fillcolor=bg)
+    img = img.filter(ImageFilter.GaussianBlur(rng.choice([0.0, 0.5])))
+    quality = rng.choice([35, 45, 55])
+    buf = io.BytesIO()
+    img.save(buf, "JPEG", quality=quality)
+    meta = {
+        "font": font_name,
+        "font_px": size,
+        "rotation_deg": angle,
+        "contrast": bg - ink,
+        "jpeg_quality": quality,
+        "lines": [{"text": t} for t in lines],
+    }
+    return buf.getvalue(), meta
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--count", type=int, default=60)
-    ap.add_argument("--seed", type=int, default=6)
-    ap.add_argument("--out", type=Path, default=HERE)
+    ap.add_argument("--count", type=int, default=None, help="documents (default 60, hard set 24)")
+    ap.add_argument("--seed", type=int, default=None, help=f"default 6, hard set {HARD_SEED}")
+    ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--hard", action="store_true", help="the harder second set (golden/hard)")
     args = ap.parse_args(argv)
-    (args.out / "images").mkdir(parents=True, exist_ok=True)
-    manifest = {"seed": args.seed, "generator": "reference_service/golden/generate.py", "documents": {}}
-    for i in range(args.count):
-        img, meta = render(i, args.seed)
-        name = f"images/doc_{i:03d}.png"
-        img.save(args.out / name, optimize=True)
+    out = args.out or (HARD_DIR if args.hard else HERE)
+    seed = args.seed if args.seed is not None else (HARD_SEED if args.hard else 6)
+    count = args.count or (24 if args.hard else 60)
+    (out / "images").mkdir(parents=True, exist_ok=True)
+    manifest = {"seed": seed, "generator": "reference_service/golden/generate.py", "documents": {}}
+    for i in range(count):
+        if args.hard:
+            data, meta = render_hard(i, seed)
+            name = f"images/hard_{i:03d}.jpg"
+            (out / name).write_bytes(data)
+        else:
+            img, meta = render(i, seed)
+            name = f"images/doc_{i:03d}.png"
+            img.save(out / name, optimize=True)
         manifest["documents"][name] = meta
-    (args.out / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
 
 
 if __name__ == "__main__":

@@ -23,13 +23,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from reference_service import pipeline as P
 from reference_service.models import Detector, Recogniser
+from reference_service.runtimes import choose
+from reference_service.settings import CPU
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "images"
 
 
 def timed(fn, repeats: int) -> dict:
-    """Median wall and thread-CPU milliseconds. With one intra-op thread onnxruntime computes
-    in the calling thread, so CPU time is the service time without neighbours' contention."""
+    """Median wall and thread-CPU milliseconds. With one intra-op thread onnxruntime and
+    OpenVINO compute in the calling thread, so CPU time is the service time without the
+    neighbours' contention."""
     fn()  # warm-up
     wall, cpu = [], []
     for _ in range(repeats):
@@ -41,7 +44,8 @@ def timed(fn, repeats: int) -> dict:
 
 
 def main() -> None:
-    det, rec = Detector(1), Recogniser(1)
+    backend = choose(CPU.backends)  # $OCR_BACKEND overrides, as for the service
+    det, rec = Detector(1, backend), Recogniser(1, backend)
     pages = {}
     for p in sorted(GOLDEN.glob("*.png")):
         img = np.asarray(Image.open(p).convert("RGB"))[:, :, ::-1]
@@ -50,7 +54,14 @@ def main() -> None:
     shapes = collections.Counter(v[1].shape for v in pages.values())
     shape = shapes.most_common(1)[0][0]
     same = [v for v in pages.values() if v[1].shape == shape][:4]
-    out = {"det_shape": list(shape), "det_ms": {}, "rec_ms": {}, "lines_per_page": 0.0}
+    out = {
+        "backend": backend,
+        "precision": rec.run.precision,
+        "det_shape": list(shape),
+        "det_ms": {},
+        "rec_ms": {},
+        "lines_per_page": 0.0,
+    }
     for n in (1, 2, 4):
         batch = np.stack([same[i % len(same)][1] for i in range(n)])
         out["det_ms"][n] = timed(lambda b=batch: det(b), 5)

@@ -1,4 +1,4 @@
-"""Golden set through the live service: character accuracy >= 0.97, stable output."""
+"""Golden set through the live service: character accuracy >= 0.99, stable output."""
 
 from __future__ import annotations
 
@@ -36,7 +36,8 @@ def test_golden_set_character_accuracy(service, golden_pngs):
         results = dict(pool.map(run, names))
     assert len(results) >= 20
     accuracy = corpus_accuracy({name: res["text"] for name, res in results.items()}, only=names)
-    assert accuracy >= 0.97, f"character accuracy {accuracy:.4f} < 0.97"
+    # The issue's target; measured 0.9977 on all 60 pages (docs/benchmarks.md).
+    assert accuracy >= 0.99, f"character accuracy {accuracy:.4f} < 0.99"
     for res in results.values():
         for line in res["lines"]:
             assert len(line["box"]) == 4 and 0.0 <= line["confidence"] <= 1.0

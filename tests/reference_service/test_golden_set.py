@@ -83,3 +83,20 @@ def test_drift_monitor_flags_a_shifted_confidence_distribution():
     for x in shifted[:40]:
         p = monitor.observe(x)
     assert p < 0.01
+
+
+def test_hard_set_is_smaller_rotated_low_contrast_jpeg_and_deterministic():
+    from reference_service.golden.generate import HARD_DIR, render_hard
+
+    manifest = load_manifest(HARD_DIR)
+    docs = manifest["documents"]
+    assert len(docs) >= 20
+    assert all(
+        20 <= d["font_px"] <= 26 and d["rotation_deg"] != 0 and d["contrast"] <= 120 for d in docs.values()
+    )
+    name = sorted(docs)[5]
+    data, meta = render_hard(5, manifest["seed"])
+    assert meta == docs[name]
+    assert data == (HARD_DIR / name).read_bytes()
+    with Image.open(HARD_DIR / name) as img:
+        assert img.format == "JPEG"

@@ -1,0 +1,163 @@
+"""Inference runtimes for the two ONNX models: one interface, three engines.
+
+- ``onnxruntime``: ONNX Runtime's CPU (or CUDA) execution provider; the first version.
+- ``openvino``: OpenVINO's CPU plugin on the same ONNX file, in bf16 where the CPU has
+  AVX-512 BF16 (this machine does). Measured on one core (MEASUREMENTS.md, "ablation"):
+  recogniser at 48x800 55 -> 23 ms, detector at 576x960 135 -> 66 ms, at the same golden-set
+  accuracy; it fuses PP-LCNet's affine + hard-swish chains into the convolutions, which
+  ONNX Runtime leaves as separate element-wise passes (a third of its time).
+- ``torch``: the ONNX graph converted to PyTorch with onnx2torch, on CUDA in fp16 (the
+  ``gpu`` profile: the GPU machine has PyTorch but no onnxruntime-gpu or TensorRT) or on
+  the CPU in fp32, which is how CI tests the same code.
+
+Each runner owns one compiled model and runs it with ``threads`` intra-op threads, so that
+instances, not threads, use the cores (on 2 cores a shared thread pool oversubscribed).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+BACKEND_ENV = "OCR_BACKEND"  # onnxruntime | openvino | torch; unset: the profile's choice
+PRECISION_ENV = "OCR_PRECISION"  # f32 | bf16 | f16; unset: the backend's default
+BACKENDS = ("onnxruntime", "openvino", "torch")
+
+
+class Runner(Protocol):
+    """One model: a float32 NCHW batch in, the first output as float32 out."""
+
+    backend: str
+    precision: str
+
+    def __call__(self, x: np.ndarray) -> np.ndarray: ...
+
+    def metadata(self, key: str) -> str: ...
+
+
+def available(backend: str) -> bool:
+    """Whether ``backend``'s Python package can be imported here."""
+    import importlib.util
+
+    module = {"onnxruntime": "onnxruntime", "openvino": "openvino", "torch": "onnx2torch"}[backend]
+    return importlib.util.find_spec(module) is not None and (
+        backend != "torch" or importlib.util.find_spec("torch") is not None
+    )
+
+
+def choose(preferred: tuple[str, ...]) -> str:
+    """$OCR_BACKEND if set, else the first of ``preferred`` that is installed."""
+    want = os.environ.get(BACKEND_ENV, "").strip()
+    if want:
+        if want not in BACKENDS:
+            raise ValueError(f"{BACKEND_ENV}={want!r}: choose one of {', '.join(BACKENDS)}")
+        return want
+    return next((b for b in preferred if available(b)), "onnxruntime")
+
+
+class OrtRunner:
+    """ONNX Runtime: CUDA provider first when this build offers it, else CPU."""
+
+    backend = "onnxruntime"
+
+    def __init__(self, path: Path, threads: int = 1) -> None:
+        import onnxruntime as ort
+
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = threads
+        opts.inter_op_num_threads = 1
+        opts.enable_cpu_mem_arena = False
+        opts.log_severity_level = 3
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        have = ort.get_available_providers()
+        providers = [p for p in ("CUDAExecutionProvider", "CPUExecutionProvider") if p in have]
+        self.sess = ort.InferenceSession(str(path), sess_options=opts, providers=providers)
+        self.input_name = self.sess.get_inputs()[0].name
+        self.precision = "f32"
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        return np.asarray(self.sess.run(None, {self.input_name: x})[0])
+
+    def metadata(self, key: str) -> str:
+        return str(self.sess.get_modelmeta().custom_metadata_map[key])
+
+
+class OpenVinoRunner:
+    """OpenVINO CPU plugin; bf16 by default where the CPU supports it, else f32."""
+
+    backend = "openvino"
+
+    def __init__(self, path: Path, threads: int = 1, precision: str | None = None) -> None:
+        import openvino as ov
+
+        core = ov.Core()
+        caps = core.get_property("CPU", "OPTIMIZATION_CAPABILITIES")
+        self.precision = precision or ("bf16" if "BF16" in caps else "f32")
+        self.model = core.read_model(str(path))
+        config = {
+            "INFERENCE_NUM_THREADS": threads,
+            "NUM_STREAMS": 1,
+            "PERFORMANCE_HINT": "LATENCY",
+            "INFERENCE_PRECISION_HINT": self.precision,
+            # Other processes share these cores: pinning a thread to one would fight them.
+            "ENABLE_CPU_PINNING": False,
+        }
+        self.request = core.compile_model(self.model, "CPU", config).create_infer_request()
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        self.request.infer({0: x})
+        # Copy: the output tensor's memory is reused by the next inference.
+        return np.array(self.request.get_output_tensor(0).data, dtype=np.float32)
+
+    def metadata(self, key: str) -> str:
+        return str(self.model.get_rt_info(["framework", key]).astype(str))
+
+
+class TorchRunner:
+    """onnx2torch module on CUDA (fp16 by default) or on the CPU (fp32)."""
+
+    backend = "torch"
+
+    def __init__(
+        self, path: Path, threads: int = 1, precision: str | None = None, device: str | None = None
+    ) -> None:
+        import onnx
+        import torch
+        from onnx2torch import convert
+
+        self.torch = torch
+        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        self.precision = precision or ("f16" if self.device.startswith("cuda") else "f32")
+        if self.device == "cpu":
+            torch.set_num_threads(threads)
+        self.onnx_model = onnx.load(str(path))
+        dtype = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}[self.precision]
+        self.dtype = dtype
+        self.module = convert(self.onnx_model).eval().to(self.device, dtype=dtype)
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        torch = self.torch
+        with torch.inference_mode():
+            t = torch.from_numpy(x).to(self.device, dtype=self.dtype, non_blocking=True)
+            out = self.module(t)
+            if isinstance(out, (list, tuple)):
+                out = out[0]
+            return out.float().cpu().numpy()
+
+    def metadata(self, key: str) -> str:
+        return next(p.value for p in self.onnx_model.metadata_props if p.key == key)
+
+
+def make_runner(path: Path, backend: str, threads: int = 1) -> Runner:
+    """A runner for the ONNX file at ``path`` (precision from $OCR_PRECISION when set)."""
+    precision = os.environ.get(PRECISION_ENV, "").strip() or None
+    if backend == "openvino":
+        return OpenVinoRunner(path, threads, precision)
+    if backend == "torch":
+        return TorchRunner(path, threads, precision)
+    if backend == "onnxruntime":
+        return OrtRunner(path, threads)
+    raise ValueError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
