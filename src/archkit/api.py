@@ -155,7 +155,7 @@ def _check_partial(
                 "AK100",
                 Severity.INFO,
                 f"rule group {fam}* ({FAMILIES.get(fam, 'other')}) not run: "
-                f"{', '.join(sections)} did not load; fix the errors above and check again",
+                f"{', '.join(sections)} did not load; fix the schema errors (AK101) and check again",
                 file,
                 1,
                 1,
