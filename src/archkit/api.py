@@ -67,6 +67,7 @@ __all__ = [
 
 if TYPE_CHECKING:
     from archkit.loadtest.session import Result as LoadtestRunResult
+    from archkit.verify.findings import VerifyReport
 
 SCHEMA_COMMENT = "# yaml-language-server: $schema={schema}\n"
 
@@ -243,7 +244,7 @@ def init(path: str | os.PathLike, example: str | None = None) -> Path:
 class VerifyResult:
     """A verify report, or the spec's load errors when it could not be loaded (report is None)."""
 
-    report: object | None
+    report: VerifyReport | None
     diagnostics: list[Diagnostic] = field(default_factory=list)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from archkit.verify.registry import all_codes, sources
@@ -36,13 +37,18 @@ def codes_table() -> str:
 TABLES = {"sources": sources_table, "codes": codes_table}
 
 
+def _filler(table: str) -> Callable[[re.Match[str]], str]:
+    """A replacement for `re.sub` that keeps the markers and puts `table` between them."""
+    return lambda m: m.group(1) + table + m.group(2)
+
+
 def update(text: str) -> str:
     """`text` with every generated region replaced by the registry's current table."""
     for name, make in TABLES.items():
         pattern = re.compile(rf"(<!-- generated: {name} -->\n).*?(<!-- end: {name} -->)", re.S)
         if not pattern.search(text):
             raise ValueError(f"no '<!-- generated: {name} -->' ... '<!-- end: {name} -->' region")
-        text = pattern.sub(lambda m, make=make: m.group(1) + make() + m.group(2), text)
+        text = pattern.sub(_filler(make()), text)
     return text
 
 

@@ -216,7 +216,7 @@ class TritonSource(Source):
             "live/ready, then per model stage with `model.server: triton`: metadata, version readiness, config.",
         ),
     )
-    checks: tuple[type[Check], ...] = (ServerHealth, ModelLoaded, *CONFIG_CHECKS)
+    checks = (ServerHealth, ModelLoaded, *CONFIG_CHECKS)
 
     def read(self, spec: Spec, options: Mapping[str, Any], timeout_s: float, providers: Providers) -> Any:
         return options["triton_url"]

@@ -2,9 +2,23 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from archkit.spec.model import ModelInfo
 from archkit.verify.findings import Recorder
 from archkit.verify.registry import Check, Code
+
+
+def expect(rec: Recorder, at: tuple[str, str, Any, str], same: bool, ok: str, drift: str) -> None:
+    """Pass with `ok` when the server's value is the declared one, else drift with `drift`.
+
+    `at` is (code, object label, spec node, field) as `Recorder.add` takes them.
+    """
+    code, label, node, fld = at
+    if same:
+        rec.ok(code, label, node, fld, ok)
+    else:
+        rec.drift(code, label, node, fld, drift)
 
 
 class ConfigCheck(Check):
@@ -26,17 +40,14 @@ class MaxBatchSize(ConfigCheck):
         if b is None:
             return
         have = int(config.get("max_batch_size", 0) or 0)
-        if have == b.max_batch_size:
-            rec.ok("VT220", label, b, "max_batch_size", f"max_batch_size {have}")
-        else:
-            rec.drift(
-                "VT220",
-                label,
-                b,
-                "max_batch_size",
-                f"model '{name}' has max_batch_size {have}, the spec declares {b.max_batch_size}: the "
-                "latency budget was computed for the declared batch (seed 000 §2.1)",
-            )
+        expect(
+            rec,
+            ("VT220", label, b, "max_batch_size"),
+            have == b.max_batch_size,
+            f"max_batch_size {have}",
+            f"model '{name}' has max_batch_size {have}, the spec declares {b.max_batch_size}: the "
+            "latency budget was computed for the declared batch (seed 000 §2.1)",
+        )
 
 
 class DynamicBatching(ConfigCheck):
@@ -85,44 +96,35 @@ class DynamicBatching(ConfigCheck):
             )
         else:
             delay = int(dyn.get("max_queue_delay_microseconds", 0) or 0)
-            if delay == b.max_queue_delay_us:
-                rec.ok("VT221", label, b, "max_queue_delay_us", f"max_queue_delay_microseconds {delay}")
-            else:
-                rec.drift(
-                    "VT221",
-                    label,
-                    b,
-                    "max_queue_delay_us",
-                    f"model '{name}' waits up to {delay} µs to fill a batch "
-                    f"(max_queue_delay_microseconds), the spec declares {b.max_queue_delay_us} µs "
-                    "(seed 000 §2.1: the queue delay adds to every request's latency)",
-                )
+            expect(
+                rec,
+                ("VT221", label, b, "max_queue_delay_us"),
+                delay == b.max_queue_delay_us,
+                f"max_queue_delay_microseconds {delay}",
+                f"model '{name}' waits up to {delay} µs to fill a batch "
+                f"(max_queue_delay_microseconds), the spec declares {b.max_queue_delay_us} µs "
+                "(seed 000 §2.1: the queue delay adds to every request's latency)",
+            )
             if b.preferred_batch_sizes or "preferred_batch_sizes" in b.model_fields_set:
                 pref = sorted(int(x) for x in dyn.get("preferred_batch_size") or [])
-                if pref == sorted(b.preferred_batch_sizes):
-                    rec.ok("VT222", label, b, "preferred_batch_sizes", f"preferred_batch_size {pref}")
-                else:
-                    rec.drift(
-                        "VT222",
-                        label,
-                        b,
-                        "preferred_batch_sizes",
-                        f"model '{name}' prefers batches {pref or 'none'}, the spec declares "
-                        f"{sorted(b.preferred_batch_sizes)}",
-                    )
+                expect(
+                    rec,
+                    ("VT222", label, b, "preferred_batch_sizes"),
+                    pref == sorted(b.preferred_batch_sizes),
+                    f"preferred_batch_size {pref}",
+                    f"model '{name}' prefers batches {pref or 'none'}, the spec declares "
+                    f"{sorted(b.preferred_batch_sizes)}",
+                )
             if b.max_queue_size is not None:
                 qs = int(((dyn.get("default_queue_policy") or {}).get("max_queue_size", 0)) or 0)
-                if qs == b.max_queue_size:
-                    rec.ok("VT224", label, b, "max_queue_size", f"max_queue_size {qs}")
-                else:
-                    have_q = f"queues up to {qs} request(s)" if qs else "has an unbounded queue"
-                    rec.drift(
-                        "VT224",
-                        label,
-                        b,
-                        "max_queue_size",
-                        f"model '{name}' {have_q}, the spec declares max_queue_size {b.max_queue_size}",
-                    )
+                have_q = f"queues up to {qs} request(s)" if qs else "has an unbounded queue"
+                expect(
+                    rec,
+                    ("VT224", label, b, "max_queue_size"),
+                    qs == b.max_queue_size,
+                    f"max_queue_size {qs}",
+                    f"model '{name}' {have_q}, the spec declares max_queue_size {b.max_queue_size}",
+                )
 
 
 class QueueTimeout(ConfigCheck):
@@ -143,17 +145,14 @@ class QueueTimeout(ConfigCheck):
         dyn = config.get("dynamic_batching")
         if dyn is not None and b.queue_timeout_us is not None:
             qt = int(((dyn.get("default_queue_policy") or {}).get("default_timeout_microseconds", 0)) or 0)
-            if qt == b.queue_timeout_us:
-                rec.ok("VT228", label, b, "queue_timeout_us", f"default_timeout_microseconds {qt}")
-            else:
-                rec.drift(
-                    "VT228",
-                    label,
-                    b,
-                    "queue_timeout_us",
-                    f"model '{name}' lets a request wait {f'{qt} µs' if qt else 'without limit'} in its queue, "
-                    f"the spec declares queue_timeout_us {b.queue_timeout_us}",
-                )
+            expect(
+                rec,
+                ("VT228", label, b, "queue_timeout_us"),
+                qt == b.queue_timeout_us,
+                f"default_timeout_microseconds {qt}",
+                f"model '{name}' lets a request wait {f'{qt} µs' if qt else 'without limit'} in its queue, "
+                f"the spec declares queue_timeout_us {b.queue_timeout_us}",
+            )
 
 
 class InstanceCount(ConfigCheck):
@@ -172,16 +171,13 @@ class InstanceCount(ConfigCheck):
         if not groups:
             return
         count = sum(int(g.get("count", 1) or 1) for g in groups)
-        if count == model.instances:
-            rec.ok("VT223", label, model, "instances", f"{count} instance(s)")
-        else:
-            rec.drift(
-                "VT223",
-                label,
-                model,
-                "instances",
-                f"model '{name}' runs {count} instance(s), the spec declares {model.instances}",
-            )
+        expect(
+            rec,
+            ("VT223", label, model, "instances"),
+            count == model.instances,
+            f"{count} instance(s)",
+            f"model '{name}' runs {count} instance(s), the spec declares {model.instances}",
+        )
 
 
 class InstanceKind(ConfigCheck):
@@ -234,17 +230,14 @@ class VersionPolicyKept(ConfigCheck):
         vp = model.version_policy
         if vp is not None and vp.latest_num_versions is not None:
             have = ((config.get("version_policy") or {}).get("latest") or {}).get("num_versions")
-            if have is not None and int(have) == vp.latest_num_versions:
-                rec.ok("VT225", label, vp, "latest_num_versions", f"latest {have} versions")
-            else:
-                rec.drift(
-                    "VT225",
-                    label,
-                    vp,
-                    "latest_num_versions",
-                    f"model '{name}' keeps {'latest ' + str(have) if have else 'a different set of'} version(s), "
-                    f"the spec declares the latest {vp.latest_num_versions} (seed 000 §2.2)",
-                )
+            expect(
+                rec,
+                ("VT225", label, vp, "latest_num_versions"),
+                have is not None and int(have) == vp.latest_num_versions,
+                f"latest {have} versions",
+                f"model '{name}' keeps {'latest ' + str(have) if have else 'a different set of'} version(s), "
+                f"the spec declares the latest {vp.latest_num_versions} (seed 000 §2.2)",
+            )
 
 
 # In the order their findings appear for one model.

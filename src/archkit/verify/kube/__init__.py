@@ -8,7 +8,7 @@ proves nothing. One module per concern holds its checks, each a small class carr
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +30,7 @@ from archkit.verify.kube.security import Privileged, ReadOnlyRootFs, RunAsNonRoo
 from archkit.verify.kube.services import ContainerPorts, ServiceExposure, ServicePorts
 from archkit.verify.kube.volumes import Mounts
 from archkit.verify.kube.workload import Image, ReadyReplicas, Replicas, WorkloadFound
-from archkit.verify.registry import Check, DocRow, Option, Providers, Reading, Source, register_source
+from archkit.verify.registry import DocRow, Option, Providers, Reading, Source, register_source
 from archkit.verify.state import ClusterState, load_manifests, load_snapshot, read_live
 
 # In the order their findings appear for one service (the report groups findings by object).
@@ -62,30 +62,33 @@ SERVICE_CHECKS: tuple[type[ServiceCheck], ...] = (
 def check_cluster(spec: Spec, state: ClusterState) -> list[Finding]:
     """Every Kubernetes check of `spec` against `state`."""
     ctx = KubeContext(spec, state)
-    pool_checks: list[PoolCheck] = [c() for c in POOL_CHECKS]
-    service_checks: list[ServiceCheck] = [c() for c in SERVICE_CHECKS]
-
+    pool_checks = [c() for c in POOL_CHECKS]
+    service_checks = [c() for c in SERVICE_CHECKS]
     for pool in spec.topology.node_pools:
-
-        def run_pool(pool: Any = pool) -> None:
-            target = PoolNodes.resolve(ctx, pool)
-            if target is not None:
-                for pchk in pool_checks:
-                    pchk.run(ctx, target)
-
-        ctx.guarded(pool, f"pool/{pool.id}", "VK101", run_pool)
+        _check_object(ctx, pool, f"pool/{pool.id}", "VK101", PoolNodes.resolve, pool_checks)
     for svc in spec.topology.services:
-        if svc.external:
-            continue
-
-        def run_service(svc: Any = svc) -> None:
-            target = WorkloadFound.resolve(ctx, svc)
-            if target is not None:
-                for schk in service_checks:
-                    schk.run(ctx, target)
-
-        ctx.guarded(svc, f"service/{svc.id}", "VK110", run_service)
+        if not svc.external:
+            _check_object(ctx, svc, f"service/{svc.id}", "VK110", WorkloadFound.resolve, service_checks)
     return ctx.rec.findings
+
+
+def _check_object(
+    ctx: KubeContext,
+    obj: Any,
+    label: str,
+    code: str,
+    resolve: Callable[[KubeContext, Any], Any],
+    checks: Sequence[PoolCheck | ServiceCheck],
+) -> None:
+    """Find what one spec object is deployed as, then run its checks on it, guarded."""
+
+    def run() -> None:
+        target = resolve(ctx, obj)
+        if target is not None:
+            for chk in checks:
+                chk.run(ctx, target)
+
+    ctx.guarded(obj, label, code, run)
 
 
 def namespaces_of(spec: Spec) -> list[str]:
@@ -149,7 +152,7 @@ class KubeSource(Source):
             "error (refused, timeout) stops reading instead of waiting once per kind.",
         ),
     )
-    checks: tuple[type[Check], ...] = (PoolNodes, *POOL_CHECKS, WorkloadFound, *SERVICE_CHECKS)
+    checks = (PoolNodes, *POOL_CHECKS, WorkloadFound, *SERVICE_CHECKS)
     default_options = {"live": True}  # like kubectl: no source named means the current cluster
 
     def read(self, spec: Spec, options: Mapping[str, Any], timeout_s: float, providers: Providers) -> Any:

@@ -79,7 +79,7 @@ class GpuRequestsEqualLimits(ServiceCheck):
                 label,
                 svc.resources,
                 "limits",
-                f"service '{svc.id}' requests {GPU} {num(req)} but sets no limit: Kubernetes refuses "
+                f"service '{svc.id}' requests {GPU} {num(req or 0)} but sets no limit: Kubernetes refuses "
                 "extended resources without a limit (seed 004 §2.3)",
                 where,
             )

@@ -89,7 +89,7 @@ class NetworkPolicies(ServiceCheck):
             pol_rules = [(p, pr) for p in pols for pr in (p.get("spec") or {}).get(key) or []]
             bad = []
             for rule in rules:
-                declared = rule.from_ if direction == "Ingress" else rule.to
+                declared = rule.from_ if isinstance(rule, IngressRule) else rule.to
                 port_c = c if direction == "Ingress" else None
                 if (
                     cidr(declared) is None
@@ -153,7 +153,7 @@ class NetworkPolicies(ServiceCheck):
                     where,
                 )
             if direction == "Ingress":
-                _extra_ingress(ctx, t, rules, pol_rules)
+                _extra_ingress(ctx, t, svc.ingress, pol_rules)
 
 
 def _policies(ctx: KubeContext, labels: dict, ns: str, direction: str) -> list[dict]:
@@ -201,7 +201,7 @@ def _peer_covers(ctx: KubeContext, peer: dict, declared: str, my_ns: str) -> boo
             return False
         return selector_matches(peer.get("podSelector") or {}, pod_labels(wl))
     if cidr(declared) is not None:
-        block = peer.get("ipBlock")
+        block = peer.get("ipBlock") or {}
         return bool(block) and cidr_within(declared, block.get("cidr", ""))
     return None  # a host name: NetworkPolicies cannot name hosts
 
