@@ -130,11 +130,11 @@ class OpenPacer:
         """The schedule is given to `run`; the locustfile's arguments do not apply."""
 
     def acquire(self, user: Any) -> None:
-        if self.closed:
-            raise StopUser()
+        # After the end a user parks here until the runner stops it: a user stopping by itself
+        # (StopUser) runs locust's bookkeeping while other answers are still due.
         ar: AsyncResult = AsyncResult()
         me = gevent.getcurrent()
-        self.free.append((me, ar))
+        self.free.append((me, ar))  # after close() only release() sets it
         due = ar.get()
         if due is None:
             raise StopUser()
@@ -166,9 +166,21 @@ class OpenPacer:
                 self.rec.on_drop()
 
     def close(self) -> None:
+        """No request is handed out any more; waiting users stay parked (see acquire)."""
+        self.closed = True
+
+    def release(self) -> None:
+        """Let every parked user stop (StopUser), once nothing is in flight any more."""
         self.closed = True
         while self.free:
             self.free.popleft()[1].set(None)
+
+    def drain(self, limit_s: float) -> None:
+        """Wait (at most limit_s) for the requests in flight: stopping the runner blocks the loop,
+        and a response that arrives meanwhile would be timed late."""
+        end = time.monotonic() + limit_s
+        while time.monotonic() < end and any(not g.dead for g in self.sched):
+            gevent.sleep(0.005)
 
 
 class Recorder:
@@ -390,15 +402,19 @@ def main(argv: list[str] | None = None) -> int:
         if pacer is not None:
             pacer.close()
 
-    def quit_(why: str) -> None:
+    def quit_(why: str, drain_s: float = DRAIN_S) -> None:
         if stopped["why"] == "duration":
             stopped["why"] = why
         close_pacer()
+        if pacer is not None:  # let the answers in flight arrive, then free the parked users
+            pacer.drain(drain_s)
+            pacer.release()
         runner.quit()
 
-    gevent.signal_handler(signal.SIGTERM, lambda: quit_("stopped by the runner"))
-    gevent.signal_handler(signal.SIGINT, lambda: quit_("interrupted"))
-    gevent.spawn_later(plan["duration_s"] + DRAIN_S + 10.0 + SPAWN_WAIT_S, quit_, "deadline")
+    # signal handlers run on the hub, which must not wait: the quit runs in its own greenlet
+    gevent.signal_handler(signal.SIGTERM, lambda: gevent.spawn(quit_, "stopped by the runner"))
+    gevent.signal_handler(signal.SIGINT, lambda: gevent.spawn(quit_, "interrupted", 0.0))
+    gevent.spawn_later(plan["duration_s"] + DRAIN_S + 10.0 + SPAWN_WAIT_S, quit_, "deadline", 0.0)
 
     def rate_of_second(index: int) -> float | None:
         """The offered rate in the middle of second `index` (the one a tick reports on)."""
@@ -465,6 +481,9 @@ def main(argv: list[str] | None = None) -> int:
                 i += 1
                 if i == len(bounds):
                     close_pacer()  # the planned time is over: nothing new is sent
+                    if pacer is not None:
+                        pacer.drain(DRAIN_S)
+                        pacer.release()
                     if args.role == "local":
                         quit_("duration")
                     return

@@ -53,7 +53,9 @@ def with_environment(spec: Spec, file: str, env: str | None) -> Spec:
         return spec
     if spec.environment(env) is None:
         raise UnknownEnvironmentError(file, env, [e.id for e in spec.environments])
-    return spec.with_environment(env)
+    from archkit.calibrate.apply import with_calibration  # environments[].calibration: measured service times
+
+    return with_calibration(spec, file, env).with_environment(env)
 
 
 def prepare(path: str | os.PathLike[str], env: str | None = None) -> RunContext:

@@ -224,7 +224,7 @@ class PrometheusSource(Source):
             "groups of `--rules FILE`.",
         ),
     )
-    checks: tuple[type[Check], ...] = (Reachable, RuleGroups, ScrapeTargets)
+    checks = (Reachable, RuleGroups, ScrapeTargets)
     needs = ("rule_groups",)  # (names or None, why not): the groups the prometheus generator makes
 
     def given(self, options: Mapping[str, Any]) -> bool:

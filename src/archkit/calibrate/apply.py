@@ -1,0 +1,98 @@
+"""Fold a calibration file into the spec's environment: measured service times replace the declared.
+
+`environments[].calibration` names a file written by `archkit calibrate` (relative to the spec's
+folder). When that environment is applied, each calibrated model stage gets a `service_time`
+table from the file — per batch size, the median compute input (copy), infer (compute) and
+output (overhead) times — in place of the environment's or the stage's own. Only the in-memory
+spec changes; the file on disk is never rewritten.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from archkit.errors import InputError
+from archkit.spec import source_of
+from archkit.spec.model import BatchTiming, Spec, StageOverride, _copy_paths
+
+MAX_BYTES = 4 * 1024 * 1024
+
+
+class CalibrationError(InputError):
+    """The calibration file a spec references is missing or not a calibration."""
+
+
+def _where(spec: Spec, index: int) -> str:
+    smap = source_of(spec)
+    loc = smap.at(("environments", index, "calibration"))
+    return f"{smap.file}:{loc.line}:{loc.col}"
+
+
+def read(path: Path) -> dict:
+    """The calibration document, checked for its kind and bounded in size."""
+    try:
+        if path.stat().st_size > MAX_BYTES:
+            raise CalibrationError(f"{path}: larger than {MAX_BYTES} bytes, not a calibration file")
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise CalibrationError(f"{path}: cannot read the calibration: {exc}") from None
+    if (
+        not isinstance(doc, dict)
+        or doc.get("kind") != "calibration"
+        or not isinstance(doc.get("models"), dict)
+    ):
+        raise CalibrationError(f"{path}: not an archkit calibration file (kind: calibration, models)")
+    return doc
+
+
+def timings(entry: dict) -> list[BatchTiming]:
+    """The service-time table of one calibrated model (medians per part, ms)."""
+    out = []
+    for b in entry.get("batches", []):
+        try:
+            out.append(
+                BatchTiming(
+                    batch_size=int(b["batch_size"]),
+                    copy_ms=float(b["compute_input_ms"]["p50"]),
+                    compute_ms=float(b["compute_infer_ms"]["p50"]),
+                    overhead_ms=float(b["compute_output_ms"]["p50"]),
+                    measured=True,
+                )
+            )
+        except (KeyError, TypeError, ValueError):
+            continue
+    return sorted(out, key=lambda t: t.batch_size)
+
+
+def with_calibration(spec: Spec, file: str, env: str | None) -> Spec:
+    """A copy of the spec whose environment `env` carries its calibration's service times."""
+    if not env:
+        return spec
+    index, e = next(((i, x) for i, x in enumerate(spec.environments) if x.id == env), (None, None))
+    if e is None or not e.calibration or index is None:
+        return spec
+    base = Path(file).resolve().parent if file and not file.startswith("<") else Path.cwd()
+    path = base / e.calibration
+    if not path.is_file():
+        raise CalibrationError(
+            f"{_where(spec, index)}: calibration file {e.calibration} not found under {base} "
+            f"(write it with: archkit calibrate {file} --env {env} -o {e.calibration})"
+        )
+    doc = read(path)
+    clone = spec.model_copy(deep=True)
+    clone.__dict__.pop("_archkit_index", None)
+    _copy_paths(spec, clone)  # findings keep pointing at the user's lines
+    ce = clone.environments[index]
+    by_model = {st.model.name: st for st in clone.dataflow.stages if st.model is not None}
+    for name, entry in doc["models"].items():
+        st = by_model.get(name)
+        table = timings(entry) if isinstance(entry, dict) else []
+        if st is None or not table:
+            continue
+        ov = next((o for o in ce.stages if o.stage == st.id), None)
+        if ov is None:
+            ov = StageOverride(stage=st.id)
+            ce.stages.append(ov)
+        ov.service_time = table
+    return clone

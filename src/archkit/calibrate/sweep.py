@@ -1,0 +1,279 @@
+"""`archkit calibrate`: measure each model stage's service time on a live Triton (loopback).
+
+For every model stage of the spec served by Triton:
+1. batch sweep: for each batch size, a few warm-up requests, then N requests one at a time (so
+   each request is one execution and nothing queues); after each, Triton's own statistics are
+   read, and the per-request deltas of compute input / infer / output and queue time (µs, from
+   the server, not the client) give the service time's P50, P95 and mean;
+2. concurrency sweep at batch 1: c client threads send back to back for a few seconds; the
+   completed requests per second and the mean compute time per request give the measured
+   scaling (instances sharing cores or a GPU do not add up: time-slicing is not free).
+
+Inputs: `--inputs DIR` with `DIR/MODEL/INPUT.npy` (one item, without the batch dimension; a
+request of batch b repeats it b times), else random tensors of the model's declared shapes with
+each variable dimension set to `--dim`. Every run is bounded: a wall-clock budget and a request
+timeout. The result is a calibration file that a spec's environment references
+(`environments[].calibration`); the spec itself is never rewritten.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import platform
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from archkit.calibrate.triton import Client, ModelConfig, TritonError, delta
+from archkit.spec.model import Spec
+
+KIND = "calibration"
+
+
+class CalibrateError(RuntimeError):
+    """Calibration could not run (no model stage, Triton unreachable, bad inputs, out of time)."""
+
+
+@dataclass
+class Options:
+    triton: str = "http://127.0.0.1:8000"
+    token: str | None = None
+    env: str | None = None
+    inputs: Path | None = None
+    dim: int = 64  # a variable dimension of a random tensor
+    requests: int = 20  # measured requests per batch size
+    warmup: int = 3
+    batch_sizes: list[int] | None = None  # default: the spec's service_time sizes, capped by Triton's max
+    concurrency: list[int] | None = None  # default: 1 .. instances + 1
+    seconds: float = 4.0  # per concurrency point
+    budget_s: float = 600.0  # the whole run
+    seed: int = 1
+    models: list[str] = field(default_factory=list)  # only these model names (default: every one)
+
+
+def _pcts(values: list[float]) -> dict[str, float]:
+    arr = np.asarray(values, dtype=float)
+    return {
+        "p50": round(float(np.percentile(arr, 50)), 3),
+        "p95": round(float(np.percentile(arr, 95)), 3),
+        "mean": round(float(arr.mean()), 3),
+    }
+
+
+def model_stages(spec: Spec, only: list[str]) -> list[tuple[str, str]]:
+    """(stage id, model name) of every model stage served by Triton."""
+    out = []
+    for st in spec.dataflow.stages:
+        m = st.model
+        if m is None or (getattr(m, "server", None) not in (None, "triton")):
+            continue
+        if only and m.name not in only:
+            continue
+        out.append((st.id, m.name))
+    return out
+
+
+def _item(cfg: ModelConfig, opts: Options, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """One item per input: from --inputs, else random of the declared shape."""
+    item = {}
+    for info in cfg.inputs:
+        path = opts.inputs / cfg.name / f"{info.name}.npy" if opts.inputs else None
+        if path is not None and path.is_file():
+            arr = np.load(path, allow_pickle=False)
+        elif path is not None:
+            raise CalibrateError(
+                f"{path}: missing (calibrate --inputs expects DIR/MODEL/INPUT.npy per input)"
+            )
+        else:
+            shape = [opts.dim if d < 0 else d for d in info.dims]
+            if np.issubdtype(info.dtype, np.integer):
+                arr = rng.integers(0, 255 if info.dtype == np.uint8 else 100, size=shape).astype(info.dtype)
+            else:
+                arr = rng.random(size=shape).astype(info.dtype)
+        item[info.name] = arr
+    return item
+
+
+def _batch(cfg: ModelConfig, item: dict[str, np.ndarray], b: int) -> dict[str, np.ndarray]:
+    if cfg.max_batch_size <= 0:
+        return item
+    return {k: np.repeat(v[None, ...], b, axis=0) for k, v in item.items()}
+
+
+def _ms(part: tuple[int, int]) -> float:
+    count, ns = part
+    return ns / count / 1e6 if count else 0.0
+
+
+def batch_point(
+    client: Client, cfg: ModelConfig, req: dict[str, np.ndarray], opts: Options, end: float
+) -> dict:
+    """N sequential requests of one batch size: per-request server-side times from the statistics."""
+    for _ in range(opts.warmup):
+        client.infer(cfg.name, req, cfg.inputs, cfg.outputs)
+    samples: dict[str, list[float]] = {
+        "service": [],
+        "compute_input": [],
+        "compute_infer": [],
+        "compute_output": [],
+        "queue": [],
+    }
+    before = client.stats(cfg.name)
+    for _ in range(opts.requests):
+        if time.monotonic() > end:
+            break
+        client.infer(cfg.name, req, cfg.inputs, cfg.outputs)
+        after = client.stats(cfg.name)
+        d = delta(before, after)
+        before = after
+        parts = {k: _ms(d[k]) for k in ("compute_input", "compute_infer", "compute_output", "queue")}
+        for k, v in parts.items():
+            samples[k].append(v)
+        samples["service"].append(parts["compute_input"] + parts["compute_infer"] + parts["compute_output"])
+    if not samples["service"]:
+        raise CalibrateError(f"model {cfg.name}: out of time before any measured request (--budget-s)")
+    return {
+        "requests": len(samples["service"]),
+        "service_ms": _pcts(samples["service"]),
+        "compute_input_ms": _pcts(samples["compute_input"]),
+        "compute_infer_ms": _pcts(samples["compute_infer"]),
+        "compute_output_ms": _pcts(samples["compute_output"]),
+        "queue_ms": _pcts(samples["queue"]),
+    }
+
+
+def concurrency_point(
+    opts: Options, cfg: ModelConfig, req: dict[str, np.ndarray], c: int, seconds: float
+) -> dict:
+    """c threads back to back for `seconds`: throughput and mean compute per request (server side)."""
+    stop = threading.Event()
+    errors: list[str] = []
+
+    def worker() -> None:
+        cl = Client(opts.triton, opts.token)
+        try:
+            while not stop.is_set():
+                cl.infer(cfg.name, req, cfg.inputs, cfg.outputs)
+        except TritonError as exc:
+            errors.append(str(exc))
+        finally:
+            cl.close()
+
+    probe = Client(opts.triton, opts.token)
+    try:
+        threads = [threading.Thread(target=worker, daemon=True) for _ in range(c)]
+        for t in threads:
+            t.start()
+        time.sleep(min(1.0, seconds / 4))  # every thread busy before the window opens
+        before, t0 = probe.stats(cfg.name), time.monotonic()
+        time.sleep(seconds)
+        after, t1 = probe.stats(cfg.name), time.monotonic()
+        stop.set()
+        for t in threads:
+            t.join(timeout=opts.seconds + 60)
+    finally:
+        probe.close()
+    if errors:
+        raise CalibrateError(f"model {cfg.name} at concurrency {c}: {errors[0]}")
+    d = delta(before, after)
+    done = d["success"][0]
+    compute = sum(_ms(d[k]) for k in ("compute_input", "compute_infer", "compute_output"))
+    return {
+        "concurrency": c,
+        "throughput_rps": round(done / (t1 - t0), 3),
+        "compute_ms_mean": round(compute, 3),
+        "queue_ms_mean": round(_ms(d["queue"]), 3),
+        "requests": done,
+    }
+
+
+def environment() -> dict:
+    cpu = platform.processor() or "?"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "load_average": [round(x, 2) for x in os.getloadavg()],
+        "measured_at": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    }
+
+
+def calibrate(spec: Spec, opts: Options, progress: Callable[[str], None] | None = None) -> dict:
+    """Sweep every model stage; returns the calibration document (see module docstring)."""
+    say = progress or (lambda _m: None)
+    stages = model_stages(spec, opts.models)
+    if not stages:
+        raise CalibrateError("the spec has no model stage served by Triton (dataflow.stages[].model)")
+    end = time.monotonic() + opts.budget_s
+    rng = np.random.default_rng(opts.seed)
+    client = Client(opts.triton, opts.token)
+    doc: dict[str, Any] = {
+        "apiVersion": "archkit/v1",
+        "kind": KIND,
+        "spec": spec.metadata.name,
+        "env": opts.env,
+        "triton": opts.triton,
+        "environment": environment(),
+        "method": (
+            f"{opts.requests} sequential requests per batch size after {opts.warmup} warm-up; per-request "
+            "deltas of Triton's inference statistics (compute input + infer + output = service time); "
+            f"concurrency points of {opts.seconds:g} s each at batch 1"
+        ),
+        "models": {},
+    }
+    try:
+        for stage_id, name in stages:
+            try:
+                cfg = client.config(name)
+            except TritonError as exc:
+                raise CalibrateError(f"stage {stage_id}: model {name}: {exc}") from None
+            item = _item(cfg, opts, rng)
+            st = spec.stage(stage_id)
+            declared = (
+                sorted({t.batch_size for t in (st.model.service_time or [])}) if st and st.model else []
+            )
+            cap = cfg.max_batch_size if cfg.max_batch_size > 0 else 1
+            sizes = [b for b in (opts.batch_sizes or declared or [1]) if b <= cap] or [1]
+            entry: dict[str, Any] = {
+                "stage": stage_id,
+                "instances": cfg.instances,
+                "batches": [],
+                "concurrency": [],
+            }
+            for b in sizes:
+                say(f"{name}: batch {b}, {opts.requests} requests")
+                point = batch_point(client, cfg, _batch(cfg, item, b), opts, end)
+                entry["batches"].append({"batch_size": b, **point})
+                say(
+                    f"{name}: batch {b}: service P50 {point['service_ms']['p50']} ms, P95 {point['service_ms']['p95']} ms"
+                )
+            levels = opts.concurrency or list(range(1, cfg.instances + 2))
+            base = None
+            for c in levels:
+                if time.monotonic() + opts.seconds + 2 > end:
+                    say(f"{name}: concurrency {c} skipped (--budget-s)")
+                    break
+                say(f"{name}: concurrency {c} for {opts.seconds:g} s")
+                point = concurrency_point(opts, cfg, _batch(cfg, item, 1), c, opts.seconds)
+                base = base or point["throughput_rps"] or None
+                point["speedup"] = round(point["throughput_rps"] / base, 3) if base else None
+                entry["concurrency"].append(point)
+                say(
+                    f"{name}: concurrency {c}: {point['throughput_rps']} req/s, compute {point['compute_ms_mean']} ms"
+                )
+            doc["models"][name] = entry
+    finally:
+        client.close()
+    return doc
