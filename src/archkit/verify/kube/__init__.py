@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from archkit.errors import InputError
 from archkit.spec.model import Spec
 from archkit.verify.findings import Finding
 from archkit.verify.kube.container import (
@@ -161,7 +162,7 @@ class KubeSource(Source):
         in_cluster = bool(options.get("in_cluster"))
         live = bool(options.get("live")) or context is not None or kubeconfig is not None
         if sum(x is not None for x in (snapshot, manifests)) + bool(live or in_cluster) > 1:
-            raise ValueError("give one cluster source: --snapshot, --manifests or a live cluster")
+            raise InputError("give one cluster source: --snapshot, --manifests or a live cluster")
         if snapshot is not None:
             return load_snapshot(snapshot, pod_namespaces=namespaces_of(spec))
         if manifests is not None:
