@@ -11,7 +11,7 @@ import pytest
 from archkit import api
 from archkit.diagnostics import Diagnostic, Severity
 from archkit.loadtest.judge import Verdict
-from archkit.loadtest.session import located_verdict
+from archkit.loadtest.results import located_verdict
 from archkit.reporting import Located, Outcome, Result, RuleInfo, junit, locate, sarif
 from archkit.verify.findings import Finding, Status
 from tests.conftest import ROOT

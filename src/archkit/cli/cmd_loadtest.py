@@ -153,8 +153,9 @@ def loadtest(
         typer.echo(json.dumps(report_mod.result_json(res), indent=1, ensure_ascii=False, default=str))
     elif format is Format.sarif:
         from archkit import __version__
+        from archkit.loadtest.results import sarif_log
 
-        typer.echo(report_mod.sarif_log(res, __version__), nl=False)
+        typer.echo(sarif_log(res, __version__), nl=False)
     else:
         m = res.measured["end_to_end"]
         typer.echo(

@@ -37,8 +37,7 @@ from archkit.atomic import write_atomic
 from archkit.errors import InputError
 from archkit.loadtest import compare as compare_mod
 from archkit.loadtest import generator as generator_mod
-from archkit.loadtest import session
-from archkit.reporting import Location, RuleInfo, junit, sarif
+from archkit.loadtest.results import junit_xml
 
 MARKER = ".archkit-loadtest"
 FILES = ("result.json", "junit.xml", "report.md", "report.html", "measured.json")
@@ -130,38 +129,6 @@ def measured_json(res) -> dict:
             "failure_mode": m["stress"].get("failure_mode"),
         }
     return out
-
-
-# --------------------------------------------------------------------------- JUnit
-
-
-def _located(res) -> list:
-    """The run's verdicts as located results; one made without its spec is located at the file only."""
-    return res.located or [
-        session.verdict_result(
-            v, res.plan.level, Location(res.spec_file, 1, 1, ".".join(map(str, v.spec_path)))
-        )
-        for v in res.verdicts
-    ]
-
-
-def junit_xml(res) -> str:
-    """One testcase per budget; a missed budget is a failure whose message says why."""
-    return junit(
-        _located(res),
-        f"archkit loadtest {res.spec_name} {res.plan.level}",
-        failure_type="budget-missed",
-        empty="the spec declares no budget this level can judge",
-        time_s=res.data.wall_s,
-    )
-
-
-def sarif_log(res, version: str = "") -> str:
-    """SARIF 2.1.0: a result per missed budget (error) and per budget that could not be judged (note)."""
-    from archkit.loadtest.codes import CODES
-
-    rules = {c.id: RuleInfo(c.title, c.title, c.rationale, c.source, explain=c.explain()) for c in CODES}
-    return sarif(_located(res), "archkit loadtest", version, rules)
 
 
 # --------------------------------------------------------------------------- plots

@@ -17,17 +17,16 @@ from importlib import metadata
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from archkit import reporting
 from archkit.loadtest import chaos as chaos_mod
 from archkit.loadtest import compare as compare_mod
 from archkit.loadtest import generator as generator_mod
 from archkit.loadtest import judge as judge_mod
 from archkit.loadtest import plan as plan_mod
 from archkit.loadtest import scrape
-from archkit.loadtest.codes import code_of
+from archkit.loadtest.results import located_verdict
 from archkit.loadtest.runner import RunData, free_port, run
 from archkit.loadtest.safety import require_loopback
-from archkit.reporting import Located, Outcome, locate
+from archkit.reporting import Located, locate
 from archkit.spec.model import Spec
 
 FAST_ERROR_STATUSES = {"429", "503"}
@@ -83,23 +82,6 @@ class Result:
         """Why the numbers describe the load generator rather than the service, if they do."""
         gen = self.measured.get("generator") or {}
         return None if gen.get("kept_up", True) else gen.get("message")
-
-
-def located_verdict(spec: Spec, v: judge_mod.Verdict, level: str) -> reporting.Result:
-    """A verdict as a located result (archkit.reporting): its LT code, where its budget is declared."""
-    return verdict_result(v, level, locate(spec, v.spec_path))
-
-
-def verdict_result(v: judge_mod.Verdict, level: str, where: reporting.Location) -> reporting.Result:
-    outcome = Outcome.UNKNOWN if v.passed is None else Outcome.PASS if v.passed else Outcome.ERROR
-    return reporting.Result.at(
-        where,
-        code_of(v.id) or v.id,
-        v.why,
-        outcome,
-        group=f"loadtest.{level}",
-        name=v.id,
-    )
 
 
 def _loc(spec: Spec, path: tuple) -> str:
