@@ -1,6 +1,6 @@
 """AK105: a control-flow node cannot be reached from the start."""
 
-from archkit.checks.common import first_by_id, reachable_control_nodes
+from archkit.checks.common import reachable_control_nodes
 from archkit.checks.registry import Rule, register
 
 
@@ -20,7 +20,7 @@ its caller is: it runs while the caller's target handles the request.
 
     def check(self, ctx):
         cf = ctx.spec.controlflow
-        nodes = first_by_id(cf.nodes())
+        nodes = ctx.spec.by_id("control-flow node")
         if not nodes:
             return
         if not cf.start:

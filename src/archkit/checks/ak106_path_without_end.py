@@ -1,6 +1,6 @@
 """AK106: a control-flow path does not end in a terminal."""
 
-from archkit.checks.common import control_successors, first_by_id
+from archkit.checks.common import control_successors
 from archkit.checks.registry import Rule, register
 from archkit.spec.model import Call, Decision
 
@@ -20,7 +20,7 @@ hanging: the client waits until its own timeout. Every path must end in a termin
 
     def check(self, ctx):
         cf = ctx.spec.controlflow
-        nodes = first_by_id(cf.nodes())
+        nodes = ctx.spec.by_id("control-flow node")
         for n in nodes.values():
             if isinstance(n, Call) and n.caller:
                 continue  # a nested call returns to its caller, which carries the path on

@@ -28,19 +28,11 @@ def control_successors(node) -> list[tuple[str, str]]:
     return out
 
 
-def first_by_id(items) -> dict:
-    """id -> first object with that id (duplicates are AK102's business)."""
-    out: dict = {}
-    for item in items:
-        out.setdefault(item.id, item)
-    return out
-
-
 def reachable_control_nodes(spec: Spec) -> set[str]:
     """Ids reachable from `controlflow.start`, following branches, next, on_failure, and the
     nested calls (`caller:`) made while their caller's target runs."""
     cf = spec.controlflow
-    nodes = first_by_id(cf.nodes())
+    nodes = spec.by_id("control-flow node")
     nested: dict[str, list[str]] = {}
     for call in cf.calls:
         if call.caller:
