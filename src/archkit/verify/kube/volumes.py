@@ -32,9 +32,7 @@ class Mounts(ServiceCheck):
         vols = {v.get("name"): v for v in pod_spec(wl).get("volumes") or []}
         vmounts = {m.get("mountPath"): m for m in c.get("volumeMounts") or []}
         for mount in svc.mounts:
-            storage: Storage | None = next(
-                (s for s in ctx.spec.topology.storage if s.id == mount.storage), None
-            )
+            storage: Storage | None = ctx.spec.by_id("storage").get(mount.storage)
             if storage is None or storage.type in ("s3", "redis", "database"):
                 continue  # not a filesystem mount (or a dangling id, which `archkit check` reports)
             vm = vmounts.get(mount.path) or vmounts.get(mount.path.rstrip("/"))
