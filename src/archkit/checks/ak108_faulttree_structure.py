@@ -1,12 +1,16 @@
 """AK108: a fault tree is malformed."""
 
+from archkit.analysis.faulttree import FaultTreeLimitError
+from archkit.analysis.ft_model import FaultTreeError, compile_tree
 from archkit.checks.registry import Rule, register
 from archkit.spec.model import GateType
+
+ARITY = {GateType.NOT: 1, GateType.IFF: 2, GateType.IMPLY: 2}
 
 
 @register
 class FaultTreeStructure(Rule):
-    """A fault tree has a cycle, an unused event, or an `atleast` gate with a bad k."""
+    """A fault tree has a cycle, an unused event, a gate with the wrong inputs, or is refused by the analysis."""
 
     code = "AK108"
     name = "faulttree-structure"
@@ -14,49 +18,81 @@ class FaultTreeStructure(Rule):
     rationale = """
 A fault tree is a directed acyclic graph from the top event to leaf events. Cycles make
 minimal cut sets undefined; an event no gate uses never appears in the runbook; an
-`atleast` gate needs 1 <= k <= number of inputs.
+`atleast` gate needs 1 <= k <= number of inputs; `not` takes one input, `iff` and `imply`
+two; an `inhibit` gate needs its conditioning event. Any other reason the analysis refuses the tree is reported here too, so no tree
+is drawn without its figures silently.
 """
 
     def check(self, ctx):
         for tree in ctx.spec.faulttrees:
-            gates = {g.id: g for g in tree.gates}
-            used = {tree.top}
-            for g in tree.gates:
-                used.update(g.inputs)
-                if g.type is GateType.ATLEAST:
-                    if g.k is None or g.k > len(g.inputs):
-                        yield ctx.at(
-                            g, "k", f"gate '{g.id}' is atleast but k={g.k} with {len(g.inputs)} inputs"
-                        )
-                elif g.k is not None:
+            found = list(self._structure(ctx, tree))
+            yield from found
+            if found:
+                continue
+            try:
+                compile_tree(tree)
+            except FaultTreeLimitError:
+                pass  # AK111
+            except FaultTreeError as exc:
+                if "neither a gate nor an event" not in str(exc) and "unknown event" not in str(exc):
+                    yield ctx.at(tree, "top", str(exc))  # dangling references are AK103's
+
+    def _structure(self, ctx, tree):
+        gates = {g.id: g for g in tree.gates}
+        used = {tree.top}
+        for grp in tree.ccf_groups:
+            used.update(grp.members)  # unknown members are AK103's
+        for g in tree.gates:
+            used.update(g.inputs)
+            if g.type in ARITY and len(g.inputs) != ARITY[g.type]:
+                yield ctx.at(
+                    g,
+                    "inputs",
+                    f"gate '{g.id}' is {g.type.value} with {len(g.inputs)} inputs; it takes {ARITY[g.type]}",
+                )
+            if g.type is GateType.INHIBIT:
+                if g.condition is None:
                     yield ctx.at(
-                        g, "k", f"gate '{g.id}' is {g.type.value}; 'k' applies to atleast gates only"
+                        g, "type", f"inhibit gate '{g.id}' has no condition (the conditioning event)"
                     )
-            for e in tree.events:
-                if e.id not in used:
-                    yield ctx.at(e, "id", f"event '{e.id}' is not an input of any gate in tree '{tree.id}'")
-            for g in tree.gates:
-                if g.id not in used:
-                    yield ctx.at(g, "id", f"gate '{g.id}' is not reachable from top '{tree.top}'")
-            # cycle detection
-            state: dict[str, int] = {}
+                else:
+                    used.add(g.condition)
+            elif g.condition is not None:
+                yield ctx.at(
+                    g,
+                    "condition",
+                    f"gate '{g.id}' is {g.type.value}; 'condition' applies to inhibit gates only",
+                )
+            if g.type is GateType.ATLEAST:
+                if g.k is None or g.k > len(g.inputs):
+                    yield ctx.at(g, "k", f"gate '{g.id}' is atleast but k={g.k} with {len(g.inputs)} inputs")
+            elif g.k is not None:
+                yield ctx.at(g, "k", f"gate '{g.id}' is {g.type.value}; 'k' applies to atleast gates only")
+        for e in tree.events:
+            if e.id not in used:
+                yield ctx.at(e, "id", f"event '{e.id}' is not an input of any gate in tree '{tree.id}'")
+        for g in tree.gates:
+            if g.id not in used:
+                yield ctx.at(g, "id", f"gate '{g.id}' is not reachable from top '{tree.top}'")
+        # cycle detection
+        state: dict[str, int] = {}
 
-            def visit(gid, trail, state=state, gates=gates):
-                state[gid] = 1
-                for inp in gates[gid].inputs:
-                    if inp in gates:
-                        if state.get(inp) == 1:
-                            return trail + [gid, inp]
-                        if not state.get(inp):
-                            found = visit(inp, trail + [gid])
-                            if found:
-                                return found
-                state[gid] = 2
-                return None
+        def visit(gid, trail, state=state, gates=gates):
+            state[gid] = 1
+            for inp in gates[gid].inputs:
+                if inp in gates:
+                    if state.get(inp) == 1:
+                        return trail + [gid, inp]
+                    if not state.get(inp):
+                        found = visit(inp, trail + [gid])
+                        if found:
+                            return found
+            state[gid] = 2
+            return None
 
-            for gid in gates:
-                if not state.get(gid):
-                    cyc = visit(gid, [])
-                    if cyc:
-                        yield ctx.at(gates[cyc[-2]], "inputs", "fault tree cycle: " + " -> ".join(cyc))
-                        break
+        for gid in gates:
+            if not state.get(gid):
+                cyc = visit(gid, [])
+                if cyc:
+                    yield ctx.at(gates[cyc[-2]], "inputs", "fault tree cycle: " + " -> ".join(cyc))
+                    break
