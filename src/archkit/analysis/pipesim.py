@@ -28,13 +28,12 @@ MAX_REQUESTS) and a fixed number of events per request.
 
 from __future__ import annotations
 
-import heapq
 import math
-import random
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from archkit.analysis import pipesim_kernel as kernel
 from archkit.analysis.resources import (
     LoadModel,
     busy_table_of,
@@ -48,7 +47,6 @@ from archkit.spec.model import Spec
 MAX_REQUESTS = 5_000_000
 _EVENTS_PER_REQUEST = 400  # a hard stop for pathological specs (retry storms): far above any route
 
-_EV_RES, _EV_DONE, _EV_TIMER, _EV_TIMEOUT, _EV_RETRY = 0, 1, 2, 3, 4
 _ROUTING = {"random": 0, "round-robin": 1, "least-request": 2}
 
 
@@ -237,327 +235,131 @@ def simulate_pipeline(
     """Simulate `requests` requests (Poisson at `rate_rps`, or the recorded `arrivals`, in s)."""
     steps, res_ids, res_units = compile_steps(spec, load)
     routes, probs = _routes(spec, steps)
-    np_rng = np.random.default_rng(seed)
-    rng = random.Random(seed)
+    rng = np.random.default_rng(seed)
     if arrivals is not None:
-        arr = sorted(float(a) for a in arrivals)[:MAX_REQUESTS]
-        n = len(arr)
+        arr = np.sort(np.asarray(arrivals, dtype=np.float64))[:MAX_REQUESTS]
+        n = int(arr.shape[0])
     else:
         n = max(0, min(int(requests), MAX_REQUESTS))
         if rate_rps <= 0 or n == 0:
             return PipelineSim(0, 0, 0, 0, rate_rps, 0.0, 0.0, 0.0, 0.0, 0.0, True, {}, (), seed)
-        arr = np.cumsum(np_rng.exponential(1 / rate_rps, n)).tolist()
+        arr = np.cumsum(rng.exponential(1 / rate_rps, n))
     if n == 0:
         return PipelineSim(0, 0, 0, 0, rate_rps, 0.0, 0.0, 0.0, 0.0, 0.0, True, {}, (), seed)
+    order = sorted(steps.values(), key=lambda sp: sp.index)
+    kidx = {sp.stage: k for k, sp in enumerate(order)}
+    n_k = len(order)
     cum = np.cumsum(probs)
-    route_of = np.minimum(
-        np.searchsorted(cum, np_rng.random(n) * cum[-1], side="right"), len(routes) - 1
-    ).tolist()
-    route_steps = [[steps[s] for s in r] for r in routes]
-    by_index = {sp.index: sp for sp in steps.values()}
-    # per-stage draws, indexed by request: log-normal work and the fan-out's item count
-    work: dict[int, list[float]] = {}
-    items: dict[int, list[int]] = {}
-    for sp in steps.values():
-        if not sp.model:
-            if sp.dist == "exponential":
-                work[sp.index] = np_rng.exponential(sp.p50_s / math.log(2), n).tolist()
-            elif sp.dist == "deterministic" or sp.sigma <= 0:
-                work[sp.index] = [sp.p50_s] * n
-            else:
-                work[sp.index] = (sp.p50_s * np.exp(sp.sigma * np_rng.standard_normal(n))).tolist()
+    route_of = np.minimum(np.searchsorted(cum, rng.random(n) * cum[-1], side="right"), len(routes) - 1)
+    route_len = np.array([len(r) for r in routes], dtype=np.int64)
+    route_stage = np.zeros((len(routes), max(1, int(route_len.max(initial=0)))), dtype=np.int64)
+    for v, r in enumerate(routes):
+        for j, sid in enumerate(r):
+            route_stage[v, j] = kidx[sid]
+    bmax = max([len(sp.batch_s) for sp in order] + [2])
+    batch_s = np.zeros((max(n_k, 1), bmax))
+    over_s = np.zeros((max(n_k, 1), bmax))
+    # per-stage draws, indexed by request: the work of a worker visit and a fan-out's items
+    work = np.zeros((max(n_k, 1), n))
+    items = np.ones((max(n_k, 1), n), dtype=np.int64)
+    for k, sp in enumerate(order):
+        if sp.model:
+            batch_s[k, : len(sp.batch_s)] = sp.batch_s
+            batch_s[k, len(sp.batch_s) :] = sp.batch_s[-1]
+            over_s[k, : len(sp.over_s)] = sp.over_s
+        elif sp.dist == "exponential":
+            work[k] = rng.exponential(sp.p50_s / math.log(2), n)
+        elif sp.dist == "deterministic" or sp.sigma <= 0:
+            work[k] = sp.p50_s
+        else:
+            work[k] = sp.p50_s * np.exp(sp.sigma * rng.standard_normal(n))
         frac = sp.items_mean - math.floor(sp.items_mean)
         base = max(1, math.floor(sp.items_mean))
-        items[sp.index] = (base + (np_rng.random(n) < frac)).tolist() if frac > 0 else [base] * n
+        items[k] = base + (rng.random(n) < frac) if frac > 0 else base
+    st_off = np.zeros(n_k + 1, dtype=np.int64)
+    for k, sp in enumerate(order):
+        st_off[k + 1] = st_off[k] + sp.replicas
 
-    nres = len(res_ids)
-    r_units = list(res_units)
-    r_v = [0.0] * nres  # virtual time: work each active job has received
-    r_t = [0.0] * nres
-    r_n = [0] * nres
-    r_heap: list[list[tuple[float, int]]] = [[] for _ in range(nres)]
-    r_ver = [0] * nres
-    r_busy = [0.0] * nres  # unit-seconds of work done
-    # replica queues: per step, per replica
-    q_calls: dict[int, list[list]] = {}
-    q_head: dict[int, list[int]] = {}
-    q_free: dict[int, list[int]] = {}
-    q_out: dict[int, list[int]] = {}  # calls outstanding (queued or in service) per replica
-    q_timer: dict[int, list[bool]] = {}
-    rr_next: dict[int, int] = {}
-    for sp in steps.values():
-        q_calls[sp.index] = [[] for _ in range(sp.replicas)]
-        q_head[sp.index] = [0] * sp.replicas
-        q_free[sp.index] = [sp.servers if sp.servers else 1 << 30] * sp.replicas
-        q_out[sp.index] = [0] * sp.replicas
-        q_timer[sp.index] = [False] * sp.replicas
-        rr_next[sp.index] = 0
-    # jobs: id -> (kind, step, replica, payload); kind 0: worker visit, 1: batch of calls
-    jobs: dict[int, tuple] = {}
-    job_seq = 0
-    # requests: position on route, attempt, outstanding calls, visit start, start time
-    pos = [0] * n
-    attempt = [0] * n
-    pending = [0] * n
-    vstart = [0.0] * n
-    done_at = [math.nan] * n
-    failed = [False] * n
-    degraded = [False] * n
-    stage_lat: dict[int, list[float]] = {sp.index: [] for sp in steps.values()}
-    heap: list[tuple] = []
-    seq = 0
-    now = 0.0
-    push = heapq.heappush
-    pop = heapq.heappop
-    events = 0
-    max_events = _EVENTS_PER_REQUEST * n
+    def col(attr: str, dtype: type) -> np.ndarray:
+        return np.array([getattr(sp, attr) for sp in order], dtype=dtype)
 
-    def advance(r: int, t: float) -> None:
-        k = r_n[r]
-        if k:
-            dt = t - r_t[r]
-            rate = r_units[r] / k if k > r_units[r] else 1.0
-            r_v[r] += dt * rate
-            r_busy[r] += dt * min(k, r_units[r])
-        r_t[r] = t
-
-    def reschedule(r: int) -> None:
-        nonlocal seq
-        r_ver[r] += 1
-        k = r_n[r]
-        if k:
-            rate = r_units[r] / k if k > r_units[r] else 1.0
-            seq += 1
-            push(heap, (now + max(0.0, r_heap[r][0][0] - r_v[r]) / rate, seq, _EV_RES, r, r_ver[r]))
-
-    def start_job(r: int, w: float, job: tuple) -> None:
-        nonlocal job_seq, seq
-        job_seq += 1
-        jobs[job_seq] = job
-        if r < 0:
-            seq += 1
-            push(heap, (now + w, seq, _EV_DONE, job_seq, 0))
-            return
-        advance(r, now)
-        r_n[r] += 1
-        push(r_heap[r], (r_v[r] + w, job_seq))
-        reschedule(r)
-
-    def dispatch(sp: _Step, rep: int) -> None:
-        nonlocal seq
-        calls = q_calls[sp.index][rep]
-        head = q_head[sp.index][rep]
-        free = q_free[sp.index]
-        while free[rep] > 0 and head < len(calls):
-            if not sp.model:
-                c = calls[head]
-                head += 1
-                free[rep] -= 1
-                start_job(sp.resource, c[3], (0, sp, rep, c))
-                continue
-            total, j = 0, head
-            while j < len(calls) and total + calls[j][2] <= sp.batch:
-                total += calls[j][2]
-                j += 1
-            if j == head:  # a call larger than the batch: it goes alone
-                total, j = calls[head][2], head + 1
-            if total < sp.batch and sp.delay_s > 0 and now < calls[head][4] + sp.delay_s:
-                if not q_timer[sp.index][rep]:
-                    q_timer[sp.index][rep] = True
-                    seq += 1
-                    push(heap, (calls[head][4] + sp.delay_s, seq, _EV_TIMER, sp.index, rep))
-                break
-            batch = calls[head:j]
-            head = j
-            free[rep] -= 1
-            bs = sp.batch_s
-            w = bs[total] if total < len(bs) else bs[-1] * total / (len(bs) - 1)
-            start_job(sp.resource, w, (1, sp, rep, batch))
-        if head > 4096 and head * 2 > len(calls):
-            del calls[:head]
-            head = 0
-        q_head[sp.index][rep] = head
-
-    def pick(sp: _Step) -> int:
-        if sp.replicas == 1:
-            return 0
-        if sp.routing == 1:
-            rr_next[sp.index] = (rr_next[sp.index] + 1) % sp.replicas
-            return rr_next[sp.index]
-        if sp.routing == 2:
-            out = q_out[sp.index]
-            return out.index(min(out))
-        return int(rng.random() * sp.replicas)
-
-    def fail(i: int, sp: _Step | None = None) -> None:
-        if sp is not None and sp.fallback:
-            degraded[i] = True
-        else:
-            failed[i] = True
-        done_at[i] = now
-        pos[i] = -1
-
-    def enter(i: int) -> None:
-        """Start request i's visit of the stage at its route position (or finish it)."""
-        nonlocal seq
-        rsteps = route_steps[route_of[i]]
-        if pos[i] >= len(rsteps):
-            done_at[i] = now
-            return
-        sp = rsteps[pos[i]]
-        vstart[i] = now
-        a = attempt[i]
-        if sp.timeout_s > 0:
-            seq += 1
-            push(heap, (now + sp.timeout_s, seq, _EV_TIMEOUT, i, a))
-        if not sp.model:
-            w = work[sp.index][i]
-            if sp.servers == 0:
-                pending[i] = 1
-                start_job(sp.resource, w, (0, sp, 0, [i, a, 1, w, now]))
-                return
-            rep = pick(sp)
-            pending[i] = 1
-            q_calls[sp.index][rep].append([i, a, 1, w, now])
-            q_out[sp.index][rep] += 1
-            dispatch(sp, rep)
-            return
-        k = items[sp.index][i]
-        per = sp.items_per_call
-        ncalls = -(-k // per)
-        pending[i] = ncalls
-        touched = set()
-        for c in range(ncalls):
-            size = per if c < ncalls - 1 else k - per * (ncalls - 1)
-            rep = pick(sp)
-            q = q_calls[sp.index][rep]
-            if sp.max_queue and len(q) - q_head[sp.index][rep] >= sp.max_queue:
-                fail(i, sp)
-                return
-            q.append([i, a, size, 0.0, now])
-            q_out[sp.index][rep] += 1
-            touched.add(rep)
-        for rep in sorted(touched):
-            dispatch(sp, rep)
-
-    def finish_call(i: int, a: int, sp: _Step) -> None:
-        if pos[i] < 0 or attempt[i] != a:
-            return  # an abandoned attempt, or the request already failed
-        pending[i] -= 1
-        if pending[i] == 0:
-            stage_lat[sp.index].append(now - vstart[i])
-            pos[i] += 1
-            attempt[i] = 0
-            enter(i)
-
-    def job_done(jid: int) -> None:
-        nonlocal seq
-        kind, sp, rep, payload = jobs.pop(jid)
-        if kind == 1 and sp.over_s:
-            total = sum(c[2] for c in payload)
-            over = sp.over_s[min(total, len(sp.over_s) - 1)]
-            if over > 0:  # the host-side overhead: the instance stays busy, the GPU does not
-                jobs[jid] = (2, sp, rep, payload)
-                seq += 1
-                push(heap, (now + over, seq, _EV_DONE, jid, 0))
-                return
-        if sp.servers or sp.model:
-            q_free[sp.index][rep] += 1
-        if kind == 0:
-            if sp.servers:
-                q_out[sp.index][rep] -= 1
-            finish_call(payload[0], payload[1], sp)
-        else:
-            q_out[sp.index][rep] -= len(payload)
-            for c in payload:
-                finish_call(c[0], c[1], sp)
-        if sp.servers or sp.model:
-            dispatch(sp, rep)
-
-    ai = 0
-    while ai < n or heap:
-        if events > max_events:
-            break
-        events += 1
-        if ai < n and (not heap or arr[ai] <= heap[0][0]):
-            now = arr[ai]
-            enter(ai)
-            ai += 1
-            continue
-        ev = pop(heap)
-        now, kind, a, b = ev[0], ev[2], ev[3], ev[4]
-        if kind == _EV_RES:
-            if b != r_ver[a]:
-                continue
-            advance(a, now)
-            rh = r_heap[a]
-            finished = []
-            while rh and rh[0][0] <= r_v[a] + 1e-12:
-                finished.append(pop(rh)[1])
-            if not finished:  # float drift: the earliest job is done
-                finished.append(pop(rh)[1])
-            r_n[a] -= len(finished)
-            reschedule(a)
-            for jid in finished:
-                job_done(jid)
-        elif kind == _EV_DONE:
-            job_done(a)
-        elif kind == _EV_TIMER:
-            q_timer[a][b] = False
-            dispatch(by_index[a], b)
-        elif kind == _EV_TIMEOUT:
-            i, att = a, b
-            if pos[i] < 0 or attempt[i] != att or not math.isnan(done_at[i]):
-                continue
-            sp = route_steps[route_of[i]][pos[i]]
-            if att < sp.retries:
-                attempt[i] = att + 1
-                seq += 1
-                push(heap, (now + sp.backoff_s * sp.backoff_mult**att, seq, _EV_RETRY, i, att + 1))
-            else:
-                fail(i, sp)
-        elif kind == _EV_RETRY:
-            i = a
-            if pos[i] >= 0 and attempt[i] == b:
-                enter(i)
-    lat = [1000 * (done_at[i] - arr[i]) for i in range(n) if not failed[i] and not math.isnan(done_at[i])]
-    nfail = sum(failed)
-    ndeg = sum(degraded)
-    completed = len(lat)
-    span = max((d for d in done_at if not math.isnan(d)), default=0.0) - arr[0]
+    done_at, status, lat, busy, _, end = kernel.run(
+        arr,
+        route_of.astype(np.int64),
+        route_len,
+        route_stage,
+        np.array([1 if sp.model else 0 for sp in order], dtype=np.int64),
+        col("resource", np.int64),
+        col("replicas", np.int64),
+        col("servers", np.int64),
+        col("routing", np.int64),
+        col("batch", np.int64),
+        col("delay_s", np.float64),
+        col("max_queue", np.int64),
+        col("items_per_call", np.int64),
+        col("timeout_s", np.float64),
+        col("retries", np.int64),
+        col("backoff_s", np.float64),
+        col("backoff_mult", np.float64),
+        np.array([1 if sp.fallback else 0 for sp in order], dtype=np.int64),
+        st_off,
+        batch_s,
+        over_s,
+        work,
+        items,
+        np.array(res_units, dtype=np.float64),
+        rng.random(max(4 * n, 1 << 16)),
+        _EVENTS_PER_REQUEST * n,
+    )
+    answered = (status == 1) | (status == 3)
+    e2e = 1000 * (done_at[answered] - arr[answered])
+    completed = int(answered.sum())
+    nfail = int((status == 2).sum())
+    ndeg = int((status == 3).sum())
+    srt = np.sort(e2e)
+    span = (float(np.nanmax(done_at)) if completed else 0.0) - float(arr[0])
     # overload shows as latency that keeps growing: compare the last tenth with the middle
     tenth = max(1, completed // 10)
-    srt = sorted(lat)
     stable = (
         completed > 0
-        and (sum(lat[-tenth:]) / tenth < 2 * (sum(lat[4 * tenth : 5 * tenth]) / tenth) + 1e-9)
         and completed + nfail >= n
+        and (float(e2e[-tenth:].mean()) < 2 * float(e2e[4 * tenth : 5 * tenth].mean()) + 1e-9)
     )
-    end = max(now, 1e-12)
-    util = {rid: r_busy[j] / (r_units[j] * end) for j, rid in enumerate(res_ids)}
+    end = max(float(end), 1e-12)
+    util = {rid: float(busy[j]) / (res_units[j] * end) for j, rid in enumerate(res_ids)}
     # a saturated processor is overload too, whatever the latencies did (timeouts cap them)
-    stable = stable and max(util.values(), default=0.0) < 0.995
+    stable = bool(stable) and max(util.values(), default=0.0) < 0.995
     stage_out = []
-    for sp in sorted(steps.values(), key=lambda s: s.index):
-        v = sorted(1000 * x for x in stage_lat[sp.index])
-        if not v:
+    for k, sp in enumerate(order):
+        v = lat[k][~np.isnan(lat[k])] * 1000
+        if v.size == 0:
             continue
+        v.sort()
         stage_out.append(
-            StageSim(sp.stage, len(v), sum(v) / len(v), _pct(v, 0.5), _pct(v, 0.95), _pct(v, 0.99))
+            StageSim(
+                sp.stage, int(v.size), float(v.mean()), _pct_np(v, 0.5), _pct_np(v, 0.95), _pct_np(v, 0.99)
+            )
         )
     return PipelineSim(
         n,
         completed,
         nfail,
         ndeg,
-        rate_rps if arrivals is None else (n / max(arr[-1] - arr[0], 1e-12)),
+        rate_rps if arrivals is None else (n / max(float(arr[-1] - arr[0]), 1e-12)),
         completed / span if span > 0 else 0.0,
-        sum(lat) / completed if completed else math.nan,
-        _pct(srt, 0.5),
-        _pct(srt, 0.95),
-        _pct(srt, 0.99),
-        bool(stable),
+        float(e2e.mean()) if completed else math.nan,
+        _pct_np(srt, 0.5),
+        _pct_np(srt, 0.95),
+        _pct_np(srt, 0.99),
+        stable,
         util,
         tuple(stage_out),
         seed,
     )
+
+
+def _pct_np(sorted_ms: np.ndarray, p: float) -> float:
+    n = int(sorted_ms.shape[0])
+    if n == 0:
+        return math.nan
+    return float(sorted_ms[min(n - 1, max(0, int(math.ceil(p * n)) - 1))])
