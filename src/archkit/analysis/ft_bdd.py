@@ -19,13 +19,15 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 
+from archkit.errors import ArchkitError
+
 __all__ = ["Bdd", "DiagramLimitError", "Zbdd"]
 
 TERMINAL = 1 << 30  # the terminals' variable: after every real variable
 _SHIFT = 32
 
 
-class DiagramLimitError(RuntimeError):
+class DiagramLimitError(ArchkitError, RuntimeError):
     """A diagram grew past its node budget."""
 
     def __init__(self, what: str, limit: int) -> None:

@@ -19,6 +19,7 @@ import itertools
 import math
 from dataclasses import dataclass, field
 
+from archkit.errors import InputError
 from archkit.spec.model import BasicEvent, CcfGroup, CcfModel, FaultTree, GateType
 
 __all__ = ["Formula", "FaultTreeError", "compile_tree", "event_probability", "variable_order"]
@@ -28,7 +29,7 @@ BINARY = {GateType.IFF, GateType.IMPLY}
 MAX_CCF_MEMBERS = 12  # alpha/MGL groups create 2^m - m - 1 events
 
 
-class FaultTreeError(ValueError):
+class FaultTreeError(InputError, ValueError):
     """The tree cannot be analysed: an unknown input id, a cycle, a gate with the wrong inputs."""
 
 

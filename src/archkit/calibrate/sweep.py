@@ -31,12 +31,13 @@ from typing import Any
 import numpy as np
 
 from archkit.calibrate.triton import Client, ModelConfig, TritonError, delta
+from archkit.errors import ArchkitError
 from archkit.spec.model import Spec
 
 KIND = "calibration"
 
 
-class CalibrateError(RuntimeError):
+class CalibrateError(ArchkitError, RuntimeError):
     """Calibration could not run (no model stage, Triton unreachable, bad inputs, out of time)."""
 
 

@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
+from archkit.errors import ArchkitError
 from archkit.loadtest.safety import require_loopback
 
 DTYPES = {
@@ -35,7 +36,7 @@ DTYPES = {
 STAT_PARTS = ("queue", "compute_input", "compute_infer", "compute_output", "success")
 
 
-class TritonError(RuntimeError):
+class TritonError(ArchkitError, RuntimeError):
     """Triton answered with an error, or could not be reached."""
 
 

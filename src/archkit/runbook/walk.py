@@ -23,8 +23,8 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
-from archkit.analysis.faulttree import FaultTreeError, analyse, ranked_events
 from archkit.errors import InputError
+from archkit.plans.runbook import runbook_order
 from archkit.spec.model import BasicEvent, FaultTree, Spec
 
 OUTPUT_LIMIT = 4000  # characters of a check's output kept in the report
@@ -126,14 +126,11 @@ def _tree(spec: Spec, tree_id: str | None) -> FaultTree:
 def plan(spec: Spec, tree_id: str | None = None, timeout_s: float | None = None) -> RunbookReport:
     """The tree's checks in walking order; runs nothing. `timeout_s` overrides every check's timeout."""
     tree = _tree(spec, tree_id)
-    note = None
-    try:
-        analysis = analyse(tree)
-        events: list[BasicEvent] = ranked_events(tree, analysis)
-        probs, fv = analysis.event_probabilities, analysis.fussell_vesely
-    except FaultTreeError as exc:
-        note = f"{exc}; checks are in document order"
-        events, probs, fv = list(tree.events), {}, {}
+    order = runbook_order(tree)  # the same order the generated runbook pages show
+    events: list[BasicEvent] = list(order.events)
+    note = f"{order.error}; checks are in document order" if order.error else None
+    probs = order.analysis.event_probabilities if order.analysis else {}
+    fv = order.analysis.fussell_vesely if order.analysis else {}
     steps = [
         Step(
             i,
