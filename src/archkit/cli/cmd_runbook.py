@@ -12,6 +12,7 @@ import typer
 
 from archkit.cli import app
 from archkit.cli.output import fail, fail_for, paint
+from archkit.runbook.terminal import has_hidden, shown
 
 
 class RunbookFormat(str, Enum):
@@ -22,11 +23,43 @@ class RunbookFormat(str, Enum):
 
 
 def _indent(text: str, prefix: str = "    ") -> str:
+    text = shown(text, keep="\n\t")  # a check's output may carry colours or \r progress bars
     return (
-        "\n".join(prefix + line for line in text.rstrip("\n").splitlines())
+        "\n".join(prefix + line for line in text.rstrip("\n").split("\n"))
         if text.strip()
         else prefix + "(no output)"
     )
+
+
+def _command(command: str, prefix: str) -> list[str]:
+    """The command exactly as it runs: hidden characters escaped, and said so."""
+    lines = [f"{prefix}$ {shown(command)}"]
+    if has_hidden(command):
+        lines.append(
+            f"{prefix}  (contains control or invisible characters, shown escaped; --run executes them as written)"
+        )
+    return lines
+
+
+def _observation(obs) -> list[str]:
+    """What the walk established: observed events, complete and nearly complete cut sets."""
+    out = ["", "After the walk:"]
+    out.append(
+        f"  observed failed: {', '.join(obs.failed) or 'none'}; healthy: {', '.join(obs.healthy) or 'none'}"
+    )
+    for cs in obs.complete:
+        out.append("  explained by the cut set {" + ", ".join(cs) + "}")
+    for item in obs.one_short[:5]:
+        out.append("  one event short: {" + ", ".join(item["cut_set"]) + f"}} needs {item['missing']}")
+    if not obs.complete:
+        out.append(f"  cut sets ruled out: {obs.ruled_out}, still open: {obs.remaining}")
+        if obs.probability is not None:
+            out.append(f"  P(top | observations) = {obs.probability:.3g}")
+        if obs.next_checks:
+            out.append("  check next: " + ", ".join(obs.next_checks[:5]))
+    if obs.note:
+        out.append(f"  note: {obs.note}")
+    return out
 
 
 @app.command()
@@ -60,19 +93,20 @@ def runbook(
         print(text, file=out, flush=True)
 
     def on_start(step, total) -> None:
-        say(f"[{step.n}/{total}] {step.label} ({step.event})")
+        say(f"[{step.n}/{total}] {shown(step.label)} ({step.event})")
         if step.command:
-            say(f"  $ {step.command}")
+            for line in _command(step.command, "  "):
+                say(line)
 
     def on_result(step, res) -> None:
         if res.status == "healthy":
-            say(f"  ok: {res.reason} ({res.duration_s:g} s)")
+            say(f"  ok: {shown(res.reason)} ({res.duration_s:g} s)")
         elif res.status == "cause":
             say(_indent(res.output))
-            say("  " + paint(f"MISMATCH: {res.reason}", "\033[31m"))
+            say("  " + paint(f"MISMATCH: {shown(res.reason)}", "\033[31m"))
         elif res.status == "unjudged":
             say(_indent(res.output))
-            say(f"  ? {res.reason}")
+            say(f"  ? {shown(res.reason)}")
         else:
             say(f"  skipped: {res.reason}")
 
@@ -108,26 +142,31 @@ def runbook(
                 if s.importance is None
                 else f"  [p={s.probability:.3g}, share of top event {s.importance:.1%}]"
             )
-            say(f"{s.n}. {s.label} ({s.event}){figures}")
-            say(f"   $ {s.command}" if s.command else "   (no check command)")
-            say(f"   expect: {s.expectation()}; timeout {s.timeout_s:g} s")
+            say(f"{s.n}. {shown(s.label)} ({s.event}){figures}")
+            for line in _command(s.command, "   ") if s.command else ["   (no check command)"]:
+                say(line)
+            say(f"   expect: {shown(s.expectation())}; timeout {s.timeout_s:g} s")
             if s.mismatch_means:
-                say(f"   mismatch means: {s.mismatch_means}")
+                say(f"   mismatch means: {shown(s.mismatch_means)}")
             if s.remedy:
-                say(f"   remedy: {s.remedy}")
+                say(f"   remedy: {shown(s.remedy)}")
         say()
-        say(f"If every check passes: {report.escalation}.")
+        say(f"If every check passes: {shown(report.escalation or '')}.")
     else:
         if report.note:
-            say(f"note: {report.note}")
+            say(f"note: {shown(report.note)}")
         step = report.cause_step
+        obs = report.observation
         if step is not None:
             say()
-            say(paint(f"Cause confirmed: {step.label} ({step.event})", "\033[31m"))
+            say(paint(f"Cause confirmed: {shown(step.label)} ({step.event})", "\033[31m"))
             if step.mismatch_means:
-                say(f"Means: {step.mismatch_means}")
-            say(f"Remedy: {step.remedy or 'none declared; ' + (report.escalation or 'escalate')}")
+                say(f"Means: {shown(step.mismatch_means)}")
+            say(f"Remedy: {shown(step.remedy or 'none declared; ' + (report.escalation or 'escalate'))}")
         else:
             say()
-            say(f"No cause confirmed among {len(report.steps)} check(s); {report.escalation}.")
+            say(f"No cause confirmed among {len(report.steps)} check(s); {shown(report.escalation or '')}.")
+        if obs is not None:
+            for line in _observation(obs):
+                say(line)
     raise typer.Exit(1 if report.cause else 0)

@@ -1,4 +1,4 @@
-"""Plan and walk a fault tree's checks: run each command as written, compare, stop at the first cause.
+"""Plan and walk a fault tree's checks: run each command as written, compare, stop once the failure is explained.
 
 Seed 000 §3.4: at 3 a.m. the on-call engineer walks the tree's checks in order and finds the
 root cause in five minutes. `plan` gives the order (importance per second of check, see
@@ -8,8 +8,8 @@ Each command is the spec's string, run by `/bin/sh -c` exactly as written: nothi
 other input is interpolated into it. A check is judged healthy when its combined output
 (stdout then stderr, as a terminal shows it) contains `expect`, matches `expect_regex`, and
 its exit code equals `expect_exit_code` — each only where declared. A mismatch, or a check
-that runs past its timeout, confirms the event (see `BasicEvent`). The walk stops at the
-first confirmed cause.
+that runs past its timeout, confirms the event (see `BasicEvent`). The walk stops when the
+confirmed events complete a minimal cut set (see `walk`).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
+from archkit.analysis.ft_observe import Observation, observe
 from archkit.errors import InputError
 from archkit.plans.runbook import runbook_order
 from archkit.spec.model import BasicEvent, FaultTree, Spec
@@ -91,6 +92,7 @@ class RunbookReport:
     cause: str | None = None
     escalation: str | None = None
     note: str | None = None
+    observation: Observation | None = None  # after --run: what the checks established
 
     @property
     def cause_step(self) -> Step | None:
@@ -107,6 +109,7 @@ class RunbookReport:
             "note": self.note,
             "steps": [asdict(s) for s in self.steps],
             "results": [asdict(r) for r in self.results],
+            "observation": self.observation.to_dict() if self.observation else None,
         }
 
 
@@ -214,15 +217,25 @@ def walk(
     on_start: Callable[[Step, int], None] | None = None,
     on_result: Callable[[Step, CheckResult], None] | None = None,
 ) -> RunbookReport:
-    """Run the checks in order and stop at the first confirmed cause.
+    """Run the checks until the failure is explained, re-ranking what is left after each one.
+
+    A confirmed event explains the top event only when it completes a minimal cut set (one
+    input of an AND gate does not); until then the walk goes on with the remaining checks
+    ranked on the tree conditioned on what was observed (`archkit.analysis.ft_observe`). A
+    tree that cannot be analysed stops at the first confirmed event, as before.
 
     `on_start(step, total)` is called before each command runs (the CLI prints the command
     there); `on_result(step, result)` after it.
     """
     report = plan(spec, tree_id, timeout_s)
     report.ran = True
+    tree = _tree(spec, tree_id)
+    analysis = runbook_order(tree).analysis
     total = len(report.steps)
-    for step in report.steps:
+    remaining = list(report.steps)
+    observed: dict[str, bool] = {}
+    while remaining:
+        step = remaining.pop(0)
         if on_start:
             on_start(step, total)
         if not step.command:
@@ -240,7 +253,17 @@ def walk(
         report.results.append(res)
         if on_result:
             on_result(step, res)
-        if res.status == "cause":
+        if res.status in ("cause", "healthy"):
+            observed[step.event] = res.status == "cause"
+        if res.status == "cause" and report.cause is None:
             report.cause = step.event
+        if analysis is None:
+            if res.status == "cause":
+                break
+            continue
+        report.observation = observe(tree, observed, analysis)
+        if report.observation.explained:
             break
+        rank = {e: i for i, e in enumerate(report.observation.next_checks)}
+        remaining.sort(key=lambda s: rank.get(s.event, len(rank)))
     return report
