@@ -234,8 +234,8 @@ def run(
                     heap, (now + over_s[s, min(j_items[jid], over_s.shape[1] - 1)], seq, EV_DONE, jid, 0)
                 )
                 continue
-            if st_servers[s] > 0 or st_model[s] == 1:
-                q_free[sq] += 1
+            q_free[sq] += 1
+            if st_servers[s] > 0 or st_model[s] == 1:  # an unbounded worker pool frees nobody waiting
                 if n_dq >= dq.shape[0]:
                     dq = _grow_i(dq)
                 dq[n_dq] = sq
@@ -243,8 +243,7 @@ def run(
             c = j_first[jid]
             while c >= 0:
                 nxt = c_next[c]
-                if st_servers[s] > 0 or st_model[s] == 1:
-                    q_out[sq] -= 1
+                q_out[sq] -= 1
                 i = c_req[c]
                 if status[i] == 0 and attempt[i] == c_att[c]:
                     pending[i] -= 1
@@ -330,60 +329,6 @@ def run(
                     c_work[c] = work[s, i] if st_model[s] == 0 else 0.0
                     c_enq[c] = now
                     c_next[c] = -1
-                    if st_model[s] == 0 and st_servers[s] == 0:
-                        # an unbounded worker visit: a job at once, no queue
-                        j_step_new = s
-                        if j_free < 0:
-                            if j_top >= j_kind.shape[0]:
-                                j_kind = _grow_i(j_kind)
-                                j_step = _grow_i(j_step)
-                                j_rep = _grow_i(j_rep)
-                                j_first = _grow_i(j_first)
-                                j_items = _grow_i(j_items)
-                                j_res = _grow_i(j_res)
-                                j_next = _grow_i(j_next)
-                                j_vf = _grow_f(j_vf)
-                            jid = j_top
-                            j_top += 1
-                        else:
-                            jid = j_free
-                            j_free = j_next[jid]
-                        j_kind[jid] = 0
-                        j_step[jid] = j_step_new
-                        j_rep[jid] = 0
-                        j_first[jid] = c
-                        j_items[jid] = 1
-                        r = st_res[s]
-                        j_res[jid] = r
-                        w = c_work[c]
-                        if r < 0:
-                            seq += 1
-                            heapq.heappush(heap, (now + w, seq, EV_DONE, jid, 0))
-                        else:
-                            k = r_n[r]
-                            if k > 0:
-                                rate = units[r] / k if k > units[r] else 1.0
-                                r_v[r] += (now - r_t[r]) * rate
-                                busy[r] += (now - r_t[r]) * min(float(k), units[r])
-                            r_t[r] = now
-                            r_n[r] += 1
-                            j_vf[jid] = r_v[r] + w
-                            if n_act >= act.shape[0]:
-                                act = _grow_i(act)
-                            act[n_act] = jid
-                            n_act += 1
-                            r_ver[r] += 1
-                            vmin = INF
-                            for x in range(n_act):
-                                jj = act[x]
-                                if j_res[jj] == r and j_vf[jj] < vmin:
-                                    vmin = j_vf[jj]
-                            rate = units[r] / r_n[r] if r_n[r] > units[r] else 1.0
-                            seq += 1
-                            heapq.heappush(
-                                heap, (now + max(0.0, vmin - r_v[r]) / rate, seq, EV_RES, r, r_ver[r])
-                            )
-                        continue
                     # enqueue on the replica
                     if q_tail[sq] >= 0:
                         c_next[q_tail[sq]] = c
