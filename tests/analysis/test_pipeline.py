@@ -7,7 +7,7 @@ import math
 import pytest
 
 from archkit.analysis import queueing as q
-from archkit.analysis.pipeline import predict, prepare
+from archkit.analysis.pipeline import predict, prepare, simulated_knee
 from archkit.analysis.pipesim import simulate_pipeline
 from archkit.analysis.resources import load_model, reach
 from archkit.spec import load_file, load_text
@@ -159,6 +159,13 @@ def test_the_reference_knee_is_within_20_percent_of_the_measured_one():
     (machine,) = lm.resources
     page = 210 + 8.1 * 116.5 + 0.5 + 8.5 + 8.2 + 0.3
     assert 1000 * machine.demand_s == pytest.approx(0.8 * page + 0.2 * 0.5, rel=0.01)
+
+
+def test_the_simulated_knee_agrees_with_the_demand_model_and_the_measurement():
+    two = simulated_knee(_spec(TWO_ON_ONE_CORE), requests=10_000)
+    assert two == pytest.approx(4.0, rel=0.05)  # the hand-computed 4 req/s
+    ref = load_file(ROOT / "specs" / "ocr-reference.yaml").spec
+    assert simulated_knee(ref, "cpu", requests=10_000) == pytest.approx(1.95, rel=0.20)  # MEASUREMENTS.md
 
 
 def test_a_call_timeout_retries_and_then_takes_the_fallback():

@@ -13,7 +13,7 @@ same numbers. Its work is bounded by `requests` whatever the rates or counts in 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from archkit.analysis.pipesim import PipelineSim, simulate_pipeline
 from archkit.analysis.resources import LoadModel, load_model
@@ -74,6 +74,7 @@ class PipelinePrediction:
     requests: int
     seed: int
     method: str  # how the numbers were obtained, in words
+    simulated_knee_rps: float | None = None  # `simulated_knee`, when predict(knee=True)
 
     def stage(self, stage_id: str) -> StagePrediction | None:
         return next((s for s in self.stages if s.stage == stage_id), None)
@@ -110,20 +111,52 @@ def predict(
     rate_rps: float | None = None,
     requests: int = DEFAULT_REQUESTS,
     seed: int = DEFAULT_SEED,
+    arrivals: list[float] | None = None,
+    knee: bool = False,
 ) -> PipelinePrediction:
     """Predict the pipeline at `rate_rps` requests/s (default: the design rate, else half the knee).
 
     `env` applies that environment's overrides (service times, batching, device, and its
     one-machine `cpu_cores`). Per-resource utilisation, the knee and the bottleneck come from
     the closed-form demand model; percentiles come from simulating `requests` Poisson
-    arrivals with `seed` (`archkit.analysis.pipesim`). Raises KeyError for an unknown `env`.
+    arrivals with `seed` (`archkit.analysis.pipesim`), or the recorded send times `arrivals`
+    (seconds; a load test's schedule) when given. With `knee`, also the simulation's own knee
+    (`simulated_knee`: eight more runs). Raises KeyError for an unknown `env`.
     """
     applied, lm = prepare(spec, env)
     rate = rate_rps if rate_rps is not None else design_rate(applied)
     if rate is None:
         rate = lm.ceiling_rps / 2 if math.isfinite(lm.ceiling_rps) else 1.0
-    sim = simulate_pipeline(applied, lm, rate, requests=requests, seed=seed)
-    return _assemble(applied, env, lm, sim, rate, requests, seed)
+    sim = simulate_pipeline(applied, lm, rate, requests=requests, seed=seed, arrivals=arrivals)
+    out = _assemble(applied, env, lm, sim, sim.rate_rps if arrivals is not None else rate, requests, seed)
+    if knee:
+        out = replace(out, simulated_knee_rps=simulated_knee(applied, None, requests, seed))
+    return out
+
+
+def simulated_knee(
+    spec: Spec,
+    env: str | None = None,
+    requests: int = DEFAULT_REQUESTS,
+    seed: int = DEFAULT_SEED,
+    steps: int = 8,
+) -> float:
+    """The highest rate the simulation serves without a growing backlog (req/s), by bisection.
+
+    Searches between a fifth of the analytic knee and 1.25 times it (`steps` simulations of
+    `requests` requests each, so the work is bounded); a rate counts as served when the run
+    is stable and at least 99 % of the requests are answered at 97 % of the offered rate.
+    """
+    applied, lm = prepare(spec, env)
+    if not math.isfinite(lm.ceiling_rps):
+        return math.inf
+    lo, hi = 0.2 * lm.ceiling_rps, 1.25 * lm.ceiling_rps
+    for _ in range(steps):
+        mid = (lo + hi) / 2
+        sim = simulate_pipeline(applied, lm, mid, requests=requests, seed=seed)
+        ok = sim.stable and sim.failed <= 0.01 * sim.requests and sim.throughput_rps >= 0.97 * mid
+        lo, hi = (mid, hi) if ok else (lo, mid)
+    return lo
 
 
 def _assemble(

@@ -110,13 +110,6 @@ class PipelineSim:
     seed: int
 
 
-def _pct(sorted_ms: list[float], p: float) -> float:
-    n = len(sorted_ms)
-    if n == 0:
-        return math.nan
-    return sorted_ms[min(n - 1, max(0, int(math.ceil(p * n)) - 1))]
-
-
 def _routes(spec: Spec, steps: dict[str, _Step]) -> tuple[list[list[str]], list[float]]:
     """Distinct routes with their probabilities (enumerated over weighted edges, at most 2^12)."""
     ids = [s.id for s in spec.dataflow.stages]
