@@ -70,7 +70,10 @@ def verify(
     if spec is None:
         raise fail("missing SPEC; usage: archkit verify SPEC [--snapshot F | --manifests D | --live] ...", 2)
     try:
-        result = api.verify(spec, timeout_s=timeout, env=env, default_source=True, **source_options)
+        from archkit.cli.output import ticking
+
+        with ticking(f"verifying {spec}"):  # live reads take up to --timeout per request
+            result = api.verify(spec, timeout_s=timeout, env=env, default_source=True, **source_options)
     except ArchkitError as exc:  # the spec's environment, a source that cannot be read, bad options
         raise fail_for(exc) from None
     except (ValueError, KeyError) as exc:

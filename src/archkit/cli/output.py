@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TextIO
 
 import typer
 
@@ -71,3 +74,38 @@ def archkit_errors() -> Iterator[None]:
         yield
     except ArchkitError as exc:
         raise fail_for(exc) from None
+
+
+@contextmanager
+def ticking(what: str, stream: TextIO | None = None) -> Iterator[None]:
+    """`archkit: WHAT … N s` on stderr, redrawn in place, while the block runs longer than 1 s.
+
+    Only on a terminal (quiet when stderr is a file or a pipe); the line is erased at the end.
+    """
+    err = stream or sys.stderr
+    if not (hasattr(err, "isatty") and err.isatty()):
+        yield
+        return
+    start = time.monotonic()
+    done = threading.Event()
+    shown = False
+
+    def tick() -> None:
+        nonlocal shown
+        while not done.wait(0.25):
+            elapsed = time.monotonic() - start
+            if elapsed >= 1.0:
+                err.write(f"\r\033[Karchkit: {what} … {elapsed:.0f} s")
+                err.flush()
+                shown = True
+
+    thread = threading.Thread(target=tick, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()
+        if shown:
+            err.write("\r\033[K")
+            err.flush()
