@@ -35,6 +35,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -123,6 +124,7 @@ class Served:
         if not line:
             raise RuntimeError("service did not start")
         self.ready_s = time.monotonic() - started
+        self.retries = 0
         threading.Thread(target=self.proc.stdout.read, daemon=True).start()
 
     def ocr(self, body: bytes, stages: dict | None = None) -> dict:
@@ -132,6 +134,19 @@ class Served:
             method="POST",
             headers={"Content-Type": "application/octet-stream", "Cache-Control": "no-cache"},
         )
+        for attempt in range(6):
+            try:
+                return self._post(req, stages)
+            except urllib.error.HTTPError as exc:
+                # 429/503 is the service shedding load (its queue timeout under neighbours'
+                # load); a client waits Retry-After and tries again. Counted in the results.
+                if exc.code not in (429, 503) or attempt == 5:
+                    raise
+                self.retries += 1
+                time.sleep(float(exc.headers.get("Retry-After") or 1))
+        raise AssertionError("unreachable")
+
+    def _post(self, req: urllib.request.Request, stages: dict | None) -> dict:
         with urllib.request.urlopen(req, timeout=120) as r:
             if stages is not None:  # X-Stage-Timings-Ms: validate=1.2,cache=0.01,...
                 for item in filter(None, r.headers.get("X-Stage-Timings-Ms", "").split(",")):
@@ -350,6 +365,7 @@ def main(argv: list[str] | None = None) -> int:
         r.update(latency_pass(served, names[: args.latency_images], engines[0] if engines else None))
         r.update(paired_throughput(served, names, args, engines, tesseract=not args.served_only))
         r["hard"] = hard_accuracy(served, not args.served_only, args.clients * args.cores)
+        r["retries_429"] = served.retries
     finally:
         served.stop()
     r["load_after"] = load_avg()
@@ -375,6 +391,7 @@ def ablation(args) -> int:
             row.update(latency_pass(served, names[: args.latency_images]))
             row.update(paired_throughput(served, names, args))
             row["hard"] = hard_accuracy(served, False, args.clients * args.cores)
+            row["retries_429"] = served.retries
         finally:
             served.stop()
         print(json.dumps(row), flush=True)

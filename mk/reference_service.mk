@@ -11,7 +11,7 @@ REF_TRITON_METRICS_PORT ?= 8002
 # the cache test.
 REF_APT_PACKAGES := fonts-dejavu-core fonts-liberation fonts-noto-core tesseract-ocr tesseract-ocr-eng redis-server
 
-.PHONY: reference-venv reference-apt serve reference-golden reference-test bench-ocr reference-verify-rollback
+.PHONY: reference-venv reference-apt serve reference-golden reference-test bench-ocr bench-ocr-ablation reference-verify-rollback reference-gpu-prepare
 
 # Idempotent: rebuilt only when requirements.txt is newer than the venv's stamp.
 reference-venv: $(REF_VENV)/.installed
@@ -34,12 +34,21 @@ serve: reference-venv
 
 reference-golden: reference-venv
 	$(REF_PY) -m reference_service golden
+	$(REF_PY) -m reference_service golden --hard
 
 reference-test: reference-venv
 	.venv/bin/pytest tests/reference_service -m "live or not live"
 
 bench-ocr: reference-venv
 	$(REF_PY) bench/bench_ocr.py --write docs/benchmarks.md
+
+# Each change alone and combined, one service per configuration (about 15 minutes on 2 cores).
+bench-ocr-ablation: reference-venv
+	$(REF_PY) bench/bench_ocr.py --ablation --write docs/benchmarks.md
+
+# cp312 wheels for the GPU machine, in two parts that each travel with one device call.
+reference-gpu-prepare: reference-venv
+	reference_service/scripts/gpu_run.sh prepare
 
 reference-verify-rollback:
 	$(REF_PY) -m reference_service verify-rollback --url http://127.0.0.1:$(REF_HTTP_PORT) \

@@ -116,6 +116,72 @@ class OpenVinoRunner:
         return str(self.model.get_rt_info(["framework", key]).astype(str))
 
 
+def _stub_torchvision() -> None:
+    """Let onnx2torch import without torchvision, which the GPU machine may lack.
+
+    onnx2torch imports torchvision for its NonMaxSuppression and RoiAlign converters only;
+    neither op is in the PP-OCR graphs, so a stand-in whose functions raise is enough.
+    """
+    import importlib.util
+    import sys
+    import types
+
+    if "torchvision" in sys.modules or importlib.util.find_spec("torchvision") is not None:
+        return
+
+    def missing(*_args: object, **_kwargs: object) -> None:
+        raise NotImplementedError("torchvision is not installed; this ONNX op needs it")
+
+    tv, ops = types.ModuleType("torchvision"), types.ModuleType("torchvision.ops")
+    for name in ("nms", "batched_nms", "box_convert", "roi_align"):
+        setattr(ops, name, missing)
+    tv.ops = ops  # type: ignore[attr-defined]
+    sys.modules["torchvision"], sys.modules["torchvision.ops"] = tv, ops
+
+
+def _constants_as_initializers(model):  # onnx.ModelProto in, the same object out
+    """Move Constant nodes' tensors into the graph's initializers.
+
+    Paddle2ONNX writes the PP-OCR weights as Constant nodes; onnx2torch reads convolution and
+    matrix weights from initializers only. Same tensors, same names: the computation is
+    unchanged.
+    """
+    from onnx import helper
+
+    graph = model.graph
+    keep = []
+    for node in graph.node:
+        value = next((a for a in node.attribute if a.name == "value"), None)
+        if node.op_type == "Constant" and value is not None:
+            tensor = helper.get_attribute_value(value)
+            tensor.name = node.output[0]
+            graph.initializer.append(tensor)
+        else:
+            keep.append(node)
+    del graph.node[:]
+    graph.node.extend(keep)
+    return model
+
+
+def _shaped_for_torch(model):  # onnx.ModelProto in, a shape-inferred copy out
+    """Shape-infer the graph; BatchNorm inputs it cannot follow are NCHW (rank 4).
+
+    onnx2torch picks BatchNorm1d/2d/3d from the input's rank. ONNX shape inference loses
+    track after the recogniser's dynamic-width reshapes; every BatchNorm in the PP-OCR
+    graphs follows a 2-D convolution, so rank 4 is what they are.
+    """
+    import onnx
+    from onnx import helper
+
+    model = onnx.shape_inference.infer_shapes(model)
+    ranks = {v.name: len(v.type.tensor_type.shape.dim) for v in model.graph.value_info}
+    for node in model.graph.node:
+        if node.op_type == "BatchNormalization" and ranks.get(node.input[0], 0) == 0:
+            info = helper.make_tensor_value_info(node.input[0], onnx.TensorProto.FLOAT, ["n", "c", "h", "w"])
+            model.graph.value_info.append(info)
+    return model
+
+
 class TorchRunner:
     """onnx2torch module on CUDA (fp16 by default) or on the CPU (fp32)."""
 
@@ -126,6 +192,8 @@ class TorchRunner:
     ) -> None:
         import onnx
         import torch
+
+        _stub_torchvision()
         from onnx2torch import convert
 
         self.torch = torch
@@ -133,7 +201,7 @@ class TorchRunner:
         self.precision = precision or ("f16" if self.device.startswith("cuda") else "f32")
         if self.device == "cpu":
             torch.set_num_threads(threads)
-        self.onnx_model = onnx.load(str(path))
+        self.onnx_model = _shaped_for_torch(_constants_as_initializers(onnx.load(str(path))))
         dtype = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}[self.precision]
         self.dtype = dtype
         self.module = convert(self.onnx_model).eval().to(self.device, dtype=dtype)
