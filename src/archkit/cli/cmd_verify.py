@@ -54,12 +54,7 @@ def verify(
     ] = False,
     **source_options: Any,
 ) -> None:
-    """Verify a running system against the spec, read-only: exit 1 on drift.
-
-    Kubernetes: --snapshot FILE, --manifests DIR, or a live cluster (--live, --context,
-    --kubeconfig, --in-cluster; the default when no other source is given). Triton:
-    --triton-url. Prometheus: --prometheus-url.
-    """
+    """Verify a running system against the spec, read-only: exit 1 on drift."""
     from archkit import __version__, api
     from archkit.errors import ArchkitError
     from archkit.verify import to_json, to_junit, to_sarif, to_text
@@ -132,10 +127,23 @@ def with_source_options(command: Callable[..., None]) -> Callable[..., None]:
         given = {k: v for k, v in kwargs.items() if k in names and v not in (None, False)}
         command(**{k: v for k, v in kwargs.items() if k not in names}, **given)
 
+    wrapper.__doc__ = (command.__doc__ or "") + "\n\n" + _sources_help()
     keyword = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in first + rest]
     wrapper.__signature__ = inspect.Signature(keyword[:1] + added + keyword[1:])  # type: ignore[attr-defined]
     wrapper.__annotations__ = {p.name: p.annotation for p in keyword + added}
     return wrapper
+
+
+def _sources_help() -> str:
+    """One line per registered source for the command's help: its title and its options."""
+    from archkit.verify.registry import sources
+
+    lines = []
+    for src in sources():
+        opts = ", ".join(o.cli for o in src.options)
+        default = "; the default when no source is given" if src.default else ""
+        lines.append(f"{src.title}: {opts}{default}.")
+    return "\n\n".join(lines)
 
 
 app.command(name="verify")(with_source_options(verify))
