@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from archkit.analysis import queueing as q
 from archkit.analysis.service_table import ServiceTable, TimingPoint
@@ -68,7 +69,7 @@ class BatchPrediction:
     def stable(self) -> bool:
         return self.rho < 1
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
         return {
             k: (
@@ -192,7 +193,7 @@ class Recommendation:
     prediction: BatchPrediction | None
     reason: str
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {
             "budget_ms": self.budget_ms,
             "met": self.met,
@@ -253,7 +254,7 @@ def recommend(
     sizes = candidate_batch_sizes(table, max_batch_size, preferred)
     floor = table.ms(1)
     if floor > budget_ms:
-        best = predict(
+        fastest = predict(
             table,
             arrival_rps,
             1,
@@ -265,7 +266,7 @@ def recommend(
         return Recommendation(
             budget_ms,
             False,
-            best,
+            fastest,
             f"the service time of a single item ({floor:g} ms) already exceeds "
             f"the {budget_ms:g} ms budget: no batch size, queue delay or "
             f"instance count can meet it; a faster model or GPU is needed",

@@ -32,6 +32,7 @@ from archkit.analysis.batching import (
     recommend,
 )
 from archkit.analysis.resources import reach
+from archkit.analysis.simulate import SimResult, simulate
 from archkit.spec.model import Device, Service, Spec, Stage
 
 
@@ -60,7 +61,7 @@ class StageCapacity:
     @cached_property
     def per_batch(self) -> list[BatchPrediction]:
         """Predictions for each candidate batch size at the declared delay (batch 1: no delay)."""
-        if self.table is None or self.arrival_rps is None:
+        if self.table is None or self.arrival_rps is None or self.stage.model is None:
             return []
         bt = self.stage.model.batching
         return [
@@ -126,9 +127,8 @@ class StageCapacity:
         )
 
     @cached_property
-    def simulated(self):
+    def simulated(self) -> SimResult | None:
         """Discrete-event simulation of the declared configuration (see `simulate`)."""
-        from archkit.analysis.simulate import simulate
 
         if self.table is None or self.arrival_rps is None:
             return None
