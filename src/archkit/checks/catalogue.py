@@ -16,9 +16,20 @@ MODELS = """\
 The capacity rules (AK2xx) and `archkit capacity SPEC` share one analysis
 (`archkit.analysis`), computed once per check run:
 
-- **Arrival rate.** Every stage on the request path sees the design rate
-  `budgets.throughput_rps` (the peak rate where a rule says so). Branch conditions are not
-  weighted, which over-estimates load on conditional stages.
+- **Arrival rate.** A stage sees the design rate `budgets.throughput_rps` (the peak rate
+  where a rule says so) times its share of the requests — the sum over its inbound edges of
+  the source's share × the edge's `weight` (a cache miss ratio, a fallback share), capped
+  at 1 — times its `items_per_request`. Unweighted edges pass everything (conservative;
+  AK214 notes a conditional edge without a weight).
+- **Shared processors.** Every stage runs on its service's cores or GPUs (a model on a GPU
+  uses copy + compute of each batch; a non-model stage uses cores only when it declares
+  `cpu_ms`); an environment's `cpu_cores` puts every service on one machine. Demand per
+  request on each resource is Σ share × items × time per item (at the batch formed under
+  load); the pipeline's ceiling (the knee) is the lowest of units / demand over resources
+  and servers / demand over stages, and that resource or stage is the bottleneck. Jobs on
+  one resource share it (processor sharing: n jobs on c units run at min(1, c/n) each), so
+  instances that share a GPU or a replica's cores count as that many servers (AK204,
+  AK206), and a resource several stages share is checked by AK213.
 - **Latency composition (data flow).** Paths follow *sync* edges from stages without any
   inbound edge; async hand-offs are off the request path. Per path: the sum of stage P50s,
   the sum of stage P99s (a conservative bound: every stage at its P99 on one request) and
@@ -27,10 +38,13 @@ The capacity rules (AK2xx) and `archkit capacity SPEC` share one analysis
 - **Latency composition (control flow).** Paths from `start` to each terminal; a call
   costs its target stage's P99 nominally and (1 + attempts) × timeout + backoffs at worst.
 - **Queueing models.** CPU stages with `concurrency` workers: M/M/c (Erlang C).
-  Batched model stages: batches are served by the c = replicas × instances as one M/D/c
-  queue (deterministic service per batch size, seed 000 §2.1); M/D/1 is exact
-  (Pollaczek–Khinchine, W = ρS / 2(1 − ρ)), M/D/c uses W(M/M/c)/2 and halves the
-  exponential tail the same way. Pooling assumes least-busy load balancing.
+  Batched model stages: deterministic service per batch size (seed 000 §2.1); M/D/1 is
+  exact (Pollaczek–Khinchine, W = ρS / 2(1 − ρ)); M/D/c uses Cosmetatos' approximation
+  (INFOR 13(3), 1975), ½·W(M/M/c)·[1 + (1 − ρ)(c − 1)(√(4 + 5c) − 2)/(16ρc)], within 3 % of
+  the exact chain for c = 1..8, ρ = 0.3..0.9, with an exponential tail of the same mean.
+  The queue follows the service's `routing`: `random` (a Kubernetes Service; the default)
+  makes each replica its own queue at λ/R, the same split the batch fill uses;
+  `round-robin` scales that wait by 1/R; `least-request` pools all instances into one queue.
 - **Dynamic batching.** Each replica's batcher collects up to the target batch b (the
   largest `preferred_batch_sizes`, else `max_batch_size`) or until the first request has
   waited `max_queue_delay_us`; requests queueing for a busy instance join the forming batch
@@ -43,20 +57,26 @@ The capacity rules (AK2xx) and `archkit capacity SPEC` share one analysis
   (the fill wait and the wait for an instance overlap in reality).
 - **Simulation.** `archkit.analysis.simulate` runs the same assumptions as a discrete-event
   simulation of the batcher (10,000 Poisson arrivals, fixed seed, so output is
-  byte-stable; one batcher feeding all instances, the same pooling assumption): it
+  byte-stable; one replica's batcher at its share of the rate, or all instances for
+  least-request routing): it
   reproduces Pollaczek–Khinchine for M/D/1 within 1–2 % and shows how much room the
   analytic estimate leaves (often 2–3× for batched stages; for lightly loaded batchers
   with short delays it can be slightly higher, as pooling fills batches faster). AK203
   reports an error only when the simulated P99 misses the budget too (a warning, "tight",
   when only the analytic estimate does), and every recommendation
   is confirmed by simulation — for unbatched stages the M/D/c tail approximation can be a
-  few per cent optimistic (seed 000 §2.1's batch 1 at 30 QPS: 5 T4s reach an analytic
-  50.0 ms, the simulation 51.6 ms, so archkit recommends 6).
+  few per cent optimistic. The whole pipeline has its own simulation
+  (`archkit.analysis.pipesim`: routes by edge weight, log-normal worker times, Triton's
+  batcher, processor sharing, routing, call timeouts and retries); `archkit capacity`
+  prints its end-to-end P50/P95/P99 at the design rate.
 - **Recommendation.** Over batch sizes (1, measured, preferred, powers of two ≤ max) ×
   queue delays (0 … 100 ms) × replicas (instances per replica as declared), the fewest
   replicas and then the lowest P99 that meets the binding budget (the tighter of the
-  stage's P99 and the end-to-end P99), analytically and in simulation. If one item's
-  service time already exceeds the budget, archkit says that no configuration can meet it.
+  stage's P99 and the end-to-end P99 less the P99s of the other stages on its heaviest
+  path), analytically and in simulation, at the service's routing (named in the answer).
+  If one item's service time already exceeds the budget, archkit says that no
+  configuration can meet it; when the answer needs more GPUs than the node pool holds, it
+  says the pool must grow.
 - **Retries.** A call's worst case must fit its caller's timeout (`caller`) or the
   request deadline; nested retries multiply (Π(1 + attempts)).
 """
