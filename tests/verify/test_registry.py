@@ -188,3 +188,21 @@ def test_sarif_for_verify_findings(tmp_path):
     assert lines[loc["region"]["startLine"] - 1].strip() == "replicas: 2"
     assert run_["tool"]["driver"]["rules"][result["ruleIndex"]]["id"] == "VK111"
     assert all(r["level"] in ("error", "note") for r in run_["results"])  # passes are left out
+
+
+def test_a_source_from_another_package_loads_through_its_entry_point():
+    import sys
+    from importlib.metadata import EntryPoint
+
+    from archkit.verify.registry import ENTRY_POINTS, load_plugins, source
+
+    plugin = "tests.verify.plugin_source"
+    ep = EntryPoint("notes", f"{plugin}:NotesSource", ENTRY_POINTS)
+    try:
+        load_plugins([ep])
+        assert source("notes") is not None and all_codes()["VY901"][1] == "notes"
+        assert api.explain("VY901").startswith("VY901 notes present (verify, notes)")
+    finally:
+        unregister_source("notes")
+        sys.modules.pop(plugin, None)
+    assert source("notes") is None

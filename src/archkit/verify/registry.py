@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 CODE_RE = re.compile(r"^V[A-Z][1-9][0-9]{2}$")
 # The sources shipped with archkit, in report order; entry-point sources follow them.
 BUILTIN = ("archkit.verify.kube", "archkit.verify.triton", "archkit.verify.prometheus")
+ENTRY_POINTS = "archkit.verify_sources"
 
 
 class DuplicateCodeError(ArchkitError, RuntimeError):
@@ -174,7 +175,15 @@ def _load() -> None:
     _LOADED = True
     for mod in BUILTIN:
         importlib.import_module(mod)
-    for ep in sorted(entry_points(group="archkit.verify_sources"), key=lambda e: e.name):
+    load_plugins(entry_points(group=ENTRY_POINTS))
+
+
+def load_plugins(eps: Iterable[Any]) -> None:
+    """Import the sources other packages declare under the `archkit.verify_sources` entry points.
+
+    Loading the entry point's object (a module or the Source class) runs its `@register_source`.
+    """
+    for ep in sorted(eps, key=lambda e: e.name):
         ep.load()
 
 
