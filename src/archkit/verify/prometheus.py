@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import http.client
 import json
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Mapping
@@ -64,21 +66,49 @@ class _Unreachable(ArchkitError):
     pass
 
 
+# Prometheus' rules and targets answers for a large server are a few MiB; a body past this is
+# not an API answer. The whole answer must arrive within a few timeouts (a body sent one byte at
+# a time would otherwise never trip the per-read socket timeout).
+MAX_ANSWER_BYTES = 64 * 1024 * 1024
+
+
 def _get(base: str, path: str, timeout_s: float) -> dict:
     url = base.rstrip("/") + path
+    deadline = time.monotonic() + 3 * timeout_s
     try:
         with urllib.request.urlopen(url, timeout=timeout_s) as resp:  # noqa: S310 - user-given http URL
-            body = json.loads(resp.read())
+            chunks: list[bytes] = []
+            got = 0
+            while chunk := resp.read1(1 << 16):
+                got += len(chunk)
+                chunks.append(chunk)
+                if got > MAX_ANSWER_BYTES:
+                    raise _Unreachable(f"GET {path}: the answer is over {MAX_ANSWER_BYTES} bytes")
+                if time.monotonic() > deadline:
+                    raise _Unreachable(
+                        f"GET {path}: the answer took over {3 * timeout_s:g} s (a stalled body?)"
+                    )
+        body = json.loads(b"".join(chunks), parse_constant=lambda word: None)
     except urllib.error.HTTPError as exc:
         hint = " (credentials?)" if exc.code in (401, 403) else ""
         raise _Unreachable(f"GET {path} answered HTTP {exc.code}{hint}") from None
     except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
         raise _Unreachable(f"cannot reach Prometheus at {base}: {getattr(exc, 'reason', exc)}") from None
-    except ValueError:
+    except http.client.HTTPException as exc:  # truncated bodies, answers that are not HTTP
+        raise _Unreachable(f"GET {path}: a broken HTTP answer ({type(exc).__name__}) from {base}") from None
+    except (ValueError, RecursionError):
         raise _Unreachable(f"GET {path} did not answer JSON; is {base} a Prometheus server?") from None
+    if not isinstance(body, dict):
+        raise _Unreachable(f"GET {path} did not answer a JSON object; is {base} a Prometheus server?")
     if body.get("status") != "success":
-        raise _Unreachable(f"GET {path}: {body.get('error') or body.get('status')}")
-    return body.get("data") or {}
+        raise _Unreachable(f"GET {path}: {str(body.get('error') or body.get('status'))[:200]}")
+    data = body.get("data")
+    return data if isinstance(data, dict) else {}
+
+
+def _dicts(value: object) -> list[dict]:
+    """The mappings of a list from an answer (anything else in it, or a non-list, is ignored)."""
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
 
 
 def check_prometheus(
@@ -93,7 +123,7 @@ def check_prometheus(
     except _Unreachable as exc:
         rec.unknown("VP300", server, obs, None, str(exc))
         return rec.findings
-    loaded = {g.get("name"): g for g in rules.get("groups") or []}
+    loaded = {g["name"]: g for g in _dicts(rules.get("groups")) if isinstance(g.get("name"), str)}
     if expected_groups is None:
         rec.unknown("VP301", "rules", obs, None, groups_note or "the expected rule groups are not known")
         check = sorted(loaded)
@@ -105,7 +135,7 @@ def check_prometheus(
                     f"rules/{name}",
                     obs,
                     None,
-                    f"{len(loaded[name].get('rules') or [])} rule(s) loaded",
+                    f"{len(_dicts(loaded[name].get('rules')))} rule(s) loaded",
                 )
             else:
                 rec.drift(
@@ -120,7 +150,7 @@ def check_prometheus(
         check = [n for n in expected_groups if n in loaded]
     for name in check:
         bad, pending = [], 0
-        for rule in loaded[name].get("rules") or []:
+        for rule in _dicts(loaded[name].get("rules")):
             health = rule.get("health", "unknown")
             if rule.get("lastError") or health == "err":
                 bad.append(f"{rule.get('name')}: {rule.get('lastError') or health}")
@@ -147,7 +177,7 @@ def check_prometheus(
     if not obs.scrape:
         return rec.findings
     try:
-        targets = _get(url, "/api/v1/targets?state=active", timeout_s).get("activeTargets") or []
+        targets = _dicts(_get(url, "/api/v1/targets?state=active", timeout_s).get("activeTargets"))
     except _Unreachable as exc:
         for st in obs.scrape:
             rec.unknown("VP310", f"scrape/{st.service}:{st.port}", st, None, str(exc))
@@ -156,8 +186,9 @@ def check_prometheus(
         label = f"scrape/{st.service}:{st.port}"
         matched = []
         for t in targets:
-            labels = t.get("labels") or {}
-            u = urlparse(t.get("scrapeUrl") or "")
+            raw_labels = t.get("labels")
+            labels: dict = raw_labels if isinstance(raw_labels, dict) else {}
+            u = urlparse(str(t.get("scrapeUrl") or ""))
             if st.job:
                 ok = labels.get("job") == st.job
             else:
@@ -165,7 +196,9 @@ def check_prometheus(
             if ok:
                 matched.append(t)
         if not matched:
-            jobs = sorted({(t.get("labels") or {}).get("job", "?") for t in targets})
+            jobs = sorted(
+                {str(t["labels"].get("job", "?")) for t in targets if isinstance(t.get("labels"), dict)}
+            )
             want = f"job '{st.job}'" if st.job else f"port {st.port} path {st.path} (or job '{st.service}')"
             rec.drift(
                 "VP310",

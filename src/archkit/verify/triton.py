@@ -78,10 +78,19 @@ def check_triton(spec: Spec, url: str, timeout_s: float = 5.0) -> list[Finding]:
     models = triton_models(spec)
     anchor = models[0][1] if models else spec.dataflow
     server = f"server {url}"
+    # tritonclient's timeouts are per socket operation: a body sent one byte at a time never
+    # trips them. gevent (tritonclient.http's own I/O) bounds the whole conversation instead.
+    import gevent
+
+    total_s = 10 * timeout_s + 5 * timeout_s * len(models)
+    budget = gevent.Timeout(total_s)  # a BaseException: client retries that catch Exception skip it
+    budget.start()
     try:
         client = _client(url, timeout_s)
         live = client.is_server_live()
-    except Exception as exc:  # connection refused, timeout, DNS: the tritonclient raises many kinds
+    except (Exception, gevent.Timeout) as exc:  # refused, timeout, DNS: tritonclient raises many kinds
+        if isinstance(exc, gevent.Timeout) and exc is not budget:
+            raise
         rec.unknown(
             "VT200",
             server,
@@ -90,6 +99,7 @@ def check_triton(spec: Spec, url: str, timeout_s: float = 5.0) -> list[Finding]:
             f"cannot reach Triton at {url}: {_error_text(exc)}; is the server running and the URL its "
             "HTTP port (default 8000)?",
         )
+        budget.cancel()
         return rec.findings
     try:
         if live:
@@ -114,9 +124,20 @@ def check_triton(spec: Spec, url: str, timeout_s: float = 5.0) -> list[Finding]:
             index = None
         for stage, model in models:
             _check_model(rec, client, stage, model, index)
+    except gevent.Timeout as exc:
+        if exc is not budget:
+            raise
+        rec.unknown(
+            "VT200",
+            server,
+            anchor,
+            None,
+            f"Triton at {url} did not finish answering within {total_s:g} s (a stalled or endless answer?)",
+        )
     except Exception as exc:
         rec.unknown("VT200", server, anchor, None, f"Triton at {url} stopped answering: {_error_text(exc)}")
     finally:
+        budget.cancel()
         # closing a half-open client must not hide the findings
         with contextlib.suppress(Exception):
             client.close()
@@ -149,6 +170,11 @@ def _check_model(rec: Recorder, client: Any, stage: Stage, model: ModelInfo, ind
             rec.drift("VT211", label, model, "name", f"model '{model.name}' is not READY: {text}")
         else:
             rec.unknown("VT210", label, model, "name", f"cannot look up model '{model.name}': {text}")
+        return
+    if not isinstance(meta, dict):
+        rec.unknown(
+            "VT210", label, model, "name", f"Triton's metadata of '{model.name}' is not a JSON object"
+        )
         return
     rec.ok("VT210", label, model, "name", "in the model repository")
     versions = [str(v) for v in meta.get("versions") or []]
@@ -191,6 +217,11 @@ def _check_model(rec: Recorder, client: Any, stage: Stage, model: ModelInfo, ind
     except Exception as exc:
         rec.unknown(
             "VT220", label, model, "batching", f"cannot read the config of '{model.name}': {_error_text(exc)}"
+        )
+        return
+    if not isinstance(config, dict):
+        rec.unknown(
+            "VT220", label, model, "batching", f"Triton's config of '{model.name}' is not a JSON object"
         )
         return
     config = config.get("config", config)  # some servers wrap it
