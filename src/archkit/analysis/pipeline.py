@@ -69,7 +69,7 @@ class PipelinePrediction:
     stable: bool  # False past the knee: the simulated backlog kept growing
     failed_share: float  # requests rejected by full queues or out of retries (simulated)
     degraded_share: float  # requests answered by a call's fallback after a timeout (simulated)
-    stages: tuple[StagePrediction, ...]
+    stages: list[StagePrediction]
     resources: tuple[ResourcePrediction, ...]
     requests: int
     seed: int
@@ -79,9 +79,17 @@ class PipelinePrediction:
     def stage(self, stage_id: str) -> StagePrediction | None:
         return next((s for s in self.stages if s.stage == stage_id), None)
 
-    def as_dict(self) -> dict:
+    @property
+    def end_to_end(self) -> dict[str, float | None]:
+        """The end-to-end figures as one mapping (ms; None where nothing was answered)."""
+        out = {"p50_ms": self.p50_ms, "p95_ms": self.p95_ms, "p99_ms": self.p99_ms, "mean_ms": self.mean_ms}
+        return {k: (v if math.isfinite(v) else None) for k, v in out.items()}
+
+    def as_dict(self) -> dict[str, object]:
         """Plain data for JSON: infinities and NaNs become None, floats are rounded."""
-        return _clean(asdict(self))
+        out = _clean(asdict(self))
+        assert isinstance(out, dict)
+        return out
 
 
 def _clean(v: object) -> object:
@@ -201,7 +209,7 @@ def _assemble(
         stable=sim.stable,
         failed_share=sim.failed / sim.requests if sim.requests else 0.0,
         degraded_share=sim.degraded / sim.requests if sim.requests else 0.0,
-        stages=tuple(stages),
+        stages=stages,
         resources=resources,
         requests=sim.requests,
         seed=seed,
