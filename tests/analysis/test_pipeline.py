@@ -199,3 +199,26 @@ def test_work_is_bounded_by_the_request_count():
     spec = _spec(TWO_ON_ONE_CORE)
     sim = simulate_pipeline(spec, load_model(spec), 1e9, requests=500)
     assert sim.requests == 500 and not sim.stable
+
+
+def test_services_on_a_time_sliced_gpu_share_it():
+    """Two services on one time-sliced GPU (seed 004 §2.3's shared-GPU pitfall): one resource."""
+    text = """apiVersion: archkit/v1
+metadata: {name: t}
+budgets: {throughput_rps: 10}
+dataflow:
+  stages:
+    - {id: a, kind: model, service: sa, model: {name: a, service_time: [{batch_size: 1, compute_ms: 40}]}}
+    - {id: b, kind: model, service: sb, model: {name: b, service_time: [{batch_size: 1, compute_ms: 60}]}}
+  edges:
+    - {from: a, to: b}
+topology:
+  node_pools: [{id: gpu, count: 1, cpu_cores: 8, gpu: {model: T4, count: 1, sharing: time_slicing}}]
+  services:
+    - {id: sa, pool: gpu, resources: {limits: {gpu: 1}}}
+    - {id: sb, pool: gpu, resources: {limits: {gpu: 1}}}
+"""
+    lm = load_model(_spec(text))
+    (gpu,) = lm.resources
+    assert gpu.stages == ("a", "b") and gpu.units == 1
+    assert gpu.ceiling_rps == pytest.approx(10.0) and lm.bottleneck == f"resource {gpu.id}"

@@ -8,7 +8,9 @@ The model (printed by `archkit capacity`, stated in docs/checks.md):
   sees `items_per_request` items per visit.
 - **Where work runs.** A stage runs on its service. A model on a GPU uses the service's GPUs
   (`resources.limits.gpu`, else requests, else 1 per replica; a MIG slice counts as one
-  GPU, its service times are the slice's); everything else uses the service's cores
+  GPU, its service times are the slice's; on a pool whose GPUs are time-sliced or split by
+  memory fraction, every service on the pool shares the pool's GPUs); everything else
+  uses the service's cores
   (limits, else requests, else the pool's node size), but only a stage that declares
   `cpu_ms` (its processor time per item): a P50 alone is latency, which may be waiting on
   I/O or a remote call. An environment with `cpu_cores` puts every service on one machine
@@ -33,7 +35,7 @@ import math
 from dataclasses import dataclass
 
 from archkit.analysis.service_table import ServiceTable
-from archkit.spec.model import Device, Service, Spec, Stage
+from archkit.spec.model import Device, GpuSharing, Service, Spec, Stage
 
 # a stage's P99 is at most this many P50s for the log-normal fit of its service time; beyond
 # it the P99 budget is headroom for queueing, not spread of the work itself
@@ -208,6 +210,9 @@ def _cores(spec: Spec, svc: Service) -> float | None:
     return pool.cpu_cores if pool is not None else None
 
 
+_TIME_SHARED = {GpuSharing.time_slicing, GpuSharing.memory_fraction}
+
+
 def _gpus(spec: Spec, svc: Service) -> tuple[float, str]:
     g = svc.resources.limits.gpu or svc.resources.requests.gpu or 1.0
     pool = spec.pool(svc.pool)
@@ -236,9 +241,15 @@ def load_model(spec: Spec) -> LoadModel:
             item_s = (table.ms(b) / b / 1000) if table is not None else (st.p50_ms or 0.0) / 1000
             kind, per_replica = "model", m.instances
             if m.device is Device.gpu and svc is not None:
-                g, tag = _gpus(spec, svc)
-                resource = f"{svc.id}:gpu{tag}"
-                units[resource] = ("gpu", g * replicas)
+                pool = spec.pool(svc.pool)
+                if pool is not None and pool.gpu is not None and pool.gpu.sharing in _TIME_SHARED:
+                    # time-slicing or memory fractions: every service on the pool shares its GPUs
+                    resource = f"pool {pool.id}:gpu ({pool.gpu.sharing.value})"
+                    units[resource] = ("gpu", float(pool.count * pool.gpu.count))
+                else:
+                    g, tag = _gpus(spec, svc)
+                    resource = f"{svc.id}:gpu{tag}"
+                    units[resource] = ("gpu", g * replicas)
         else:
             b = 1
             item_s = service_mean_ms(st) / 1000
