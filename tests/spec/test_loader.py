@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -321,3 +322,49 @@ def test_timeout_inf_is_a_check_error_not_a_broken_locustfile(monkeypatch):
         "dataflow.stages[0].timeout_ms",
         "loadtest.scenarios[0].weight",
     ]
+
+
+# ---------------------------------------------------------------------------- huge numbers
+
+
+@pytest.mark.parametrize(
+    "old,new,path",
+    [
+        ("instances: 1\n", "instances: 1000000000\n", "model.instances"),
+        ("max_batch_size: 8\n", "max_batch_size: 1000000000\n", "model.batching.max_batch_size"),
+        ("replicas: 2", "replicas: 1000000000", "replicas"),
+    ],
+)
+def test_huge_counts_are_schema_errors_answered_in_time(old, new, path):
+    """Counts that once sent the analysis into loops linear in their value (10^9 servers or
+    batch slots) are refused by the schema's bounds; the whole check answers within the fuzz
+    harness's per-input limit."""
+    from tests.fuzz.harness import run_one
+
+    text = (ROOT / "examples" / "industrial-inspection.yaml").read_text()
+    assert old in text
+    text = text.replace(old, new, 1)
+    res = load_text(text, "huge.yaml")
+    assert [d.message.split(";")[0] for d in res.diagnostics] == [
+        f"Input should be less than or equal to {_bound(path)}"
+    ]
+    assert res.diagnostics[0].path.endswith(path)
+    out = run_one(text)
+    assert out.problem is None, out.problem
+
+
+def _bound(path: str) -> int:
+    from archkit.spec import model
+
+    return {"model.instances": model.MAX_INSTANCES, "model.batching.max_batch_size": model.MAX_BATCH}.get(
+        path, model.MAX_REPLICAS
+    )
+
+
+def test_huge_concurrency_is_a_schema_error():
+    text = (
+        MINIMAL
+        + "dataflow:\n  stages:\n    - {id: a, kind: preprocess, concurrency: 1000000000, p50_ms: 5}\n"
+    )
+    res = load_text(text)
+    assert res.diagnostics[0].message.startswith("Input should be less than or equal to 1024")
