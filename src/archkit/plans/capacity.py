@@ -10,9 +10,11 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from archkit.analysis.batching import BatchPrediction
 from archkit.analysis.capacity import end_to_end_budget, model_capacities, worker_capacities
 from archkit.analysis.latency import dataflow_paths
 from archkit.analysis.pipeline import predict
+from archkit.analysis.service_table import ServiceTable
 from archkit.analysis.simulate import simulate
 from archkit.diagnostics import Diagnostic
 from archkit.spec.model import Spec
@@ -26,11 +28,13 @@ class CapacityReport:
     name: str
     arrival_rps: float | None
     p99_budget_ms: float | None
-    stages: list[dict] = field(default_factory=list)
-    paths: list[dict] = field(default_factory=list)
-    workers: list[dict] = field(default_factory=list)  # non-model stages with `concurrency` (M/M/c)
+    stages: list[dict[str, Any]] = field(default_factory=list)
+    paths: list[dict[str, Any]] = field(default_factory=list)
+    workers: list[dict[str, Any]] = field(default_factory=list)  # non-model stages with `concurrency` (M/M/c)
     diagnostics: list[Diagnostic] = field(default_factory=list)
-    pipeline: dict | None = None  # PipelinePrediction.as_dict(): ceiling, bottleneck, resources, e2e
+    pipeline: dict[str, Any] | None = (
+        None  # PipelinePrediction.as_dict(): ceiling, bottleneck, resources, e2e
+    )
 
     @property
     def missed(self) -> bool:
@@ -60,13 +64,13 @@ def num(v: float | None) -> float | None:
 def capacity_report(spec: Spec, file: str = "<spec>") -> CapacityReport:
     """Every model stage of a (prepared) spec: λ, ρ, P50/P99 per batch size, the recommendation, why."""
 
-    def sim(p: Any) -> dict[str, Any]:
+    def sim(table: ServiceTable, p: BatchPrediction) -> dict[str, Any]:
         # the queue the prediction assumed: one replica at its share, or the pooled instances
         if p.routing == "least-request":
             lam, servers = p.arrival_rps, p.replicas * p.instances
         else:
             lam, servers = p.arrival_rps / p.replicas, p.instances
-        r = simulate(cap.table, lam, p.batch_size, p.max_queue_delay_us, servers)
+        r = simulate(table, lam, p.batch_size, p.max_queue_delay_us, servers)
         return {
             "sim_p50_ms": num(r.p50_ms) if r.stable else None,
             "sim_p99_ms": num(r.p99_ms) if r.stable else None,
@@ -75,15 +79,15 @@ def capacity_report(spec: Spec, file: str = "<spec>") -> CapacityReport:
 
     report = CapacityReport(file, spec.metadata.name, spec.budgets.throughput_rps, spec.budgets.p99_ms)
     report.pipeline = predict(spec).as_dict()
-    for p in dataflow_paths(spec):
+    for path in dataflow_paths(spec):
         report.paths.append(
             {
-                "stages": p.stages,
-                "p50_sum_ms": num(p.p50_sum),
-                "p99_sum_ms": num(p.p99_sum),
-                "p99_independent_ms": num(p.p99_rss),
-                "dominant": p.dominant,
-                "dominant_p99_ms": num(p.dominant_p99),
+                "stages": path.stages,
+                "p50_sum_ms": num(path.p50_sum),
+                "p99_sum_ms": num(path.p99_sum),
+                "p99_independent_ms": num(path.p99_rss),
+                "dominant": path.dominant,
+                "dominant_p99_ms": num(path.dominant_p99),
             }
         )
     for w in worker_capacities(spec):
@@ -100,6 +104,8 @@ def capacity_report(spec: Spec, file: str = "<spec>") -> CapacityReport:
         )
     for cap in model_capacities(spec):
         st, m = cap.stage, cap.stage.model
+        if m is None:  # model_capacities yields model stages only
+            continue
         row: dict[str, Any] = {
             "stage": st.id,
             "model": m.name,
@@ -122,21 +128,22 @@ def capacity_report(spec: Spec, file: str = "<spec>") -> CapacityReport:
         }
         if cap.table is None:
             row["why"].append("no service_time table: nothing to predict (AK210)")
-        if cap.declared is not None:
+        table = cap.table
+        if cap.declared is not None and table is not None:  # a declared prediction needs the table
             d = cap.declared
             row["declared"] = {
                 **_pred(d),
-                **sim(d),
+                **sim(table, d),
                 "meets": cap.budget_ms is None or d.p99_ms <= cap.budget_ms,
             }
-            for p in cap.per_batch:
+            for bp in cap.per_batch:
                 row["per_batch"].append(
                     {
-                        **_pred(p),
-                        **sim(p),
-                        "per_item_ms": num(cap.table.ms(p.batch_size) / p.batch_size),
-                        "batch_ms": num(cap.table.ms(p.batch_size)),
-                        "meets": cap.budget_ms is not None and p.p99_ms <= cap.budget_ms,
+                        **_pred(bp),
+                        **sim(table, bp),
+                        "per_item_ms": num(table.ms(bp.batch_size) / bp.batch_size),
+                        "batch_ms": num(table.ms(bp.batch_size)),
+                        "meets": cap.budget_ms is not None and bp.p99_ms <= cap.budget_ms,
                     }
                 )
             row["why"] = _why(cap, d)
@@ -150,7 +157,7 @@ def capacity_report(spec: Spec, file: str = "<spec>") -> CapacityReport:
                 rec = cap.recommendation if b_ms == cap.budget_ms else cap.recommend_for(b_ms)
                 if rec is None:
                     continue
-                pr = rec.prediction
+                pr = rec.prediction if rec.met else None
                 note = cap.pool_note(rec)
                 row["recommendations"].append(
                     {
@@ -160,15 +167,15 @@ def capacity_report(spec: Spec, file: str = "<spec>") -> CapacityReport:
                         "reason": rec.reason + (f"; {note}" if note else ""),
                         "routing": cap.routing,
                         "pool_must_grow": bool(note),
-                        "batch_size": pr.batch_size if rec.met else None,
-                        "max_queue_delay_us": pr.max_queue_delay_us if rec.met else None,
-                        "replicas": pr.replicas if rec.met else None,
-                        "gpus": (pr.replicas * cap.gpus_per_replica) if rec.met else None,
-                        "p50_ms": num(pr.p50_ms) if rec.met else None,
-                        "p99_ms": num(pr.p99_ms) if rec.met else None,
+                        "batch_size": pr.batch_size if pr else None,
+                        "max_queue_delay_us": pr.max_queue_delay_us if pr else None,
+                        "replicas": pr.replicas if pr else None,
+                        "gpus": (pr.replicas * cap.gpus_per_replica) if pr else None,
+                        "p50_ms": num(pr.p50_ms) if pr else None,
+                        "p99_ms": num(pr.p99_ms) if pr else None,
                         **(
-                            sim(pr)
-                            if rec.met
+                            sim(table, pr)
+                            if pr
                             else {"sim_p50_ms": None, "sim_p99_ms": None, "sim_mean_batch": None}
                         ),
                     }
