@@ -83,6 +83,8 @@ def simulate(
     late = sum(lat[-tenth:]) / tenth
     mid = sum(lat[4 * tenth : 5 * tenth]) / tenth
     stable = late < 2 * mid + 1e-9 or late < 10 * table.ms(b) / 1000
+    # and more work than full batches can serve is overload however short the run
+    stable = stable and arrival_rps * table.ms(b) / 1000 / (b * c) < 1
     lat.sort()
 
     def pct(p: float) -> float:

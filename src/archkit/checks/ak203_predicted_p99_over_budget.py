@@ -2,7 +2,7 @@
 
 import math
 
-from archkit.analysis.batching import recommend
+from archkit.analysis.capacity import end_to_end_budget
 from archkit.checks.common import capacities, fmt_ms
 from archkit.checks.registry import Rule, register
 from archkit.diagnostics import Severity
@@ -20,8 +20,9 @@ Larger batches raise throughput per GPU but every request waits for its batch to
 a free instance, and for the whole batch to be copied and computed. archkit predicts the
 stage's latency from the declared per-batch service times (interpolated between measured
 sizes), the design rate, max_queue_delay_us, instances and replicas (fill time + M/D/c
-queueing + service; the P99 adds component P99s, conservative when batches form) and
-compares it with the tighter of the stage's P99 budget and the end-to-end P99. When the
+queueing at the service's routing + service; the P99 adds component P99s, conservative
+when batches form) and compares it with the tighter of the stage's P99 budget and the
+end-to-end P99 less what the other stages on its path take at their P99s. When the
 estimate misses the budget, a
 discrete-event simulation of the batcher (same assumptions, no approximation) is the
 judge: an error if the simulated P99 misses too (or the stage is overloaded), a warning
@@ -38,18 +39,15 @@ cheapest configuration that meets the budget.
             hint = ""
             if rec is not None:
                 hint = ("cheapest that meets it: " + rec.reason) if rec.met else rec.reason
-                e2e = ctx.spec.budgets.p99_ms
+                note = cap.pool_note(rec)
+                hint += f"; {note}" if note else ""
+                # the stage's own budget binds: what would meet its share of the end-to-end budget
+                e2e, src = end_to_end_budget(ctx.spec, cap.stage)
                 if not rec.met and e2e is not None and e2e > cap.budget_ms:
-                    other = recommend(
-                        cap.table,
-                        cap.arrival_rps,
-                        e2e,
-                        cap.max_batch_size,
-                        cap.stage.model.batching.preferred_batch_sizes if cap.stage.model.batching else (),
-                        cap.instances,
-                    )
-                    if other.met:
-                        hint += f"; for the end-to-end {fmt_ms(e2e)}: {other.reason}"
+                    other = cap.recommend_for(e2e)
+                    if other is not None and other.met:
+                        note = cap.pool_note(other)
+                        hint += f"; for {fmt_ms(e2e)} ({src}): {other.reason}" + (f"; {note}" if note else "")
             obj = cap.stage.model.batching or cap.stage.model
             field = "max_queue_delay_us" if cap.stage.model.batching else "instances"
             sim = cap.simulated
