@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from archkit.diagnostics import Diagnostic
-from archkit.errors import ArchkitError, UnknownNameError
-from archkit.plans.context import RunContext, with_environment
+from archkit.errors import ArchkitError, SpecLoadError, UnknownNameError
+from archkit.plans.context import RunContext, prepare, with_environment
 from archkit.render.tree import WriteResult, write_tree
-from archkit.spec import Spec, load_file
+from archkit.spec import Spec
 
 if TYPE_CHECKING:
     from archkit.generators import RenderContext
@@ -135,10 +135,10 @@ def render(
     """
     from archkit.generators.renderers import Tools
 
-    res = load_file(spec_path)
-    if res.spec is None:
-        return RenderResult({}, WriteResult(), res.diagnostics)
-    run = RunContext(with_environment(res.spec, res.file, env), str(spec_path), env)
+    try:
+        run = prepare(spec_path, env)
+    except SpecLoadError as exc:
+        return RenderResult({}, WriteResult(), exc.diagnostics)
     tools = Tools(jar=plantuml_jar, degrade=True)
     files, diags = generate(
         run.spec, str(spec_path), only, formats, measured, templates_dir, env, progress, tools, run
