@@ -212,6 +212,8 @@ def stage_capacity(spec: Spec, stage: Stage, share: float | None = None) -> Stag
         gpus = svc.resources.limits.gpu or svc.resources.requests.gpu or 0.0
     if not gpus and m.device is Device.gpu:
         gpus = 1.0
+    if m.device is not Device.gpu:
+        gpus = 0.0  # an environment that runs the model on CPU uses no GPU
     table = ServiceTable((t.batch_size, t.total_ms) for t in m.service_time) if m.service_time else None
     # instances that share a GPU (or a replica's cores) share its time: they serve as many at
     # once as there are units (archkit.analysis.resources; AK213 checks the whole pipeline)

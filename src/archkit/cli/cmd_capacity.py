@@ -99,9 +99,10 @@ def _text(rep) -> str:
                 )
         lines.append("")
     lines.append(
-        "model: Poisson arrivals; fill time + M/D/c queueing of batches + interpolated per-batch "
-        "service time; the analytic P99 adds component P99s (conservative when batches form); "
-        "sim* columns simulate the batcher (10,000 requests, fixed seed). See docs/checks.md."
+        "model: Poisson arrivals; fill time + M/D/c queueing of batches (Cosmetatos; one queue per "
+        "replica for random routing) + interpolated per-batch service time; the analytic P99 adds "
+        "component P99s (conservative when batches form); sim* columns simulate the batcher "
+        "(10,000 requests, fixed seed); the pipeline lines share cores and GPUs. See docs/checks.md."
     )
     return "\n".join(lines) + "\n"
 
