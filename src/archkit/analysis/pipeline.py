@@ -153,17 +153,24 @@ def simulated_knee(
 
     Searches between a fifth of the analytic knee and 1.25 times it (`steps` simulations of
     `requests` requests each, so the work is bounded); a rate counts as served when the run
-    is stable and at least 99 % of the requests are answered at 97 % of the offered rate.
+    is stable, at least 99 % of the requests are answered without a fallback, and at 97 % of
+    the offered rate. NaN when even a fifth of the ceiling is not served.
     """
     applied, lm = prepare(spec, env)
     if not math.isfinite(lm.ceiling_rps):
         return math.inf
+
+    def served(rate: float) -> bool:
+        sim = simulate_pipeline(applied, lm, rate, requests=requests, seed=seed)
+        lost = sim.failed + sim.degraded
+        return sim.stable and lost <= 0.01 * sim.requests and sim.throughput_rps >= 0.97 * rate
+
     lo, hi = 0.2 * lm.ceiling_rps, 1.25 * lm.ceiling_rps
+    if not served(lo):
+        return math.nan  # not served even at a fifth of the ceiling (timeouts, full queues)
     for _ in range(steps):
         mid = (lo + hi) / 2
-        sim = simulate_pipeline(applied, lm, mid, requests=requests, seed=seed)
-        ok = sim.stable and sim.failed <= 0.01 * sim.requests and sim.throughput_rps >= 0.97 * mid
-        lo, hi = (mid, hi) if ok else (lo, mid)
+        lo, hi = (mid, hi) if served(mid) else (lo, mid)
     return lo
 
 

@@ -58,6 +58,7 @@ class StageLoad:
     servers_per_replica: int | None  # instances or workers per replica; None: unbounded
     item_s: float  # processor time per item under load (s)
     resource: str | None  # id of the shared resource it runs on; None: unconstrained
+    hold_s: float | None = None  # time an instance is held per item (a GPU model's host overhead too)
 
     @property
     def demand_s(self) -> float:
@@ -71,9 +72,10 @@ class StageLoad:
     @property
     def ceiling_rps(self) -> float:
         """Request rate at which this stage's own servers are all busy (∞ when unbounded)."""
-        if self.servers is None or self.demand_s <= 0:
+        held = self.reach * self.items_per_request * (self.item_s if self.hold_s is None else self.hold_s)
+        if self.servers is None or held <= 0:
             return math.inf
-        return self.servers / self.demand_s
+        return self.servers / held
 
 
 @dataclass(frozen=True)
@@ -239,6 +241,8 @@ def load_model(spec: Spec) -> LoadModel:
             table = busy_table_of(st)
             b = target_batch(st)
             item_s = (table.ms(b) / b / 1000) if table is not None else (st.p50_ms or 0.0) / 1000
+            whole = table_of(st)
+            hold_s = (whole.ms(b) / b / 1000) if whole is not None else item_s
             kind, per_replica = "model", m.instances
             if m.device is Device.gpu and svc is not None:
                 pool = spec.pool(svc.pool)
@@ -253,6 +257,7 @@ def load_model(spec: Spec) -> LoadModel:
         else:
             b = 1
             item_s = service_mean_ms(st) / 1000
+            hold_s = item_s
             on_cores = st.cpu_ms is not None and svc is not None and not svc.external
             kind = "worker" if on_cores or st.concurrency else "delay"
             per_replica = st.concurrency if svc is not None else None
@@ -283,6 +288,7 @@ def load_model(spec: Spec) -> LoadModel:
                 per_replica,
                 item_s,
                 resource,
+                hold_s,
             )
         )
     resources = []

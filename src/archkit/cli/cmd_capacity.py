@@ -112,7 +112,14 @@ def _pipeline(p: dict | None) -> list[str]:
     if not p:
         return []
     knee = _f(p["knee_rps"] and round(p["knee_rps"], 2), " req/s")
-    out = [f"pipeline ceiling {knee}, bottleneck {p['bottleneck'] or 'none'}"]
+    sim_knee = p.get("simulated_knee_rps")
+    if sim_knee is not None:
+        seen = f" (simulated knee {_f(round(sim_knee, 2), ' req/s')})"
+    elif "simulated_knee_rps" in p:
+        seen = " (simulated: not served without fallbacks even at a fifth of it)"
+    else:
+        seen = ""
+    out = [f"pipeline ceiling {knee}{seen}, bottleneck {p['bottleneck'] or 'none'}"]
     for r in p["resources"]:
         util = r["utilisation"]
         flag = "  OVER CAPACITY" if util is not None and util >= 1 else ""
