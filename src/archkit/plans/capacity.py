@@ -78,7 +78,7 @@ def capacity_report(spec: Spec, file: str = "<spec>") -> CapacityReport:
         }
 
     report = CapacityReport(file, spec.metadata.name, spec.budgets.throughput_rps, spec.budgets.p99_ms)
-    report.pipeline = predict(spec).as_dict()
+    report.pipeline = predict(spec, knee=True).as_dict()
     for path in dataflow_paths(spec):
         report.paths.append(
             {
