@@ -222,3 +222,15 @@ topology:
     (gpu,) = lm.resources
     assert gpu.stages == ("a", "b") and gpu.units == 1
     assert gpu.ceiling_rps == pytest.approx(10.0) and lm.bottleneck == f"resource {gpu.id}"
+
+
+def test_a_wide_fan_out_simulates_fewer_requests_not_longer():
+    """10,000 items per request in calls of 1: the run is cut to the call budget and says so."""
+    text = TWO_ON_ONE_CORE.replace(
+        "kind: model\n      service: infer\n      model:\n        name: b",
+        "kind: model\n      service: infer\n      items_per_request: 10000\n      model:\n        name: b",
+        1,
+    )
+    spec = _spec(text)
+    sim = simulate_pipeline(spec, load_model(spec), 0.0001, requests=1_000_000)
+    assert sim.requests < 10_000

@@ -23,7 +23,8 @@ What it simulates (every choice is the spec's or stated here):
   deadline; when it passes, the visit is abandoned (its work still runs to completion) and
   retried after the backoff, or the request fails when no attempt is left.
 Deterministic: one seed fixes every draw. Bounded: at most `requests` requests (capped at
-MAX_REQUESTS) and a fixed number of events per request.
+MAX_REQUESTS, and lowered so that the calls they make stay under MAX_CALLS: the result's
+`requests` says how many ran) and a fixed number of events per request.
 """
 
 from __future__ import annotations
@@ -45,6 +46,9 @@ from archkit.analysis.resources import (
 from archkit.spec.model import Spec
 
 MAX_REQUESTS = 5_000_000
+MAX_CALLS = (
+    40_000_000  # stage visits and inference calls in one run: fewer requests when each fans out widely
+)
 _EVENTS_PER_REQUEST = 400  # a hard stop for pathological specs (retry storms): far above any route
 
 _ROUTING = {"random": 0, "round-robin": 1, "least-request": 2}
@@ -162,6 +166,12 @@ def _answers(spec: Spec, node_id: str | None) -> bool:
     return node is not None
 
 
+def _call_bounded(load: LoadModel) -> int:
+    """Requests whose calls fit MAX_CALLS: a fan-out of thousands of items per request costs that many calls."""
+    per = sum(s.reach * max(1.0, s.items_per_request / max(1, s.items_per_call)) for s in load.stages)
+    return max(1000, int(MAX_CALLS / max(per, 1.0)))
+
+
 def compile_steps(spec: Spec, load: LoadModel) -> tuple[dict[str, _Step], list[str], list[float]]:
     """The simulation's view of each stage and the index of each shared resource."""
     res_ids = [r.id for r in load.resources]
@@ -233,7 +243,7 @@ def simulate_pipeline(
         arr = np.sort(np.asarray(arrivals, dtype=np.float64))[:MAX_REQUESTS]
         n = int(arr.shape[0])
     else:
-        n = max(0, min(int(requests), MAX_REQUESTS))
+        n = max(0, min(int(requests), MAX_REQUESTS, _call_bounded(load)))
         if rate_rps <= 0 or n == 0:
             return PipelineSim(0, 0, 0, 0, rate_rps, 0.0, 0.0, 0.0, 0.0, 0.0, True, {}, (), seed)
         arr = np.cumsum(rng.exponential(1 / rate_rps, n))
