@@ -19,6 +19,7 @@ All times are in seconds here; callers convert from the spec's milliseconds.
 from __future__ import annotations
 
 import math
+from statistics import NormalDist
 
 INF = math.inf
 
@@ -211,11 +212,9 @@ def poisson_quantile(mean: float, q: float, cap: int = 100_000) -> int:
     if mean <= 0:
         return 0
     term = math.exp(-mean)
-    if term == 0.0:
-        k = 0
-        while k < cap and poisson_cdf(k, mean) < q:
-            k += 1
-        return k
+    if term == 0.0:  # huge mean (> 745): the normal approximation's quantile, in O(1)
+        z = NormalDist().inv_cdf(min(max(q, 1e-12), 1 - 1e-12))
+        return min(cap, max(0, math.ceil(mean + z * math.sqrt(mean) - 0.5)))
     cdf, k = term, 0
     while cdf < q and k < cap:
         k += 1
