@@ -234,3 +234,25 @@ def test_a_wide_fan_out_simulates_fewer_requests_not_longer():
     spec = _spec(text)
     sim = simulate_pipeline(spec, load_model(spec), 0.0001, requests=1_000_000)
     assert sim.requests < 10_000
+
+
+PS = """apiVersion: archkit/v1
+metadata: {name: ps}
+dataflow:
+  stages:
+    - {id: work, kind: preprocess, service: svc, cpu_ms: 100, p50_ms: 100, service_distribution: DIST}
+topology:
+  node_pools: [{id: cpu, cpu_cores: 8}]
+  services: [{id: svc, pool: cpu, replicas: 1, resources: {limits: {cpu_cores: 1}}}]
+"""
+
+
+@pytest.mark.parametrize("dist", ["deterministic", "exponential"])
+def test_processor_sharing_is_insensitive_to_the_service_distribution(dist: str):
+    """Unbounded workers on one core are M/G/1-PS: mean time in system S̄/(1 − ρ) for any service
+    distribution (Kleinrock, Queueing Systems Vol. 2, §4.4); at ρ = 0.7 that is 3.33 S̄."""
+    spec = _spec(PS.replace("DIST", dist))
+    mean_s = 0.1 if dist == "deterministic" else 0.1 / math.log(2)
+    lam = 0.7 / mean_s
+    sim = simulate_pipeline(spec, load_model(spec), lam, requests=200_000, seed=9)
+    assert sim.mean_ms / 1000 == pytest.approx(mean_s / (1 - 0.7), rel=0.03)
