@@ -13,7 +13,6 @@ from typing import Any
 from archkit.analysis.batching import BatchPrediction
 from archkit.analysis.capacity import end_to_end_budget, model_capacities, worker_capacities
 from archkit.analysis.latency import dataflow_paths
-from archkit.analysis.pipeline import predict
 from archkit.analysis.service_table import ServiceTable
 from archkit.analysis.simulate import simulate
 from archkit.diagnostics import Diagnostic
@@ -76,6 +75,9 @@ def capacity_report(spec: Spec, file: str = "<spec>") -> CapacityReport:
             "sim_p99_ms": num(r.p99_ms) if r.stable else None,
             "sim_mean_batch": round(r.mean_batch, 2),
         }
+
+    # numpy and the compiled simulation load only here, not with every `import archkit.api`
+    from archkit.analysis.pipeline import predict
 
     report = CapacityReport(file, spec.metadata.name, spec.budgets.throughput_rps, spec.budgets.p99_ms)
     report.pipeline = predict(spec, knee=True).as_dict()
