@@ -24,13 +24,13 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def render(tmp_path: Path, *keep: str) -> tuple[subprocess.CompletedProcess, Path]:
+def render(tmp_path: Path, *keep: str, **extra_env: str) -> tuple[subprocess.CompletedProcess, Path]:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     for tool in keep:
         (bin_dir / tool).symlink_to(shutil.which(tool))
     env = {k: v for k, v in os.environ.items() if k != "PATH"}
-    env.update(PATH=str(bin_dir), ARCHKIT_PLANTUML_JAR=str(JAR), NO_COLOR="1")
+    env.update(PATH=str(bin_dir), ARCHKIT_PLANTUML_JAR=str(JAR), NO_COLOR="1", **extra_env)
     out = tmp_path / "out"
     proc = subprocess.run(
         [str(ARCHKIT), "render", str(SPEC), "-o", str(out)],
@@ -75,3 +75,16 @@ def test_with_neither_renderer_the_text_outputs_and_review_page_are_still_writte
     assert proc.returncode == 1
     assert "not rendered" in proc.stderr and not list(out.rglob("*.svg"))
     assert (out / "review.html").is_file() and (out / "controlflow.puml").is_file()
+
+
+def test_without_the_diagrams_package_the_topology_names_the_extra(tmp_path):
+    """`pip install archkit` without [render]: a `diagrams` package that cannot be imported stands in."""
+    shadow = tmp_path / "shadow" / "diagrams"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text('raise ImportError("diagrams is not installed here")\n')
+    proc, out = render(tmp_path, "dot", "java", PYTHONPATH=str(shadow.parent))
+    assert proc.returncode == 1
+    assert "not rendered" in proc.stderr and "pip install 'archkit[render]'" in proc.stderr
+    assert "not drawn" in (out / "topology.svg").read_text(encoding="utf-8")
+    assert (out / "dataflow.svg").is_file() and (out / "controlflow.svg").is_file()
+    assert "pip install" in (out / "review.html").read_text(encoding="utf-8")

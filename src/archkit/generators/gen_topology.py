@@ -79,16 +79,25 @@ def service_label(s: Service) -> str:
 
 def topology_source(ctx: RenderContext) -> str:
     """The DOT source `diagrams` builds; icon paths made relative to its `resources/` root."""
-    return ctx.memo("topology.dot", lambda: _build(ctx))
+    return ctx.memo("topology.dot", lambda: _build_or_stand_in(ctx))
+
+
+def _build_or_stand_in(ctx: RenderContext) -> str:
+    from archkit.generators.renderers import RendererMissing, stand_in_dot
+
+    try:
+        return _build(ctx)
+    except RendererMissing as exc:  # without `diagrams`, a box naming the fix (the render exits 1)
+        return stand_in_dot(ctx.cache, "topology", str(exc), exc)
 
 
 def _build(ctx: RenderContext) -> str:
-    from archkit.generators.renderers import RendererError
+    from archkit.generators.renderers import RendererMissing
 
     try:
         import diagrams  # noqa: F401
     except ImportError as exc:
-        raise RendererError(
+        raise RendererMissing(
             "the topology diagram needs the `diagrams` package: pip install 'archkit[render]'"
         ) from exc
     from diagrams import Cluster, Diagram, Edge, setcluster, setdiagram

@@ -487,3 +487,22 @@ def with_placeholders(
             why = tools.unrendered.get(_out_name(rel, "svg"), "its renderer is not available here")
             out[_out_name(rel, "svg")] = placeholder_svg(f"{rel}: not rendered", why)
     return out
+
+
+def stand_in_dot(cache: dict, name: str, why: str, exc: BaseException) -> str:
+    """A DOT source that says diagram `name` could not be made here (when degrading; else re-raise `exc`).
+
+    Used when the diagram's *source* needs something missing (the `diagrams` package for the
+    topology): the review page and the file pass still get a diagram that names the fix, and
+    the render lists `NAME.svg` as not rendered, so it exits 1.
+    """
+    tools: Tools | None = cache.get("_tools")
+    if tools is None or not tools.degrade:
+        raise exc
+    tools.unrendered[f"{name}.svg"] = why
+    label = why.replace("\\", "\\\\").replace('"', '\\"')
+    return (
+        f"digraph {name} {{\n"
+        f'  missing [shape=box, style=dashed, color="#b91c1c", fontname="DejaVu Sans", '
+        f'label="{name}: not drawn\\n{label}"];\n}}\n'
+    )
