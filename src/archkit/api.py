@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -67,6 +67,7 @@ __all__ = [
 
 if TYPE_CHECKING:
     from archkit.loadtest.session import Result as LoadtestRunResult
+    from archkit.runbook.walk import CheckResult, RunbookReport, Step
     from archkit.verify.findings import VerifyReport
 
 SCHEMA_COMMENT = "# yaml-language-server: $schema={schema}\n"
@@ -75,7 +76,7 @@ SCHEMA_COMMENT = "# yaml-language-server: $schema={schema}\n"
 # --------------------------------------------------------------------------- load / check
 
 
-def load(path: str | os.PathLike) -> LoadResult:
+def load(path: str | os.PathLike[str]) -> LoadResult:
     """Load and validate a spec file; the result carries every located diagnostic."""
     return load_file(path)
 
@@ -108,7 +109,7 @@ def check_spec(
 
 
 def check(
-    paths: Iterable[str | os.PathLike],
+    paths: Iterable[str | os.PathLike[str]],
     select: list[str] | None = None,
     ignore: list[str] | None = None,
     env: str | None = None,
@@ -169,7 +170,7 @@ def _check_partial(
 # --------------------------------------------------------------------------- catalogue
 
 
-def rules() -> dict[str, dict]:
+def rules() -> dict[str, dict[str, str]]:
     """code -> {name, summary, help, severity} for every registered rule."""
     return rule_meta()
 
@@ -219,7 +220,7 @@ def examples() -> dict[str, Path]:
     return {p.stem: p for p in sorted(_examples_dir().glob("*.yaml"))}
 
 
-def init(path: str | os.PathLike, example: str | None = None) -> Path:
+def init(path: str | os.PathLike[str], example: str | None = None) -> Path:
     """Write a starter spec; never overwrites. Raises FileExistsError / KeyError."""
     target = Path(path)
     if example:
@@ -249,7 +250,7 @@ class VerifyResult:
 
 
 def expected_rule_groups(
-    spec: Spec | RunContext, rules_file: str | os.PathLike | None = None
+    spec: Spec | RunContext, rules_file: str | os.PathLike[str] | None = None
 ) -> tuple[list[str] | None, str]:
     """Rule group names Prometheus should have loaded: from `rules_file`, else from the alert plan.
 
@@ -272,7 +273,7 @@ def expected_rule_groups(
 
 
 def verify(
-    spec_path: str | os.PathLike,
+    spec_path: str | os.PathLike[str],
     *,
     timeout_s: float = 10.0,
     env: str | None = None,
@@ -330,7 +331,9 @@ class LoadtestOutcome:
 
 
 def loadtest_rules(
-    spec: Spec | RunContext, spec_path: str = "<spec>", rule_paths: list[str | os.PathLike[str]] | None = None
+    spec: Spec | RunContext,
+    spec_path: str = "<spec>",
+    rule_paths: Sequence[str | os.PathLike[str]] | None = None,
 ) -> dict[str, str]:
     """Alert rules for the live Prometheus: the given files, else the rules of the run's alert plan."""
     if rule_paths:
@@ -357,7 +360,7 @@ def _rule_files(run: RunContext, spec_path: str, files: dict[str, str | bytes]) 
 
 
 def loadtest(
-    spec_path: str | os.PathLike,
+    spec_path: str | os.PathLike[str],
     level: str = "baseline",
     *,
     env: str | None = None,
@@ -366,17 +369,17 @@ def loadtest(
     rate: float | None = None,
     duration: float | None = None,
     max_requests: int | None = None,
-    report_dir: str | os.PathLike | None = None,
+    report_dir: str | os.PathLike[str] | None = None,
     workers: int = 0,
     master_host: str | None = None,
     master_port: int = 5557,
     services: list[str] | None = None,
     proxies: list[str] | None = None,
     metrics: list[str] | None = None,
-    rules: list | None = None,
+    rules: Sequence[str | os.PathLike[str]] | None = None,
     prometheus: bool = True,
     plots: bool = True,
-    progress=None,
+    progress: Callable[[dict[str, Any]], None] | None = None,
     arrival: str | None = None,
     max_inflight: int | None = None,
 ) -> LoadtestOutcome:
@@ -457,13 +460,13 @@ def loadtest(
 
 
 def runbook(
-    spec_path: str | os.PathLike,
+    spec_path: str | os.PathLike[str],
     tree: str | None = None,
     run: bool = False,
     timeout: float | None = None,
-    on_start=None,
-    on_result=None,
-):
+    on_start: Callable[[Step, int], None] | None = None,
+    on_result: Callable[[Step, CheckResult], None] | None = None,
+) -> RunbookReport:
     """Plan (and with `run`, walk) one fault tree's checks; returns a `RunbookReport`.
 
     Raises SpecLoadError when the spec does not load, `archkit.runbook.RunbookError` when the
@@ -481,7 +484,7 @@ def runbook(
 # --------------------------------------------------------------------------- capacity
 
 
-def capacity(path: str | os.PathLike, env: str | None = None) -> CapacityReport:
+def capacity(path: str | os.PathLike[str], env: str | None = None) -> CapacityReport:
     """Load a spec and analyse every model stage: λ, ρ, P50/P99 per batch size, recommendation.
 
     A spec that does not load, or an unknown environment, comes back as the report's

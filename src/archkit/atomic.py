@@ -27,7 +27,7 @@ def _temp_copy(path: Path, data: bytes) -> str:
     return tmp
 
 
-def write_atomic(path: str | os.PathLike, data: str | bytes) -> None:
+def write_atomic(path: str | os.PathLike[str], data: str | bytes) -> None:
     """Replace `path` with `data` in one rename."""
     path = Path(path)
     tmp = _temp_copy(path, data.encode("utf-8") if isinstance(data, str) else data)
@@ -38,7 +38,7 @@ def write_atomic(path: str | os.PathLike, data: str | bytes) -> None:
         raise
 
 
-def create_atomic(path: str | os.PathLike, data: str | bytes) -> None:
+def create_atomic(path: str | os.PathLike[str], data: str | bytes) -> None:
     """Create `path` with `data`; FileExistsError instead of replacing a file that is there."""
     path = Path(path)
     tmp = _temp_copy(path, data.encode("utf-8") if isinstance(data, str) else data)

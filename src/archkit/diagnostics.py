@@ -9,6 +9,7 @@ import json
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from enum import Enum
+from typing import Any
 
 
 class Severity(str, Enum):
@@ -55,7 +56,7 @@ class Diagnostic:
     col: int = 1
     path: str = ""
     hint: str = ""
-    extra: dict = field(default_factory=dict, compare=False, hash=False)
+    extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
     def sort_key(self) -> tuple[str, int, int, str, str]:
         return (self.file, self.line, self.col, self.code, self.message)
@@ -75,7 +76,7 @@ class Diagnostic:
         hint = f" — {self.hint}" if self.hint else ""
         return f"{self.file}:{self.line}:{self.col}: {self.code} {self.severity.value} {self.message}{where}{hint}"
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["severity"] = self.severity.value
         if not d["extra"]:
@@ -85,7 +86,7 @@ class Diagnostic:
 
 def sort_diagnostics(diags: Iterable[Diagnostic]) -> list[Diagnostic]:
     """Stable order: by file, line, column, code; duplicates removed."""
-    seen: set = set()
+    seen: set[tuple[str, str, int, int, str, str]] = set()
     out = []
     for d in sorted(diags, key=Diagnostic.sort_key):
         key = (d.code, d.file, d.line, d.col, d.message, d.path)

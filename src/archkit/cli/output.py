@@ -22,7 +22,7 @@ from archkit.errors import ArchkitError, InputError
 _COLOURS = {Severity.ERROR: "\033[31m", Severity.WARNING: "\033[33m", Severity.INFO: "\033[36m"}
 
 
-def use_colour(stream=None) -> bool:
+def use_colour(stream: TextIO | None = None) -> bool:
     stream = stream or sys.stdout
     if os.environ.get("NO_COLOR") is not None or os.environ.get("TERM") == "dumb":
         return False

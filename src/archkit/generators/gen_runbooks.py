@@ -327,7 +327,7 @@ def _tree_page(spec: Spec, order: RunbookOrder, alerts: list[Alert]) -> dict[str
 # --------------------------------------------------------------------------- onboarding
 
 
-def _service_page(spec: Spec, svc: Service, alerts: list[Alert], spec_name: str) -> dict:
+def _service_page(spec: Spec, svc: Service, alerts: list[Alert], spec_name: str) -> dict[str, Any]:
     stages = [st for st in spec.dataflow.stages if st.service == svc.id]
     stage_ids = {st.id for st in stages}
     metrics = []

@@ -7,8 +7,9 @@ turns a spec path into file, line and column; `sarif(results, tool, ...)` and
 
 from __future__ import annotations
 
+from archkit.diagnostics import Outcome
 from archkit.reporting.junit import junit
-from archkit.reporting.located import Located, Location, Outcome, Result, locate
+from archkit.reporting.located import Located, Location, Result, locate
 from archkit.reporting.sarif import RuleInfo, sarif
 
 __all__ = ["Located", "Location", "Outcome", "Result", "RuleInfo", "junit", "locate", "sarif"]

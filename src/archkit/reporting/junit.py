@@ -10,7 +10,8 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable
 
-from archkit.reporting.located import Located, Outcome
+from archkit.diagnostics import Outcome
+from archkit.reporting.located import Located
 
 
 def junit(

@@ -13,7 +13,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from archkit.reporting.located import Located, Outcome
+from archkit.diagnostics import Outcome
+from archkit.reporting.located import Located
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 _LEVEL = {Outcome.ERROR: "error", Outcome.WARNING: "warning", Outcome.NOTE: "note", Outcome.UNKNOWN: "note"}
