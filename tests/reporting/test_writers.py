@@ -101,3 +101,37 @@ def test_one_junit_writer_groups_fails_and_skips_and_escapes() -> None:
 def test_junit_without_results_still_has_a_case(empty: str) -> None:
     root = ET.fromstring(junit([], "run", empty=empty))
     assert root.find("testsuite/testcase/skipped").get("message") == empty
+
+
+def test_the_load_test_sarif_log_names_its_lt_rules_and_validates() -> None:
+    from types import SimpleNamespace
+
+    from archkit.loadtest.results import junit_xml, sarif_log
+
+    spec = _spec()
+    missed = Verdict(
+        "end_to_end.p99_ms",
+        "end_to_end",
+        "p99_ms",
+        "<=",
+        50,
+        80,
+        "ms",
+        False,
+        "80 ms > 50 ms",
+        ("budgets", "p99_ms"),
+    )
+    res = SimpleNamespace(
+        located=[located_verdict(spec, missed, "baseline")],
+        verdicts=[missed],
+        spec_name="x",
+        spec_file=str(SPEC),
+        plan=SimpleNamespace(level="baseline"),
+        data=SimpleNamespace(wall_s=1.0),
+    )
+    log = json.loads(sarif_log(res, "0"))
+    jsonschema.validate(log, SCHEMA)
+    assert {r["id"] for r in log["runs"][0]["tool"]["driver"]["rules"]} >= {"LT101"}
+    assert [r["ruleId"] for r in log["runs"][0]["results"]] == ["LT101"]
+    case = ET.fromstring(junit_xml(res)).find("testsuite/testcase")
+    assert case is not None and case.get("name") == "end_to_end.p99_ms" and case.find("failure") is not None
