@@ -138,11 +138,11 @@ def dataflow_view(ctx: RenderContext) -> dict[str, Any]:
     stages = spec.dataflow.stages
     threshold = spec.budgets.failure_rate_threshold
     measured = measured_of(ctx)
-    ids = {}
+    ids: dict[str, str] = {}
     for i, st in enumerate(stages):
         ids.setdefault(st.id, f"s{i}")
     large = len(stages) > LARGE
-    nodes = []
+    nodes: list[dict[str, Any]] = []
     any_over = any_fail = False
     for i, st in enumerate(stages):
         if ids[st.id] != f"s{i}":
@@ -176,7 +176,7 @@ def dataflow_view(ctx: RenderContext) -> dict[str, Any]:
             clusters.append(
                 {"id": p, "label": label, "colour": colour, "nodes": [n for n in nodes if n["plane"] == p]}
             )
-    missing = []
+    missing: list[dict[str, str]] = []
     edges = []
     lats = []
     for e in spec.dataflow.edges:

@@ -228,12 +228,12 @@ def _build(ctx: RenderContext) -> str:
                             >> stores[m.storage]
                         )
                 for r in s.ingress:
-                    lab = ",".join(str(p) for p in r.ports) or "all ports"
+                    rule = ",".join(str(p) for p in r.ports) or "all ports"
                     if r.auth != "none":
-                        lab += f" · {r.auth}"
+                        rule += f" · {r.auth}"
                     (
                         source(r.from_)
-                        >> Edge(fontsize="9", fontname="DejaVu Sans", label=text(lab, 30), color="#1d4ed8")
+                        >> Edge(fontsize="9", fontname="DejaVu Sans", label=text(rule, 30), color="#1d4ed8")
                         >> node
                     )
                 if s.public and not s.ingress:

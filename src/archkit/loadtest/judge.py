@@ -91,7 +91,7 @@ def judge(spec: Spec, measured: dict) -> list[Verdict]:
     `measured`: {"kind", "offered_rps", "end_to_end": {p50_ms, ..., error_rate, throughput_rps},
     "scenarios": {id: {...}}, "stages": {id: {...}}, "stress": {"knee_rps"}, "chaos": [fault results]}.
     """
-    out: list[Verdict] = []
+    out: list[Verdict | None] = []  # _upper/_lower give None for a budget not declared; dropped below
     b = spec.budgets
     e2e = measured.get("end_to_end") or {}
     kind = measured.get("kind", "baseline")
