@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
-from archkit.spec.model import Call, Decision, Spec, Stage, Terminal
+from archkit.spec.model import Call, Decision, Edge, Spec, Stage, Terminal
 
 
 @dataclass
@@ -38,11 +39,11 @@ class PathLatency:
     missing: list[str] = field(default_factory=list)  # stages without a P99 budget
 
 
-def _sync_graph(spec: Spec) -> tuple[dict[str, Stage], dict[str, list], dict[str, int]]:
+def _sync_graph(spec: Spec) -> tuple[dict[str, Stage], dict[str, list[Edge]], dict[str, int]]:
     stages: dict[str, Stage] = {}
     for s in spec.dataflow.stages:
         stages.setdefault(s.id, s)
-    succ: dict[str, list] = {sid: [] for sid in stages}
+    succ: dict[str, list[Edge]] = {sid: [] for sid in stages}
     indeg = {sid: 0 for sid in stages}
     for e in spec.dataflow.edges:
         if e.mode == "sync" and e.from_ in stages and e.to in stages:
@@ -51,7 +52,7 @@ def _sync_graph(spec: Spec) -> tuple[dict[str, Stage], dict[str, list], dict[str
     return stages, succ, indeg
 
 
-def _topo(stages: dict, succ: dict) -> list[str]:
+def _topo(stages: dict[str, Stage], succ: dict[str, list[Edge]]) -> list[str]:
     """Topological order ignoring back edges (iterative DFS, so deep chains don't recurse)."""
     order: list[str] = []
     state: dict[str, int] = {}
@@ -81,7 +82,7 @@ def dataflow_paths(spec: Spec) -> list[PathLatency]:
     order = _topo(stages, succ)
     pos = {sid: i for i, sid in enumerate(order)}
     # best[s] = (p99_sum, p50_sum, var_sum, predecessor, edge) of the heaviest path ending at s
-    best: dict[str, tuple] = {}
+    best: dict[str, tuple[Any, ...]] = {}
     for sid in order:
         st = stages[sid]
         p99 = _p99(st)
@@ -173,7 +174,7 @@ def target_p99(spec: Spec, target: str) -> float | None:
     return None
 
 
-class ControlPaths(list):
+class ControlPaths(list["ControlPath"]):
     """The control paths found; `truncated` when the walk stopped at its path or work limit
     (the paths listed are then the first ones in depth-first order, not all of them)."""
 
@@ -197,7 +198,7 @@ def control_paths(spec: Spec, limit: int = 2000, max_work: int = MAX_WALK_WORK) 
     if start is None or start not in nodes:
         return out
 
-    def succs(n) -> list[str]:
+    def succs(n: Decision | Call | Terminal) -> list[str]:
         if isinstance(n, Decision):
             ids = [b.next for b in n.branches] + ([n.on_failure] if n.on_failure else [])
         elif isinstance(n, Call):
@@ -211,7 +212,7 @@ def control_paths(spec: Spec, limit: int = 2000, max_work: int = MAX_WALK_WORK) 
                 res.append(i)
         return res
 
-    def cost(n) -> tuple[float, float]:
+    def cost(n: Decision | Call | Terminal) -> tuple[float, float]:
         if isinstance(n, Call):
             return (target_p99(spec, n.target) or 0.0, call_worst_ms(n) or 0.0)
         if isinstance(n, Decision):

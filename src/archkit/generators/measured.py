@@ -87,7 +87,8 @@ def _figures(d: Any) -> dict[str, float]:
     out: dict[str, float] = {}
     if not isinstance(d, dict):
         return out
-    latency = d.get("latency_ms") if isinstance(d.get("latency_ms"), dict) else {}
+    raw = d.get("latency_ms")
+    latency: dict[str, Any] = raw if isinstance(raw, dict) else {}
     for key in METRICS:
         base = key.removesuffix("_ms")
         candidates = [d.get(key), latency.get(base), latency.get(key)]

@@ -49,8 +49,9 @@ _FLOAT_RX = re.compile(
     r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)"
 )
 
+_Base: type[yaml.SafeLoader]
 try:  # the C composer is much faster on big specs; marks are the same
-    _Base = yaml.CSafeLoader  # type: ignore[attr-defined]
+    _Base = yaml.CSafeLoader  # type: ignore[attr-defined,unused-ignore,assignment]
 except AttributeError:  # pragma: no cover - libyaml missing
     _Base = yaml.SafeLoader
 
@@ -74,6 +75,10 @@ def _short_tag(tag: str) -> str:
     return "!!" + tag[len(_TAG) :] if tag.startswith(_TAG) else tag
 
 
+# A field path in the document: keys and list indexes, e.g. ('dataflow', 'stages', 2).
+FieldPath = tuple[Any, ...]
+
+
 class Loc(NamedTuple):
     """A 1-based line and column (a tuple: the loader makes one per key and value)."""
 
@@ -86,10 +91,10 @@ class SourceMap:
     """Where each value (and each mapping key) of the document starts, by field path."""
 
     file: str
-    values: dict[tuple, Loc] = field(default_factory=dict)
-    keys: dict[tuple, Loc] = field(default_factory=dict)
+    values: dict[FieldPath, Loc] = field(default_factory=dict)
+    keys: dict[FieldPath, Loc] = field(default_factory=dict)
 
-    def at(self, path: tuple, key: bool = False) -> Loc:
+    def at(self, path: FieldPath, key: bool = False) -> Loc:
         """The location of `path`, or of its nearest located ancestor."""
         table = self.keys if key else self.values
         p = tuple(path)
@@ -102,7 +107,7 @@ class SourceMap:
         return self.values.get((), Loc(1, 1))
 
 
-def format_path(path: tuple) -> str:
+def format_path(path: FieldPath) -> str:
     out = ""
     for part in path:
         if isinstance(part, int):
@@ -113,7 +118,7 @@ def format_path(path: tuple) -> str:
 
 
 class _LoadError(ArchkitError):
-    def __init__(self, message: str, line: int = 1, col: int = 1, code: str = "AK100", path: tuple = ()):
+    def __init__(self, message: str, line: int = 1, col: int = 1, code: str = "AK100", path: FieldPath = ()):
         super().__init__(message)
         self.message, self.line, self.col, self.code, self.path = message, line, col, code, path
 
@@ -125,7 +130,7 @@ class _Converter:
         self.smap = smap
         self.count = 0
 
-    def convert(self, node: yaml.Node, path: tuple, depth: int = 0) -> Any:
+    def convert(self, node: yaml.Node, path: FieldPath, depth: int = 0) -> Any:
         self.count += 1
         if self.count > MAX_NODES:
             top = path[:1]
@@ -149,7 +154,7 @@ class _Converter:
         self.smap.values.setdefault(path, Loc(node.start_mark.line + 1, node.start_mark.column + 1))
         _check_tag(node, path)
         if isinstance(node, yaml.MappingNode):
-            out: dict = {}
+            out: dict[str, Any] = {}
             for knode, vnode in node.value:
                 if knode.tag == "tag:yaml.org,2002:merge":
                     raise _LoadError(
@@ -183,10 +188,11 @@ class _Converter:
             return out
         if isinstance(node, yaml.SequenceNode):
             return [self.convert(v, path + (i,), depth + 1) for i, v in enumerate(node.value)]
+        assert isinstance(node, yaml.ScalarNode)
         return _scalar(node, path)
 
 
-def _check_tag(node: yaml.Node, path: tuple) -> None:
+def _check_tag(node: yaml.Node, path: FieldPath) -> None:
     """Only core-schema tags, each on its own node kind: !!map on a mapping, and so on."""
     tag = node.tag
     if tag == _MERGE and isinstance(node, yaml.ScalarNode):
@@ -218,7 +224,7 @@ def _mark(node: yaml.Node) -> tuple[int, int]:
     return node.start_mark.line + 1, node.start_mark.column + 1
 
 
-def _scalar(node: yaml.ScalarNode, path: tuple = ()) -> Any:
+def _scalar(node: yaml.ScalarNode, path: FieldPath = ()) -> Any:
     """A scalar by the YAML 1.2 core schema, resolved here (never by PyYAML's constructors), so
     an explicit `!!int abc` is a located error and not a ValueError from deep inside PyYAML."""
     text, tag = node.value, node.tag
@@ -350,7 +356,9 @@ def load_text(text: str, file: str = "<spec>") -> LoadResult:
     return LoadResult(file, spec, smap, [], data)
 
 
-def _salvage(data: dict, exc: ValidationError, smap: SourceMap, file: str, rounds: int = 4) -> Spec | None:
+def _salvage(
+    data: dict[str, Any], exc: ValidationError, smap: SourceMap, file: str, rounds: int = 4
+) -> Spec | None:
     """Drop every invalid value and validate again, so that reference and structure checks can
     still report their findings in the same run as the schema errors (several errors at once).
     Gives up (None) when a required field is missing or nothing more can be dropped."""
@@ -392,7 +400,7 @@ class ReadError(InputError):
 
 
 def read_capped(
-    path: str | os.PathLike, cap: int, timeout_s: float | None = None, what: str = "a spec"
+    path: str | os.PathLike[str], cap: int, timeout_s: float | None = None, what: str = "a spec"
 ) -> bytes:
     """At most `cap` bytes of a file, pipe, FIFO, device or of standard input (`-`).
 
@@ -458,7 +466,7 @@ def read_capped(
             os.close(fd)
 
 
-def load_file(path: str | os.PathLike) -> LoadResult:
+def load_file(path: str | os.PathLike[str]) -> LoadResult:
     """Load a spec file (or `-`, standard input), refusing huge, binary or unreadable input
     with a located error in bounded time."""
     file = "<stdin>" if str(path) == "-" else str(path)
@@ -482,7 +490,7 @@ def load_file(path: str | os.PathLike) -> LoadResult:
 # --------------------------------------------------------------------------- schema errors
 
 
-def _model_at(path: tuple) -> type[BaseModel] | None:
+def _model_at(path: FieldPath) -> type[BaseModel] | None:
     """The pydantic model class that describes the object at `path` in the document."""
     import typing
 
@@ -499,7 +507,7 @@ def _model_at(path: tuple) -> type[BaseModel] | None:
     return cls if isinstance(cls, type) and issubclass(cls, BaseModel) else None
 
 
-def _unwrap(tp: Any, typing) -> Any:
+def _unwrap(tp: Any, typing: Any) -> Any:
     while True:
         origin = typing.get_origin(tp)
         if origin is None:
@@ -516,7 +524,7 @@ def _unwrap(tp: Any, typing) -> Any:
             return tp
 
 
-def _suggest(key: str, path: tuple) -> str:
+def _suggest(key: str, path: FieldPath) -> str:
     cls = _model_at(path)
     if cls is None:
         return ""
@@ -538,9 +546,9 @@ def _suggest_value(got: str, expected: str) -> str:
     return f"did you mean '{close[0]}'?" if close else ""
 
 
-def _clean_loc(loc: tuple, data: Any) -> tuple:
+def _clean_loc(loc: FieldPath, data: Any) -> FieldPath:
     """Drop pydantic's union/validator tags from a location, keeping document keys."""
-    out: list = []
+    out: list[Any] = []
     cur = data
     for part in loc:
         if (
@@ -610,4 +618,4 @@ def source_of(spec: Spec) -> SourceMap:
 
 
 def file_of(spec: Spec) -> str:
-    return spec.__dict__.get("_archkit_file", "<spec>")
+    return str(spec.__dict__.get("_archkit_file", "<spec>"))
