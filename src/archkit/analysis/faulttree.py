@@ -167,8 +167,8 @@ class FaultTreeAnalysis:
 
 
 def _importance(res: FaultTreeAnalysis, p: dict[str, float], top: float, grad: dict[str, float]) -> None:
-    for name in sorted(grad):
-        b = grad[name]
+    for name in sorted(p):
+        b = grad.get(name, 0.0)  # an event a house event or constant masks has no influence
         q = p[name]
         up = top + (1.0 - q) * b  # P(S | e)
         down = top - q * b  # P(S | ¬e)
@@ -209,8 +209,8 @@ def analyse(
     res.bdd_nodes = eng.node_count
     res.modules = len(eng.modules)
     res.seconds["bdd"] = round(eng.seconds, 4)
-    members = {m for g in tree.ccf_groups for m in g.members}
-    res.unused_events = sorted(e.id for e in tree.events if e.id not in eng.var_index and e.id not in members)
+    # a CCF member's independent failure keeps the member's id, so this covers members too
+    res.unused_events = sorted(e.id for e in tree.events if e.id not in eng.var_index)
     res.missing_probability = sorted(v for v in eng.order if probs.get(v) is None)
     p = {v: probs.get(v) or 0.0 for v in eng.order}
     if res.missing_probability:

@@ -1,0 +1,325 @@
+"""The fault-tree engine against SCRAM on the Aralia benchmark set, against enumeration on
+random trees of every gate type, and the Open-PSA MEF importer/exporter.
+
+Reference figures: tests/analysis/faulttrees/scram-reference.json (SCRAM 0.16.2 run on the
+same files; see its "source"). The heaviest Aralia trees are measured by
+bench/bench_faulttree.py instead of here (minutes on a shared machine).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from archkit.analysis.faulttree import FaultTreeLimitError, analyse
+from archkit.analysis.ft_mef import MefError, export_mef, import_mef
+from archkit.cli import _load_commands, app
+from archkit.spec import load_file
+from archkit.spec.model import BasicEvent, CcfGroup, FaultTree, Gate, HouseEvent
+
+HERE = Path(__file__).parent / "faulttrees"
+ARALIA = HERE / "aralia"
+SCRAM = HERE / "scram"
+REF = json.loads((HERE / "scram-reference.json").read_text())["trees"]
+ALL_ARALIA = sorted(p.stem for p in ARALIA.glob("*.xml"))
+# Trees analysed here in about a second or less each; the rest are in bench/bench_faulttree.py.
+QUICK = [
+    "baobab1", "baobab2", "baobab3", "chinese", "das9201", "das9202", "das9203", "das9204", "das9205",
+    "das9206", "das9207", "das9208", "das9209", "edf9201", "edf9205", "edf9206", "ftr10", "isp9601",
+    "isp9602", "isp9603", "isp9604", "isp9605", "isp9606", "isp9607",
+]  # fmt: skip
+
+
+def mef(*paths: Path, mission: float | None = None) -> FaultTree:
+    return import_mef([(str(p), p.read_bytes()) for p in paths], mission)[0]
+
+
+def same_to_printed_digits(ours: float, printed: float, digits: int = 6) -> bool:
+    """SCRAM prints 6 significant digits: ours must round to the same figure."""
+    if printed == 0:
+        return ours == 0
+    ulp = 10 ** (math.floor(math.log10(abs(printed))) - digits + 1)
+    return abs(ours - printed) <= 0.5 * ulp * (1 + 1e-9)
+
+
+# ---------------------------------------------------------------- SCRAM's benchmark trees
+
+
+def test_baobab1_probability_and_all_cut_sets():
+    a = analyse(mef(SCRAM / "baobab1.xml", SCRAM / "baobab1-basic-events.xml"))
+    assert a.probability == pytest.approx(1.2823046e-6, rel=1e-6)  # SCRAM: 1.2823e-6
+    assert a.cut_set_count == len(a.cut_sets) == 46188
+    # SCRAM's distribution starts at order 1; ours is indexed by order
+    assert (
+        a.counts_by_order[1:] == REF["Baobab1"]["distribution"]
+    )  # 0 1 1 70 400 2212 14748 8460 10624 6600 3072
+    assert a.rare_event == pytest.approx(1.6815e-6, rel=1e-4)  # SCRAM's rare-event figure
+
+
+def test_baobab1_order_limits_match_scram():
+    tree = mef(SCRAM / "baobab1.xml", SCRAM / "baobab1-basic-events.xml")
+    assert analyse(tree, order=8).counts_by_order[1:] == [0, 1, 1, 70, 400, 2212, 14748, 8460]  # 25,892
+    a4 = analyse(tree, order=4)
+    assert a4.cut_set_count == 72  # SCRAM's Baobab1L4Importance
+    assert len({e for c in a4.cut_sets for e in c}) == 40
+
+
+def test_baobab2_counts_by_order():
+    a = analyse(mef(SCRAM / "baobab2.xml", SCRAM / "baobab2-basic-events.xml"))
+    assert a.cut_set_count == 4805
+    assert a.counts_by_order[1:] == [0, 6, 121, 268, 630, 3780]
+
+
+def test_200_event_at_order_15_and_20():
+    tree = mef(SCRAM / "200_event.xml")
+    a = analyse(tree, order=15)
+    assert a.cut_set_count == 287 == REF["200_event-l15"]["products"]
+    assert a.probability == pytest.approx(0.5598535, rel=1e-6)  # SCRAM: 0.55985
+    a20 = analyse(tree, order=20, cut_sets=True)
+    assert a20.cut_set_count == REF["200_event"]["products"]
+    assert a20.counts_by_order[1:] == REF["200_event"]["distribution"]
+
+
+@pytest.mark.parametrize("name", QUICK)
+def test_aralia_probability_and_counts_match_scram(name):
+    tree = mef(ARALIA / f"{name}.xml")
+    tree.limits.max_cut_sets = 10  # the counts come from the ZBDD; listing is not the point here
+    a = analyse(tree, order=20)
+    ref = REF[name]
+    assert same_to_printed_digits(a.probability, ref["probability"]), (a.probability, ref["probability"])
+    if "products" in ref:
+        assert a.cut_set_count == ref["products"]
+        assert a.counts_by_order[1:] == ref["distribution"]  # SCRAM's starts at order 1
+
+
+@pytest.mark.parametrize("name", ALL_ARALIA)
+def test_every_aralia_tree_imports_and_round_trips(name):
+    tree = mef(ARALIA / f"{name}.xml")
+    assert tree.gates and tree.events
+    doc = {
+        "apiVersion": "archkit/v1",
+        "metadata": {"name": "t"},
+        "faulttrees": [tree.model_dump(mode="json")],
+    }
+    again = FaultTree.model_validate(yaml.safe_load(yaml.safe_dump(doc))["faulttrees"][0])
+    assert again == tree
+    back = import_mef([("export.xml", export_mef(tree).encode())])[0]
+    assert back.top == tree.top
+    for part in ("gates", "events", "house_events"):  # the same objects; order may follow first use
+        assert sorted(getattr(back, part), key=lambda x: x.id) == sorted(
+            getattr(tree, part), key=lambda x: x.id
+        )
+
+
+# ---------------------------------------------------------------- every gate type vs enumeration
+
+
+GATES = ["or", "and", "atleast", "not", "xor", "nand", "nor", "iff", "imply", "inhibit"]
+
+
+@st.composite
+def random_trees(draw):
+    n = draw(st.integers(2, 7))
+    names = [f"e{i}" for i in range(n)]
+    events = [{"id": x, "probability": draw(st.sampled_from([0.01, 0.1, 0.3, 0.5, 0.9]))} for x in names]
+    houses = [{"id": "h", "state": draw(st.booleans())}]
+    pool = names + ["h"]
+    gates = []
+    for gi in range(draw(st.integers(1, 6))):
+        kind = draw(st.sampled_from(GATES))
+        size = 1 if kind == "not" else 2 if kind in ("iff", "imply") else draw(st.integers(1, 4))
+        if size > len(pool):
+            continue
+        kids = draw(st.lists(st.sampled_from(pool), min_size=size, max_size=size, unique=True))
+        g = {"id": f"g{gi}", "type": kind, "inputs": kids}
+        if kind == "atleast":
+            g["k"] = draw(st.integers(1, len(kids)))
+        if kind == "inhibit":
+            g["condition"] = draw(st.sampled_from(names))
+        gates.append(g)
+        pool.append(g["id"])
+    if not gates:
+        gates = [{"id": "g0", "type": "or", "inputs": names}]
+    ccf = []
+    if draw(st.booleans()):
+        model = draw(st.sampled_from(["beta-factor", "alpha-factor", "mgl"]))
+        factors = {"beta-factor": [0.1], "alpha-factor": [0.9, 0.07, 0.03], "mgl": [0.1, 0.3]}[model]
+        ccf = [CcfGroup(id="ccf", members=names[:2], model=model, probability=0.2, factors=factors)]
+    return FaultTree(
+        id="t",
+        top=gates[-1]["id"],
+        gates=[Gate(**g) for g in gates],
+        events=[BasicEvent(**e) for e in events],
+        house_events=[HouseEvent(**h) for h in houses],
+        ccf_groups=ccf,
+    )
+
+
+def _truth(tree: FaultTree, node: str, true: set[str], house: dict[str, bool]) -> bool:
+    gates = {g.id: g for g in tree.gates}
+    if node in house:
+        return house[node]
+    if node not in gates:
+        return node in true
+    g = gates[node]
+    v = [_truth(tree, i, true, house) for i in g.inputs]
+    kind = g.type.value
+    if kind == "inhibit":
+        return all(v) and _truth(tree, g.condition, true, house)
+    if kind in ("not", "iff", "imply"):
+        return {"not": lambda: not v[0], "iff": lambda: v[0] == v[1], "imply": lambda: (not v[0]) or v[1]}[
+            kind
+        ]()
+    return {
+        "or": any(v),
+        "and": all(v),
+        "xor": sum(v) % 2 == 1,
+        "nand": not all(v),
+        "nor": not any(v),
+        "atleast": sum(v) >= (g.k or 1),
+    }[kind]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(random_trees())
+def test_engine_agrees_with_enumeration_on_every_gate_type(tree):
+    """Probability, importance and minimal failure sets against the truth table (the oracle
+    evaluates the gates directly; CCF groups by expanding members into their failure events)."""
+    a = analyse(tree)
+    house = {h.id: h.state for h in tree.house_events}
+    variables = sorted(v for v in a.event_probabilities if a.event_probabilities[v] is not None)
+    members = {m for g in tree.ccf_groups for m in g.members}
+    expand: dict[str, list[str]] = {
+        m: [v for v in variables if v == m or (v.startswith("ccf[") and m in v)] for m in members
+    }
+    used = [v for v in variables if v not in a.unused_events]
+    exact = 0.0
+    sols = []
+    probs = a.event_probabilities
+    for bits in itertools.product([0, 1], repeat=len(used)):
+        on = {v for v, b in zip(used, bits, strict=True) if b}
+        failed = {e.id for e in tree.events if e.id in on and e.id not in members}
+        failed |= {m for m, vs in expand.items() if any(v in on for v in vs)}
+        if _truth(tree, tree.top, failed, house):
+            exact += math.prod(probs[v] if v in on else 1 - probs[v] for v in used)
+            sols.append(frozenset(on))
+    minimal = sorted({s for s in sols if not any(o < s for o in sols)}, key=lambda c: (len(c), sorted(c)))
+    assert a.probability == pytest.approx(exact, abs=1e-12)
+    assert a.cut_sets == minimal
+    assert a.cut_set_count == len(minimal)
+    for v in used:  # Birnbaum = P(top | v) - P(top | not v), by enumeration
+        hi = lo = 0.0
+        for bits in itertools.product([0, 1], repeat=len(used)):
+            on = {u for u, b in zip(used, bits, strict=True) if b}
+            failed = {e.id for e in tree.events if e.id in on and e.id not in members}
+            failed |= {m for m, vs in expand.items() if any(x in on for x in vs)}
+            if not _truth(tree, tree.top, failed, house):
+                continue
+            w = math.prod(probs[u] if u in on else 1 - probs[u] for u in used if u != v)
+            if v in on:
+                hi += w
+            else:
+                lo += w
+        assert a.birnbaum[v] == pytest.approx(hi - lo, abs=1e-9)
+
+
+def test_house_events_switch_per_analysis():
+    tree = FaultTree(
+        id="t",
+        top="g",
+        gates=[Gate(id="g", type="and", inputs=["a", "maintenance"])],
+        events=[BasicEvent(id="a", probability=0.1)],
+        house_events=[HouseEvent(id="maintenance", state=False)],
+    )
+    assert analyse(tree).probability == 0
+    assert analyse(tree, house={"maintenance": True}).probability == pytest.approx(0.1)
+
+
+def test_beta_factor_and_periodic_test():
+    tree = FaultTree(
+        id="t",
+        top="g",
+        mission_time_h=1000,
+        gates=[Gate(id="g", type="and", inputs=["p1", "p2"])],
+        events=[
+            BasicEvent(id="p1", probability=0.01),
+            BasicEvent(id="p2", probability=0.01),
+            BasicEvent(id="valve", rate_per_hour=1e-4, test_interval_h=720),
+        ],
+        ccf_groups=[CcfGroup(id="pumps", members=["p1", "p2"], factors=[0.1])],
+    )
+    a = analyse(tree)
+    q_ind, q_ccf = 0.9 * 0.01, 0.1 * 0.01
+    assert a.probability == pytest.approx(q_ccf + (1 - q_ccf) * q_ind**2, rel=1e-12)
+    assert frozenset(["pumps[p1 p2]"]) in a.cut_sets
+    # tested at 720 h: at 1000 h the valve has been exposed for 280 h since its test
+    assert a.event_probabilities["valve"] == pytest.approx(1 - math.exp(-1e-4 * 280))
+
+
+def test_limit_is_an_error_naming_the_limit():
+    tree = mef(SCRAM / "baobab2.xml", SCRAM / "baobab2-basic-events.xml")
+    tree.limits.max_bdd_nodes = 100
+    with pytest.raises(FaultTreeLimitError, match="limits.max_bdd_nodes"):
+        analyse(tree)
+
+
+# ---------------------------------------------------------------- MEF safety and errors
+
+
+def test_mef_refuses_entities_and_dtds():
+    bomb = b'<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol">]><opsa-mef>&lol;</opsa-mef>'
+    with pytest.raises(MefError, match="bomb.xml:1"):
+        import_mef([("bomb.xml", bomb)])
+    ext = b'<?xml version="1.0"?><!DOCTYPE x SYSTEM "http://127.0.0.1:9/x.dtd"><opsa-mef/>'
+    with pytest.raises(MefError, match="refused"):
+        import_mef([("ext.xml", ext)])
+
+
+def test_mef_errors_are_located():
+    with pytest.raises(MefError, match=r"^bad.xml:3:\d+: "):
+        import_mef([("bad.xml", b"<opsa-mef>\n<define-fault-tree name='t'>\n<oops</opsa-mef>")])
+    text = b"""<opsa-mef>
+<define-fault-tree name="t">
+<define-gate name="top"><priority-and><basic-event name="a"/></priority-and></define-gate>
+</define-fault-tree></opsa-mef>"""
+    with pytest.raises(MefError, match=r"^m.xml:3: <priority-and> is not a Boolean connective"):
+        import_mef([("m.xml", text)])
+
+
+@pytest.fixture(scope="module")
+def cli() -> CliRunner:
+    _load_commands()
+    return CliRunner()
+
+
+def test_cli_import_writes_a_new_spec_and_never_overwrites(cli, tmp_path):
+    out = tmp_path / "chinese.yaml"
+    res = cli.invoke(app, ["faulttree", "import", str(ARALIA / "chinese.xml"), "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    loaded = load_file(out)
+    assert loaded.spec is not None, [d.text() for d in loaded.diagnostics]
+    again = cli.invoke(app, ["faulttree", "import", str(ARALIA / "chinese.xml"), "-o", str(out)])
+    assert again.exit_code == 1 and "already exists" in again.output
+    report = cli.invoke(app, ["faulttree", str(out), "--format", "json"])
+    assert report.exit_code == 0, report.output
+    data = json.loads(report.output)
+    assert same_to_printed_digits(data["probability"], REF["chinese"]["probability"])
+    assert data["cut_set_count"] == REF["chinese"]["products"]
+    exported = cli.invoke(app, ["faulttree", "export", str(out), "--tree", "chinese"])
+    assert exported.exit_code == 0 and "<define-fault-tree" in exported.output
+
+
+def test_cli_text_report_names_the_longest_part(cli):
+    res = cli.invoke(app, ["faulttree", str(ARALIA / "das9202.xml"), "--order", "3"])
+    assert res.exit_code == 0, res.output
+    assert "top event probability: 0.01011538" in res.output
+    assert "[order <= 3]" in res.output and "longest:" in res.output
+    assert "Fussell-Vesely" in res.output
