@@ -128,7 +128,11 @@ class Case:
 
 @dataclass
 class Alert:
-    """One alerting rule with its meaning, its runbook anchor and its two unit-test cases."""
+    """One alerting rule with its meaning, its runbook anchor and its two unit-test cases.
+
+    `group` is the rule group key (`latency`, `errors`, `slo`, `golden`); `severity` is `page`
+    or `ticket`; `expr` is complete PromQL (see `query`/`op`/`threshold`/`windows` for its parts).
+    """
 
     name: str
     group: str
@@ -144,6 +148,14 @@ class Alert:
     service: str | None = None
     tree: str | None = None
     series: list[str] = field(default_factory=list)  # metric names the expression reads
+    # The expression in pieces, for outputs that draw or reason about it (a dashboard panel plots
+    # `query` against `threshold`; a paging policy reads `windows`): `expr` is
+    # `query op threshold`, or for a multi-window burn-rate alert the same comparison over each
+    # of `windows` joined by `and`, where `query` is the first (long) window's.
+    query: str = ""
+    op: str = ">"
+    threshold: float | None = None
+    windows: tuple[str, ...] = ()  # the rate windows the expression reads, long first
 
     @property
     def anchor(self) -> str:

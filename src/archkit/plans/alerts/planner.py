@@ -184,6 +184,9 @@ class _Planner:
                 name=self.name(f"{_camel(st.id)}LatencyAboveBudget"),
                 group="latency",
                 expr=f"{expr} > {_fmt(budget_s)}",
+                query=expr,
+                threshold=budget_s,
+                windows=(RATE_WINDOW,) if kind != "gauge" else (),
                 severity="page" if kind == "p99" else "ticket",
                 summary=f"{title}: {what} above the {_fmt(st.p99_ms)} ms P99 budget",
                 description=why,
@@ -219,6 +222,9 @@ class _Planner:
                 name=self.name(f"{_camel(st.id)}FailureRateAboveBudget"),
                 group="errors",
                 expr=f"{ratio} > {_fmt(f)}",
+                query=ratio,
+                threshold=f,
+                windows=(RATE_WINDOW,),
                 severity="page",
                 summary=f"{title}: failure rate above its {_fmt(f * 100)} % budget",
                 description=f"Failed / all requests over {RATE_WINDOW} exceed the stage's failure_rate.",
@@ -269,6 +275,9 @@ class _Planner:
                 name=self.name(f"{_camel(st.id)}QueueTimeHigh"),
                 group="latency",
                 expr=f"{expr} > {_fmt(limit_s)}",
+                query=expr,
+                threshold=limit_s,
+                windows=(RATE_WINDOW,) if kind != "gauge" else (),
                 severity="ticket",
                 summary=f"{title}: requests wait longer than max_queue_delay_us ({batching.max_queue_delay_us} µs)",
                 description=(
@@ -335,6 +344,9 @@ class _Planner:
                     name=self.name(f"ErrorBudgetBurn{label}"),
                     group="slo",
                     expr=expr,
+                    query=_ratio_expr(e, r, long_w, ok_only),
+                    threshold=threshold,
+                    windows=(long_w, short),
                     severity=severity,
                     summary=(
                         f"{self.spec.metadata.name}: error budget burning {_fmt(factor)}x too fast "
@@ -372,6 +384,10 @@ class _Planner:
                     name=self.name("EffectiveQpsLow"),
                     group="golden",
                     expr=f"(sum(rate({s}[{RATE_WINDOW}])) or vector(0)) < {_fmt(floor)}",
+                    query=f"(sum(rate({s}[{RATE_WINDOW}])) or vector(0))",
+                    op="<",
+                    threshold=floor,
+                    windows=(RATE_WINDOW,),
                     severity="page",
                     summary=(
                         f"{name}: effective QPS (answers with confidence >= {_fmt(q.confidence_floor)}) "
@@ -403,6 +419,9 @@ class _Planner:
                     name=self.name("ColdStartSlow"),
                     group="golden",
                     expr=f"{expr} > {_fmt(thr_s)}",
+                    query=expr,
+                    threshold=thr_s,
+                    windows=(RATE_WINDOW,) if kind != "gauge" else (),
                     severity="ticket",
                     summary=f"{name}: model cold start above {_fmt(c.max_ms)} ms",
                     description=(
@@ -428,6 +447,8 @@ class _Planner:
                     # per GPU (series matched on their labels, e.g. Triton's gpu_uuid): one full GPU
                     # is an OOM even when the fleet's average is low
                     expr=f"max({used} / {total}) > {_fmt(g.max_ratio)}",
+                    query=f"max({used} / {total})",
+                    threshold=g.max_ratio,
                     severity="page",
                     summary=f"{name}: a GPU's memory is above {_fmt(g.max_ratio * 100)} % of its capacity",
                     description=(
@@ -468,6 +489,9 @@ class _Planner:
                     name=self.name("InputDriftDetected"),
                     group="golden",
                     expr=f"min({s}) < {_fmt(d.p_value_threshold)}",
+                    query=f"min({s})",
+                    op="<",
+                    threshold=d.p_value_threshold,
                     severity="ticket",
                     summary=f"{name}: input drift ({d.method} p-value below {_fmt(d.p_value_threshold)})",
                     description=(
