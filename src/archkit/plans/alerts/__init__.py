@@ -4,16 +4,17 @@ Rendering is elsewhere (`archkit.generators.gen_prometheus` writes `rules.yaml` 
 promtool tests; `gen_runbooks` writes the alert index); `archkit verify` reads the rule group
 names from here. Sloth keeps its SLO alert model apart from output in the same way.
 
-The model, meant to be extended (SLO rules, dashboards, paging policy build on it):
+The model (`model`), meant to be extended (SLO rules, dashboards, paging policy build on it):
 - `Recording`: one recording rule (`record`, `expr`, `labels`, `group` key).
-- `Alert`: one alerting rule: `name`, `group` key, `expr` (PromQL, complete), `severity`
+- `Alert`: one alerting rule: `name`, `group` key, `expr` (PromQL, complete; in pieces as
+  `query`, `op`, `threshold` and the rate `windows` it reads), `severity`
   (`page` or `ticket`), `for_`, `labels`, `summary`/`description`, where it points
   (`stage`, `service`, fault `tree`, the `series` it reads, its runbook `anchor`) and two
   promtool `Case`s (`fire`: input series that must fire it, `quiet`: series that must not).
 - `AlertPlan`: all of them in a stable order, plus `groups` (the Prometheus rule groups,
   in file order, with their names) and `group_names`.
 
-What gets planned (seed 000 §4.3, seed 004 §3.4: every number on the diagram is watched):
+What gets planned (`planner`; seed 000 §4.3, seed 004 §3.4: every number on the diagram is watched):
 - per stage: recording rules for latency, request rate and error ratio, a latency alert from
   the metric the spec binds (`histogram` → histogram_quantile over `_bucket`; Triton's
   cumulative `counter_us` → rate(duration)/rate(count), a mean; `summary` → its quantile
