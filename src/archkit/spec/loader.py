@@ -535,6 +535,25 @@ def _suggest(key: str, path: FieldPath) -> str:
     return "allowed: " + ", ".join(sorted(names))
 
 
+def _bound_reason(path: FieldPath) -> str:
+    """Why a field has its upper bound: the field's description (see MAX_* in the model)."""
+    keys = [p for p in path if isinstance(p, str)]
+    cls = _model_at(path[: max(i for i, p in enumerate(path) if isinstance(p, str))]) if keys else None
+    if cls is None:
+        return ""
+    fields = {(f.alias or n): f for n, f in cls.model_fields.items()}
+    f = fields.get(keys[-1])
+    if f is None:
+        return ""
+    import typing
+
+    texts = [f.description] + [getattr(m, "description", None) for m in f.metadata]
+    tp = f.annotation
+    for arg in (tp, *typing.get_args(tp)):  # Annotated[int, Field(description=...)] | None
+        texts += [getattr(m, "description", None) for m in getattr(arg, "__metadata__", ())]
+    return next((t for t in texts if t), "")
+
+
 def _suggest_value(got: str, expected: str) -> str:
     """`did you mean 'postprocess'?` for an enum value close to one of the `expected` ones."""
     choices = re.findall(r"'([^']*)'", expected)
@@ -604,6 +623,8 @@ def validation_diagnostics(exc: ValidationError, smap: SourceMap, data: Any) -> 
                 and re.fullmatch(r"\s*-?[0-9.]+\s*[A-Za-z%/]+\s*", got)
             ):
                 hint = "units belong in the key name (e.g. p99_ms: 50), values are plain numbers"
+            elif etype in ("less_than_equal", "less_than"):
+                hint = _bound_reason(path)
             elif etype in ("enum", "literal_error") and isinstance(got, str):
                 hint = _suggest_value(got, str((err.get("ctx") or {}).get("expected", "")))
         diags.append(
