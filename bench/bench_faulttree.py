@@ -1,6 +1,13 @@
-"""Fault-tree analysis and rule generation timings (issue 5); medians, CPU and wall time.
+"""Fault-tree analysis and rule generation timings; medians, CPU and wall time.
 
 Run: .venv/bin/python bench/bench_faulttree.py --runs 7
+     .venv/bin/python bench/bench_faulttree.py --aralia [--scram] [--timeout 120] [TREE ...]
+
+`--aralia`: every tree of tests/analysis/faulttrees (the Aralia set, Baobab1/2, 200_event),
+each in a fresh process (its own peak RSS): the probability alone (BDD + importance), and
+for Baobab1/2 and 200_event the cut sets too; with `--scram`, SCRAM (Debian `scram`) on the
+same file in the same run, as the peer (`-l 2`: probability only, its BDD). Prints a Markdown
+table for docs/benchmarks.md and checks each probability against scram-reference.json.
 """
 
 from __future__ import annotations
@@ -67,10 +74,132 @@ def enumerate_probability(tree: FaultTree) -> float:
     return total
 
 
+FT = ROOT / "tests/analysis/faulttrees"
+MODELS = {
+    "Baobab1": (["scram/baobab1.xml", "scram/baobab1-basic-events.xml"], None),
+    "Baobab2": (["scram/baobab2.xml", "scram/baobab2-basic-events.xml"], None),
+    "200_event-l15": (["scram/200_event.xml"], 15),
+    "200_event": (["scram/200_event.xml"], 20),
+}
+
+
+def worker(files: list[str], order: int | None, cut_sets: bool) -> None:
+    """One analysis in this process; prints JSON with its figures and peak memory."""
+    import json
+
+    from archkit.analysis.ft_mef import import_mef
+
+    tree = import_mef([(f, Path(f).read_bytes()) for f in files])[0]
+    tree.limits.max_cut_sets = 2_000_000
+    t0 = time.perf_counter()
+    try:
+        a = analyse(tree, order=order, cut_sets=cut_sets)
+        out = {
+            "p": a.probability,
+            "count": a.cut_set_count if cut_sets else None,
+            "nodes": a.bdd_nodes,
+            "modules": a.modules,
+            "parts": a.seconds,
+        }
+    except Exception as exc:  # a limit: reported in the table
+        out = {"error": str(exc)[:120]}
+    out["seconds"] = time.perf_counter() - t0
+    out["rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps(out))
+
+
+def aralia(names: list[str], timeout: float, scram: bool) -> None:
+    import json
+    import shutil
+
+    ref = json.loads((FT / "scram-reference.json").read_text())["trees"]
+    todo: list[tuple[str, list[str], int | None, bool]] = []
+    for p in sorted((FT / "aralia").glob("*.xml")):
+        todo.append((p.stem, [str(p)], None, False))
+    for name, (files, order) in MODELS.items():
+        todo.append((name, [str(FT / f) for f in files], order, True))
+    if names:
+        todo = [t for t in todo if t[0] in names]
+    have_scram = scram and shutil.which("scram") is not None
+    print(
+        f"load average {os.getloadavg()[0]:.1f} at start; {os.cpu_count()} cores; Python {platform.python_version()}"
+    )
+    print(
+        "| tree | P (archkit) | SCRAM's P | archkit s | archkit MiB | cut sets | SCRAM s | SCRAM MiB | ratio |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for name, files, order, cuts in todo:
+        cmd = [sys.executable, __file__, "--worker", *files, "--order", str(order or 0)] + (
+            ["--cut-sets"] if cuts else []
+        )
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
+            res = json.loads(proc.stdout.strip().splitlines()[-1])
+        except subprocess.TimeoutExpired:
+            res = {"error": f"over {timeout:g} s", "seconds": timeout, "rss_mib": float("nan")}
+        except (IndexError, json.JSONDecodeError):
+            res = {"error": "crashed", "seconds": float("nan"), "rss_mib": float("nan")}
+        sc_s = sc_m = float("nan")
+        if have_scram:
+            with tempfile.TemporaryDirectory() as tmp:
+                # cut-set rows: the same order limit (SCRAM's default is 20); probability rows: -l 2
+                limit = ["-l", str(order)] if order else [] if cuts else ["-l", "2"]
+                t0 = time.perf_counter()
+                try:
+                    sp = subprocess.run(
+                        [
+                            "/usr/bin/time",
+                            "-f",
+                            "%M",
+                            "scram",
+                            "--probability",
+                            "true",
+                            *limit,
+                            *files,
+                            "-o",
+                            f"{tmp}/r.xml",
+                        ],
+                        capture_output=True,
+                        text=True,
+                        timeout=timeout,
+                    )
+                    sc_s = time.perf_counter() - t0
+                    sc_m = int(sp.stderr.strip().splitlines()[-1]) / 1024
+                except (subprocess.TimeoutExpired, ValueError, IndexError):
+                    sc_s = float("inf")
+        want = ref.get(name, {}).get("probability")
+        p = res.get("p")
+        ptxt = f"{p:.7g}" if p is not None else res.get("error", "?")
+        ratio = (
+            res["seconds"] / sc_s
+            if sc_s == sc_s and sc_s not in (0, float("inf")) and "error" not in res
+            else float("nan")
+        )
+        cnt = res.get("count")
+        print(
+            f"| {name} | {ptxt} | {want if want is not None else '—'} | {res['seconds']:.2f} | {res['rss_mib']:.0f} | "
+            f"{cnt if cnt is not None else ''} | {sc_s:.2f} | {sc_m:.0f} | {ratio:.1f} |",
+            flush=True,
+        )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=7)
+    ap.add_argument("--aralia", action="store_true")
+    ap.add_argument("--scram", action="store_true")
+    ap.add_argument("--timeout", type=float, default=120)
+    ap.add_argument("--worker", nargs="+")
+    ap.add_argument("--order", type=int, default=0)
+    ap.add_argument("--cut-sets", action="store_true")
+    ap.add_argument("trees", nargs="*")
     args = ap.parse_args()
+    if args.worker:
+        worker(args.worker, args.order or None, args.cut_sets)
+        return
+    if args.aralia:
+        aralia(args.trees, args.timeout, args.scram)
+        return
     rows = []
     three = api.load(ROOT / "tests/analysis/faulttrees/three-motor.yaml").spec.faulttrees[0]
     rows.append(
