@@ -6,6 +6,7 @@ Run: python toyserver.py --port 8123 [--delay-ms 5] [--jitter-ms 0] [--max-infli
 - GET /metrics: `toy_request_duration_seconds` histogram and `toy_requests_total{code}` (exposition
   text written by hand: prometheus_client is not installed here);
 - GET /timings: every request's server-side duration in ms (the independent measurement);
+- GET /redirect?to=URL answers 302 with Location URL (the loopback rule must hold for redirects);
 - beyond max_inflight concurrent requests it answers 429 at once (fast, bounded errors);
 - with --workers N only N requests are served at a time, the rest wait in a queue (so latency
   grows past capacity: queues piling up); the wait counts in the server-side time.
@@ -18,6 +19,7 @@ import json
 import random
 import threading
 import time
+import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 1.0, 2.5)
@@ -86,6 +88,13 @@ def make_handler(state: State):
             return self.rfile.read(n) if n else b""
 
         def do_GET(self) -> None:
+            if self.path.startswith("/redirect?to="):  # a 302 to anywhere (the loopback-rule test)
+                target = urllib.parse.unquote(self.path.split("=", 1)[1])
+                self.send_response(302)
+                self.send_header("Location", target)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return None
             if self.path == "/metrics":
                 return self._send(200, state.exposition().encode(), "text/plain; version=0.0.4")
             if self.path == "/timings":

@@ -8,6 +8,7 @@ only `localhost` and literal loopback addresses (127.0.0.0/8, ::1) pass.
 from __future__ import annotations
 
 import ipaddress
+from typing import Any
 from urllib.parse import urlsplit
 
 from archkit.errors import InputError
@@ -39,3 +40,22 @@ def require_loopback(url: str, what: str = "target") -> None:
             "addresses (127.0.0.0/8, ::1, localhost); start the service locally or tunnel it "
             "to 127.0.0.1"
         )
+
+
+def is_loopback_address(address: Any) -> bool:
+    """A socket address (as connect() takes it) on loopback: 127.0.0.0/8, ::1, ::ffff:127.x, localhost.
+
+    Non-IP addresses (AF_UNIX paths) never leave the machine and pass; a host name other than
+    localhost does not (connect() would resolve it).
+    """
+    if not isinstance(address, tuple):
+        return True
+    host = str(address[0]).split("%", 1)[0]
+    if host == "localhost":
+        return True
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    mapped = getattr(ip, "ipv4_mapped", None)
+    return bool(ip.is_loopback or (mapped is not None and mapped.is_loopback))

@@ -36,7 +36,6 @@ monkey.patch_all()
 
 import argparse
 import importlib.util
-import ipaddress
 import json
 import os
 import random
@@ -55,6 +54,7 @@ from locust.env import Environment
 from locust.exception import StopUser
 
 from archkit.loadtest import arrivals, hist
+from archkit.loadtest.safety import is_loopback_address
 
 DRAIN_S = 15.0  # how long requests in flight at the end may take to finish
 SPAWN_WAIT_S = 3.0  # open model: the schedule starts once the users are spawned (or after this)
@@ -62,20 +62,6 @@ SPAWN_WAIT_S = 3.0  # open model: the schedule starts once the users are spawned
 
 class NonLoopbackConnect(ConnectionRefusedError):
     """A socket of the load generator tried to reach a non-loopback address."""
-
-
-def _loopback_address(address: Any) -> bool:
-    if not isinstance(address, tuple):  # AF_UNIX paths and the like never leave the machine
-        return True
-    host = str(address[0]).split("%", 1)[0]
-    if host == "localhost":
-        return True
-    try:
-        ip = ipaddress.ip_address(host)
-    except ValueError:
-        return False  # a name: connect() would resolve it; only literal loopback addresses pass
-    mapped = getattr(ip, "ipv4_mapped", None)
-    return bool(ip.is_loopback or (mapped is not None and mapped.is_loopback))
 
 
 def guard_sockets() -> None:
@@ -94,12 +80,12 @@ def guard_sockets() -> None:
         )
 
     def guarded_connect(self: socket.socket, address: Any) -> None:
-        if not _loopback_address(address):
+        if not is_loopback_address(address):
             refuse(address)
         connect(self, address)
 
     def guarded_connect_ex(self: socket.socket, address: Any) -> int:
-        if not _loopback_address(address):
+        if not is_loopback_address(address):
             refuse(address)
         return connect_ex(self, address)
 
