@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from archkit.plans.alerts.model import (
     BURN_WINDOWS,
     RATE_WINDOW,
@@ -169,7 +171,6 @@ class _Planner:
         if st.p99_ms is None:
             return
         budget_s = st.p99_ms / 1000
-        minutes = self.steady(self.for_min)
         what = {"p99": "P99 latency", "mean": "mean latency", "gauge": "latency"}[kind]
         why = (
             "Triton's cumulative duration counters give only the mean; a mean above the P99 "
@@ -177,28 +178,55 @@ class _Planner:
             if kind == "mean"
             else f"The {what} over {RATE_WINDOW} is above the stage's P99 budget."
         )
-        # histogram: the test's observations sit in (v/2, v], so fire with v = 2b, stay quiet with v = b/2
-        fire_v, quiet_v = (2.2 * budget_s, 0.4 * budget_s) if kind == "p99" else (2 * budget_s, budget_s / 2)
         self.add(
-            Alert(
+            self._above(
+                ref,
+                (expr, kind, unit, read),
+                budget_s,
+                fire_at_zero=False,
                 name=self.name(f"{_camel(st.id)}LatencyAboveBudget"),
                 group="latency",
-                expr=f"{expr} > {_fmt(budget_s)}",
-                query=expr,
-                threshold=budget_s,
-                windows=(RATE_WINDOW,) if kind != "gauge" else (),
                 severity="page" if kind == "p99" else "ticket",
                 summary=f"{title}: {what} above the {_fmt(st.p99_ms)} ms P99 budget",
                 description=why,
                 for_=self.for_,
                 labels=dict(common),
-                fire=self._latency_case(ref, kind, unit, fire_v, minutes) if budget_s > 0 else None,
-                quiet=self._latency_case(ref, kind, unit, quiet_v, minutes),
                 stage=st.id,
                 service=common.get("service"),
                 tree=tree,
-                series=[read] + ([ref.count_metric or ref.metric + "_count"] if kind == "mean" else []),
             )
+        )
+
+    def _above(
+        self,
+        ref: MetricRef,
+        query: tuple[str, str, float, str],
+        threshold_s: float,
+        *,
+        pad_s: float = 0.0,
+        fire_at_zero: bool = True,
+        **fields: Any,
+    ) -> Alert:
+        """An alert on a latency-like series above `threshold_s`, with its two promtool cases."""
+        expr, kind, unit, read = query
+        minutes = self.steady(self.for_min)
+        # histogram: the test's observations sit in (v/2, v], so fire with v = 2b, stay quiet with v = b/2
+        fire_v, quiet_v = (
+            (2.2 * threshold_s, 0.4 * threshold_s)
+            if kind == "p99"
+            else (2 * threshold_s + pad_s, threshold_s / 2)
+        )
+        return Alert(
+            expr=f"{expr} > {_fmt(threshold_s)}",
+            query=expr,
+            threshold=threshold_s,
+            windows=(RATE_WINDOW,) if kind != "gauge" else (),
+            fire=self._latency_case(ref, kind, unit, fire_v, minutes)
+            if threshold_s > 0 or fire_at_zero
+            else None,
+            quiet=self._latency_case(ref, kind, unit, quiet_v, minutes),
+            series=[read] + ([ref.count_metric or ref.metric + "_count"] if kind == "mean" else []),
+            **fields,
         )
 
     def errors(
@@ -268,16 +296,13 @@ class _Planner:
         if batching is None or not batching.max_queue_delay_us:
             return
         limit_s = batching.max_queue_delay_us / 1e6
-        minutes = self.steady(self.for_min)
-        fire_v, quiet_v = (2.2 * limit_s, 0.4 * limit_s) if kind == "p99" else (2 * limit_s, limit_s / 2)
         self.add(
-            Alert(
+            self._above(
+                ref,
+                (expr, kind, unit, read),
+                limit_s,
                 name=self.name(f"{_camel(st.id)}QueueTimeHigh"),
                 group="latency",
-                expr=f"{expr} > {_fmt(limit_s)}",
-                query=expr,
-                threshold=limit_s,
-                windows=(RATE_WINDOW,) if kind != "gauge" else (),
                 severity="ticket",
                 summary=f"{title}: requests wait longer than max_queue_delay_us ({batching.max_queue_delay_us} µs)",
                 description=(
@@ -286,12 +311,9 @@ class _Planner:
                 ),
                 for_=self.for_,
                 labels=dict(common),
-                fire=self._latency_case(ref, kind, unit, fire_v, minutes),
-                quiet=self._latency_case(ref, kind, unit, quiet_v, minutes),
                 stage=st.id,
                 service=common.get("service"),
                 tree=tree,
-                series=[read] + ([ref.count_metric or ref.metric + "_count"] if kind == "mean" else []),
             )
         )
 
@@ -411,17 +433,14 @@ class _Planner:
             c = gs.cold_start
             # read like a latency series: gauge, histogram or summary, unit from the name's suffix
             ref = MetricRef(metric=c.metric, type=c.type, labels=c.labels)
-            expr, kind, unit, read = self._latency_query(ref, 0.99)
-            thr_s = c.max_ms / 1000
-            fire_v, quiet_v = (2.2 * thr_s, 0.4 * thr_s) if kind == "p99" else (2 * thr_s + 1e-3, thr_s / 2)
             self.add(
-                Alert(
+                self._above(
+                    ref,
+                    self._latency_query(ref, 0.99),
+                    c.max_ms / 1000,
+                    pad_s=1e-3,
                     name=self.name("ColdStartSlow"),
                     group="golden",
-                    expr=f"{expr} > {_fmt(thr_s)}",
-                    query=expr,
-                    threshold=thr_s,
-                    windows=(RATE_WINDOW,) if kind != "gauge" else (),
                     severity="ticket",
                     summary=f"{name}: model cold start above {_fmt(c.max_ms)} ms",
                     description=(
@@ -431,9 +450,6 @@ class _Planner:
                     for_=None,
                     labels={},
                     tree=None,
-                    fire=self._latency_case(ref, kind, unit, fire_v, minutes),
-                    quiet=self._latency_case(ref, kind, unit, quiet_v, minutes),
-                    series=[read] + ([ref.count_metric or ref.metric + "_count"] if kind == "mean" else []),
                 )
             )
         if gs.gpu_memory is not None and gs.gpu_memory.total_metric:
