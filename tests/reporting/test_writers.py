@@ -18,6 +18,18 @@ from tests.conftest import ROOT
 
 SCHEMA = json.loads((ROOT / "tests/data/sarif-2.1.0.json").read_text(encoding="utf-8"))
 SPEC = ROOT / "examples" / "industrial-inspection.yaml"
+MISSED = Verdict(
+    "end_to_end.p99_ms",
+    "end_to_end",
+    "p99_ms",
+    "<=",
+    50,
+    80,
+    "ms",
+    False,
+    "80 ms > 50 ms",
+    ("budgets", "p99_ms"),
+)
 
 
 def _spec():
@@ -32,19 +44,7 @@ def _three() -> list[Located]:
         "AK203", Severity.ERROR, "predicted P99 over budget", "a.yaml", 4, 7, "x.y", hint="batch 1"
     )
     finding = Finding("kube", "deploy/triton", "VK111", Status.DRIFT, "replicas 1, spec 3", "a.yaml", 9, 3)
-    verdict = Verdict(
-        "end_to_end.p99_ms",
-        "end_to_end",
-        "p99_ms",
-        "<=",
-        50,
-        80,
-        "ms",
-        False,
-        "80 ms > 50 ms",
-        ("budgets", "p99_ms"),
-    )
-    return [diag, finding, located_verdict(spec, verdict, "baseline")]
+    return [diag, finding, located_verdict(spec, MISSED, "baseline")]
 
 
 def test_all_three_result_kinds_are_located_results() -> None:
@@ -109,18 +109,7 @@ def test_the_load_test_sarif_log_names_its_lt_rules_and_validates() -> None:
     from archkit.loadtest.results import junit_xml, sarif_log
 
     spec = _spec()
-    missed = Verdict(
-        "end_to_end.p99_ms",
-        "end_to_end",
-        "p99_ms",
-        "<=",
-        50,
-        80,
-        "ms",
-        False,
-        "80 ms > 50 ms",
-        ("budgets", "p99_ms"),
-    )
+    missed = MISSED
     res = SimpleNamespace(
         located=[located_verdict(spec, missed, "baseline")],
         verdicts=[missed],
