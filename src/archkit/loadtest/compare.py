@@ -55,11 +55,11 @@ def predict(spec: Spec, env: str | None, rate_rps: float | None) -> dict:
     fn = getattr(pipeline, "predict", None)
     if fn is not None:
         got = fn(spec, rate_rps=rate_rps)
-        e2e = _as_dict(_get(got, "end_to_end", "e2e"))
+        e2e = _as_dict(_get(got, "end_to_end", "e2e")) or {k: _get(got, k) for k in E2E_KEYS}
         stages_raw = _get(got, "stages") or {}
-        if isinstance(stages_raw, list):
+        if isinstance(stages_raw, list | tuple):
             stages_raw = {_get(s, "stage", "id"): s for s in stages_raw}
-        stages = {str(k): _as_dict(v) for k, v in stages_raw.items()}
+        stages = {str(k): {key: _get(v, key) for key in STAGE_KEYS} for k, v in stages_raw.items()}
         knee = _get(got, "knee_rps", "ceiling_rps", "saturation_rps")
         return {
             "source": "archkit.analysis.pipeline.predict",
