@@ -221,12 +221,12 @@ def examples() -> dict[str, Path]:
 
 
 def init(path: str | os.PathLike[str], example: str | None = None) -> Path:
-    """Write a starter spec; never overwrites. Raises FileExistsError / KeyError."""
+    """Write a starter spec; never overwrites. Raises FileExistsError, UnknownNameError (a KeyError)."""
     target = Path(path)
     if example:
         found = examples()
         if example not in found:
-            raise KeyError(example)
+            raise UnknownNameError("example", [example], list(found))
         text = found[example].read_text(encoding="utf-8")
         first, _, rest = text.partition("\n")
         if first.startswith("# yaml-language-server:"):

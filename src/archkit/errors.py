@@ -69,12 +69,19 @@ class UnknownEnvironmentError(InputError):
         )
 
 
-class UnknownNameError(InputError):
-    """A name given on the command line (a generator, an example, a fault tree) that does not exist."""
+class UnknownNameError(InputError, KeyError):
+    """A name given on the command line (a generator, an example, a fault tree) that does not exist.
+
+    Also a KeyError, so callers that looked a name up in a dict keep working; `str()` is the
+    sentence, not KeyError's quoted repr.
+    """
 
     def __init__(self, what: str, names: Sequence[str], known: Sequence[str]):
         self.what, self.names, self.known = what, list(names), list(known)
         super().__init__(f"unknown {what}: {', '.join(names)} (known: {', '.join(known) or 'none'})")
+
+    def __str__(self) -> str:
+        return str(self.args[0])
 
 
 class OutputError(ArchkitError):
