@@ -126,6 +126,7 @@ class Served:
             start_new_session=True,
         )
         started = time.monotonic()
+        assert self.proc.stdout is not None  # stdout=PIPE
         line = self.proc.stdout.readline()
         while line and not line.startswith("ready:"):
             line = self.proc.stdout.readline()
@@ -243,7 +244,10 @@ def golden_names(golden: Path) -> list[str]:
 
 def latency_pass(served: Served, names: list[str], engine=None) -> dict:
     """Images one at a time: served, and (when ``engine``) in-process, interleaved."""
-    lat_s, lat_p, diffs, stages = [], [], [], {}
+    lat_s: list[float] = []
+    lat_p: list[float] = []
+    diffs: list[float] = []
+    stages: dict[str, list[float]] = {}
     for n in names:
         t = time.perf_counter()
         served.ocr((GOLDEN / n).read_bytes(), stages)
@@ -398,7 +402,7 @@ def ablation(args) -> int:
         try:
             for n in names[:2]:
                 served.ocr((GOLDEN / n).read_bytes())
-            row = {"label": label, "env": env, "load": load_avg()}
+            row: dict = {"label": label, "env": env, "load": load_avg()}
             row.update(latency_pass(served, names[: args.latency_images]))
             row.update(paired_throughput(served, names, args))
             row["hard"] = hard_accuracy(served, False, args.clients * args.cores)
@@ -407,7 +411,7 @@ def ablation(args) -> int:
             served.stop()
         print(json.dumps(row), flush=True)
         rows.append(row)
-    r = {
+    r: dict = {
         "machine": f"{args.cores} cores, {cpu_model()}",
         "load_before": load_before,
         "load_after": load_avg(),

@@ -129,7 +129,7 @@ def render_hard(index: int, seed: int) -> tuple[bytes, dict]:
     for i, text in enumerate(lines):
         draw.text((margin + rng.randint(0, 12), margin + i * spacing), text, font=font, fill=ink)
     angle = rng.choice([-3.0, -2.0, -1.0, 1.0, 2.0, 3.0])
-    img = img.rotate(angle, resample=Image.BICUBIC, expand=False, fillcolor=bg)
+    img = img.rotate(angle, resample=Image.Resampling.BICUBIC, expand=False, fillcolor=bg)
     img = img.filter(ImageFilter.GaussianBlur(rng.choice([0.0, 0.5])))
     quality = rng.choice([35, 45, 55])
     buf = io.BytesIO()
@@ -156,7 +156,7 @@ def main(argv: list[str] | None = None) -> None:
     seed = args.seed if args.seed is not None else (HARD_SEED if args.hard else 6)
     count = args.count or (24 if args.hard else 60)
     (out / "images").mkdir(parents=True, exist_ok=True)
-    manifest = {"seed": seed, "generator": "reference_service/golden/generate.py", "documents": {}}
+    manifest: dict = {"seed": seed, "generator": "reference_service/golden/generate.py", "documents": {}}
     for i in range(count):
         if args.hard:
             data, meta = render_hard(i, seed)

@@ -54,7 +54,7 @@ def main() -> None:
     shapes = collections.Counter(v[1].shape for v in pages.values())
     shape = shapes.most_common(1)[0][0]
     same = [v for v in pages.values() if v[1].shape == shape][:4]
-    out = {
+    out: dict = {
         "backend": backend,
         "precision": rec.run.precision,
         "det_shape": list(shape),
