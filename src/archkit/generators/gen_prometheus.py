@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from archkit.generators.jinja import render
+from archkit.generators.jinja import prom_literal, render
 from archkit.generators.registry import RenderContext, register
 from archkit.plans.alerts import ALERTS_RUNBOOK, Alert, AlertPlan, alert_plan, runbook_url
 from archkit.spec.model import Spec
@@ -29,17 +29,23 @@ def _alert_rule(spec: Spec, a: Alert) -> dict[str, Any]:
     rule: dict[str, Any] = {"alert": a.name, "expr": a.expr}
     if a.for_:
         rule["for"] = a.for_
-    rule["labels"] = {**a.labels, "severity": a.severity}
-    rule["annotations"] = _annotations(spec, a)
+    # Prometheus expands an alert's labels and annotations as Go templates: spec text in them
+    # is made literal (prom_literal); the promtool tests expect the text as written
+    rule["labels"] = {k: prom_literal(v) for k, v in {**a.labels, "severity": a.severity}.items()}
+    rule["annotations"] = {k: prom_literal(v) for k, v in _annotations(spec, a).items()}
     return rule
 
 
 def _annotations(spec: Spec, a: Alert) -> dict[str, str]:
-    return {
+    notes = {
         "summary": a.summary,
         "description": a.description,
         "runbook_url": runbook_url(spec, ALERTS_RUNBOOK, a.anchor),
     }
+    dashboard = spec.metadata.links.get("dashboard")
+    if dashboard:  # the on-call engineer's second click after the runbook (seed 000 §6)
+        notes["dashboard"] = dashboard
+    return notes
 
 
 def rules_document(spec: Spec, plan: AlertPlan | None = None) -> dict[str, Any]:

@@ -26,6 +26,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
+from archkit.analysis.faulttree import FaultTreeAnalysis
 from archkit.checks.registry import selected_codes
 from archkit.diagnostics import Diagnostic, Severity
 from archkit.generators.jinja import md_text, render
@@ -264,6 +265,35 @@ def _order(orders: dict[str, RunbookOrder], tree: FaultTree) -> RunbookOrder:
     return found if found is not None and found.tree is tree else runbook_order(tree)
 
 
+def _event_link(tree: FaultTree, event_id: str) -> str:
+    e = next((x for x in tree.events if x.id == event_id), None)
+    return f"[{md_text(e.label if e is not None and e.label else event_id)}](#{check_anchor(event_id)})"
+
+
+def cause_text(tree: FaultTree, event_id: str, analysis: FaultTreeAnalysis | None) -> str:
+    """What a failed check means for the top event, read from the minimal cut sets.
+
+    An event in a cut set of order one causes the top event alone; an input of an AND gate
+    causes it only when the other events of one of its cut sets have failed too, so the text
+    names them (and the on-call engineer checks those before acting on this one).
+    """
+    if analysis is None:
+        return "this event may be the cause; the tree could not be analysed, so read its gates by hand."
+    sets = sorted((c for c in analysis.cut_sets if event_id in c), key=lambda c: (len(c), sorted(c)))
+    if not sets:
+        return "this event alone does not cause the top event (it is in no minimal cut set): look further."
+    if len(sets[0]) == 1:
+        return "this event is the cause."
+    ways = [" and ".join(_event_link(tree, x) for x in sorted(c - {event_id})) for c in sets[:5]]
+    more = f" (or {len(sets) - 5} more combinations, see the cut sets)" if len(sets) > 5 else ""
+    return (
+        "this event is the cause only together with "
+        + "; or with ".join(ways)
+        + more
+        + ": it is one input of an AND gate, so check those too before acting on it."
+    )
+
+
 def _tree_page(spec: Spec, order: RunbookOrder, alerts: list[Alert]) -> dict[str, Any]:
     tree, events, analysis, error = order.tree, order.events, order.analysis, order.error
     checks = []
@@ -273,6 +303,7 @@ def _tree_page(spec: Spec, order: RunbookOrder, alerts: list[Alert]) -> dict[str
                 "n": i,
                 "id": e.id,
                 "anchor": anchor(check_anchor(e.id)),
+                "check_id": check_anchor(e.id),
                 "label": e.label or e.id,
                 "command": fence(e.check, "sh") if e.check else None,
                 "expect": _expectation(e),
@@ -286,7 +317,9 @@ def _tree_page(spec: Spec, order: RunbookOrder, alerts: list[Alert]) -> dict[str
                 if analysis and analysis.probability is not None
                 else "—",
                 "mismatch": e.mismatch_means,
-                "remedy": e.remedy,
+                "cause": cause_text(tree, e.id, analysis),
+                # a remedy is prose that may quote commands, not a script: not labelled as shell
+                "remedy": fence(e.remedy, "text") if e.remedy else None,
             }
         )
     cut_sets = []
@@ -321,6 +354,8 @@ def _tree_page(spec: Spec, order: RunbookOrder, alerts: list[Alert]) -> dict[str
             {"name": a.name, "anchor": a.anchor, "severity": a.severity} for a in alerts if a.tree == tree.id
         ],
         "first_check": check_anchor(events[0].id) if events else "escalation",
+        # the rendered diagram beside this page in the output tree (runbooks/ and faulttree/)
+        "diagram": f"../faulttree/{tree.id}.svg",
     }
 
 

@@ -307,6 +307,11 @@ class Stage(Node):
     logs_payload: bool = Field(False, description="raw payloads are written to logs")
     model: ModelInfo | None = None
     cache: CacheSettings | None = None
+    budget_alert: Literal["ticket", "page"] = Field(
+        "ticket",
+        description="severity of this stage's latency and failure-rate budget alerts: a ticket by "
+        "default (pages are for SLO burn, effective-QPS collapse and service down)",
+    )
 
 
 class Transport(str, Enum):

@@ -175,14 +175,16 @@ class Recording:
 def runbook_url(spec: Spec, file: str, anchor: str) -> str:
     """Where an alert's runbook section lives.
 
-    With `metadata.links.runbook_base_url` the URL is `<base>/<file>#<anchor>`, the base being
-    where the rendered `runbooks/` folder is published; without it, a path relative to the
-    render output folder: `runbooks/<file>#<anchor>`.
+    With `metadata.links.runbook_base_url` the URL is absolute, `<base>/runbooks/<file>#<anchor>`,
+    the base being where the render output folder is published (so the path is the generated
+    tree's); without it, a path relative to the render output folder: `runbooks/<file>#<anchor>`
+    (a pager cannot follow that: set the base URL).
     """
+    path = f"runbooks/{file}#{anchor}"
     base = spec.metadata.links.get("runbook_base_url")
     if base:
-        return f"{base.rstrip('/')}/{file}#{anchor}"
-    return f"runbooks/{file}#{anchor}"
+        return f"{base.rstrip('/')}/{path}"
+    return path
 
 
 # Prometheus rule groups, in the order rules.yaml lists them: (group key, title in the group name,

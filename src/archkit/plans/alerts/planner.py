@@ -186,7 +186,7 @@ class _Planner:
                 fire_at_zero=False,
                 name=self.name(f"{_camel(st.id)}LatencyAboveBudget"),
                 group="latency",
-                severity="page" if kind == "p99" else "ticket",
+                severity=st.budget_alert,
                 summary=f"{title}: {what} above the {_fmt(st.p99_ms)} ms P99 budget",
                 description=why,
                 for_=self.for_,
@@ -253,7 +253,7 @@ class _Planner:
                 query=ratio,
                 threshold=f,
                 windows=(RATE_WINDOW,),
-                severity="page",
+                severity=st.budget_alert,
                 summary=f"{title}: failure rate above its {_fmt(f * 100)} % budget",
                 description=f"Failed / all requests over {RATE_WINDOW} exceed the stage's failure_rate.",
                 for_=self.for_,
@@ -465,7 +465,9 @@ class _Planner:
                     expr=f"max({used} / {total}) > {_fmt(g.max_ratio)}",
                     query=f"max({used} / {total})",
                     threshold=g.max_ratio,
-                    severity="page",
+                    # paging policy: only SLO burn (fast, medium), effective-QPS collapse and
+                    # service down wake someone; a filling GPU is worked on in hours, not minutes
+                    severity="ticket",
                     summary=f"{name}: a GPU's memory is above {_fmt(g.max_ratio * 100)} % of its capacity",
                     description=(
                         "Close to OOM: one more model version or a larger batch fails to load "
