@@ -70,7 +70,7 @@ loadtest:
 
 
 def archkit_run(spec, locustfile: Path, users: int, seconds: float, work: Path) -> dict:
-    p = plan_mod.build(spec, "baseline", users=users, duration=seconds)
+    p = plan_mod.build(spec, "baseline", users=users, duration=seconds, arrival="closed")
     p.phases[0].rate_rps = None  # unpaced: as fast as the users go
     p.max_requests = 10_000_000
     p.locustfile, p.payload_root = str(locustfile), str(work)
