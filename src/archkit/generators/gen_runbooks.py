@@ -382,8 +382,9 @@ def _service_page(spec: Spec, svc: Service, alerts: list[Alert], spec_name: str)
                         }
                     )
     kube = svc.kubernetes
-    kind_name = f"{kube.kind.lower()}/{kube.name or svc.id}" if kube else None
-    ns = f" -n {kube.namespace}" if kube else ""
+    # every spec value in a generated command is shell-quoted (names are also checked by AK314)
+    kind_name = shlex.quote(f"{kube.kind.lower()}/{kube.name or svc.id}") if kube else None
+    ns = f" -n {shlex.quote(kube.namespace)}" if kube else ""
     deploy = svc.deploy_command
     rollback = svc.rollback_command or (f"kubectl rollout undo {kind_name}{ns}" if kube else None)
     status = f"kubectl rollout status {kind_name}{ns} --timeout=5m" if kube else None
@@ -421,7 +422,9 @@ def _service_page(spec: Spec, svc: Service, alerts: list[Alert], spec_name: str)
     # the load test enters at its target and drives every stage on the path, so it belongs to
     # the target service and to every service that runs a stage
     if lt is not None and (lt.target.service in (None, svc.id) or svc.public or stages):
-        loadtest = [fence(f"archkit loadtest {spec_name} --level {lv.id}", "sh") for lv in lt.levels]
+        loadtest = [
+            fence(f"archkit loadtest {spec_name} --level {shlex.quote(lv.id)}", "sh") for lv in lt.levels
+        ]
     trees = [t for t in spec.faulttrees if t.service == svc.id]
     gs = spec.observability.logging
     return {

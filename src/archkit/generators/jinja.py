@@ -43,6 +43,39 @@ def promql_label_value(value: Any) -> str:
     return str(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
+class PromTemplate(str):
+    """Text archkit means as a Prometheus (Go text/template) template, e.g. `{{ $value }}`.
+
+    Prometheus expands an alerting rule's labels and annotations as Go templates when the alert
+    fires, so any other text that reaches them is made literal by `prom_literal`; a
+    `PromTemplate` passes through it unchanged. Build one with `prom_template`.
+    """
+
+
+def prom_literal(value: Any) -> str:
+    """Text shown literally by Prometheus' template expansion of alert labels and annotations.
+
+    Go templates start an action only at `{{` (text/template's default delimiters; a lone `{`,
+    `}}` or `$` is plain text), so every `{{` becomes the action `{{ "{{" }}`, which prints the
+    two braces: `promtool check rules` accepts the result and the fired alert shows the text as
+    written (tests/security/test_prometheus_templates.py proves it with `promtool test rules`).
+    """
+    if isinstance(value, PromTemplate):
+        return str(value)
+    return str(value).replace("{{", '{{ "{{" }}')
+
+
+def prom_template(*parts: str) -> PromTemplate:
+    """Concatenate text and `PromTemplate` parts: plain `str` parts literal, templates kept.
+
+    In a plain part every `{` is escaped (not only `{{`), so that no `{{` forms across a seam:
+    `"a{"` followed by `"{{ $value }}"` would otherwise open an action at its first brace.
+    """
+    return PromTemplate(
+        "".join(str(p) if isinstance(p, PromTemplate) else str(p).replace("{", '{{ "{" }}') for p in parts)
+    )
+
+
 def python_str(value: Any) -> str:
     """A Python string literal."""
     return repr(str(value))
@@ -75,6 +108,7 @@ def md_text(value: Any) -> str:
 FILTERS = {
     "plantuml": plantuml_label,
     "promql": promql_label_value,
+    "promliteral": prom_literal,
     "pystr": python_str,
     "yaml": yaml_scalar,
     "dot": dot_label,
