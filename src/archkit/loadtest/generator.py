@@ -108,6 +108,12 @@ def section(gen: dict | None) -> tuple[str, list[str], list[list[str]], list[str
         f"Send lag (actual − scheduled) P50 {lag.get('p50_ms')} ms, P99 {lag.get('p99_ms')} ms, max "
         f"{lag.get('max_ms')} ms; generator CPU {gen.get('cpu_per_process')} of a core per process."
     ]
+    fs = gen.get("from_send") or {}
+    if fs:
+        notes.append(
+            f"Latency from the actual send (what a closed-model tool reports): P50 {fs.get('p50_ms')} ms, "
+            f"P95 {fs.get('p95_ms')} ms, P99 {fs.get('p99_ms')} ms."
+        )
     if gen.get("message"):
         notes.append(gen["message"])
     return (

@@ -361,6 +361,7 @@ def execute(
     }
     gen = generator_mod.assess(plan, data.phases, data.generator, data.lag)
     if gen is not None:
+        gen["from_send"] = e2e.get("from_send")  # both latencies side by side in the report
         measured["generator"] = gen
     measured["decomposition"] = scrape.decompose(spec, before, after, e2e) if after else {}
     measured["stages"] = measured["decomposition"].get("stages", {}) if measured["decomposition"] else {}
