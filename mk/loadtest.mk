@@ -26,8 +26,9 @@ endif
 # (tritonclient-2.40.0.data/data/bin/perf_analyzer). The main venv pins tritonclient 2.73.0, so
 # the 2.40.0 wheel is downloaded without dependencies and only the binary is taken. It needs
 # Debian's libb64 and libcudart.so.12 (PyPI nvidia-cuda-runtime-cu12, in a tools folder on
-# LD_LIBRARY_PATH; it runs without a GPU). strace counts connect() calls in the loopback test.
-EXTRA_APT_PACKAGES += libb64-0d strace unzip
+# LD_LIBRARY_PATH; it runs without a GPU). strace and ip (iproute2) run the loopback test in an
+# isolated network namespace.
+EXTRA_APT_PACKAGES += libb64-0d strace unzip iproute2
 PERF_ANALYZER_DIR := .cache/perf_analyzer
 PERF_ANALYZER := $(PERF_ANALYZER_DIR)/bin/perf_analyzer
 PERF_ANALYZER_CUDA := $(PERF_ANALYZER_DIR)/cuda/nvidia/cuda_runtime/lib
