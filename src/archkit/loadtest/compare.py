@@ -188,7 +188,17 @@ def prediction_lines(cmp: dict | None) -> list[str]:
         return []
     if cmp.get("error"):
         return [f"note: {cmp['error']}"]
-    return [f"predicted {w} {k}: {p} vs measured {m} ({e})" for w, k, p, m, e in _table_rows(cmp)]
+    # the terminal gets the headline numbers (the report has every row): end to end, the knee,
+    # and one figure per stage (its P50, else its mean)
+    out, seen = [], set()
+    for w, k, p, m, e in _table_rows(cmp):
+        if w == "end to end" and k not in ("p50_ms", "p99_ms"):
+            continue
+        if w.startswith("stage ") and (w in seen or k == "p99_ms"):
+            continue
+        seen.add(w)
+        out.append(f"predicted {w} {k}: {p} vs measured {m} ({e})")
+    return out
 
 
 def measured_extras(m: dict, keys: tuple[str, ...]) -> dict:
