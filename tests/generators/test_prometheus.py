@@ -101,7 +101,7 @@ def test_tightened_budget_makes_generated_tests_fail(tmp_path):
     for alert in (
         "DetectLatencyAboveBudget",
         "PreprocessFailureRateAboveBudget",
-        "ErrorBudgetBurnFast",
+        "AvailabilityErrorBudgetBurnFast",
         "ColdStartSlow",
         "GpuMemoryHigh",
     ):
@@ -123,10 +123,14 @@ def test_burn_factors_follow_the_sre_workbook_and_scale_with_the_window():
 def test_burn_rate_thresholds_in_expressions():
     alerts, _ = plan(_spec(Path("examples/voice-customer-service.yaml").resolve()))  # 28 days, 99.5 %
     by = {a.name: a for a in alerts}
-    assert by["ErrorBudgetBurnFast"].expr.count("> 0.0672") == 2  # 13.44 × 0.005
-    assert by["ErrorBudgetBurnMedium"].expr.count("> 0.028") == 2  # 5.6 × 0.005
-    assert "[3d]" in by["ErrorBudgetBurnSlow"].expr and "[6h]" in by["ErrorBudgetBurnSlow"].expr
-    assert by["ErrorBudgetBurnSlow"].severity == "ticket" and by["ErrorBudgetBurnFast"].severity == "page"
+    assert by["AvailabilityErrorBudgetBurnFast"].expr.count("> 0.0672") == 2  # 13.44 × 0.005
+    assert by["AvailabilityErrorBudgetBurnMedium"].expr.count("> 0.028") == 2  # 5.6 × 0.005
+    steady = by["AvailabilityErrorBudgetBurnSteady"].expr  # reads the 3d and 6h SLI recordings
+    assert "ratio_rate3d{" in steady and "ratio_rate6h{" in steady
+    assert (
+        by["AvailabilityErrorBudgetBurnSteady"].severity == "ticket"
+        and by["AvailabilityErrorBudgetBurnFast"].severity == "page"
+    )
 
 
 def test_latency_alerts_follow_the_bound_metric_type():
@@ -188,6 +192,9 @@ def test_alert_expressions_use_only_declared_series(path):
     exprs = [r["expr"] for g in doc["groups"] for r in g["rules"]]
     assert exprs
     used = {m.group(1) or m.group(2) for e in exprs for m in METRIC_TOKEN.finditer(e)}
+    used -= {
+        r["record"] for g in doc["groups"] for r in g["rules"] if "record" in r
+    }  # SLO alerts read recordings
     assert used and used <= declared, used - declared
 
 

@@ -80,6 +80,26 @@ def unit_tests_document(
                     ],
                 }
             )
+    by_name = {a.name: a for a in plan.alerts}
+    for m in plan.matrices:  # the SLO burn tiers at one burn rate: which fire, which stay quiet
+        checks = []
+        for name, fires in m.expect.items():
+            a = by_name[name]
+            exp = {
+                "exp_labels": {**a.labels, "severity": a.severity},
+                "exp_annotations": _annotations(spec, a),
+            }
+            checks.append(
+                {"eval_time": f"{m.case.eval_min}m", "alertname": name, "exp_alerts": [exp] if fires else []}
+            )
+        tests.append(
+            {
+                "name": m.name,
+                "interval": f"{m.case.interval_min}m",
+                "input_series": [{"series": s, "values": v} for s, v in m.case.series],
+                "alert_rule_test": checks,
+            }
+        )
     return {"rule_files": [rules_file], "evaluation_interval": "1m", "tests": tests}
 
 

@@ -780,6 +780,11 @@ class MetricRef(Node):
     type: MetricType = MetricType.histogram
     count_metric: str | None = Field(None, description="request counter for counter_us ratios")
     labels: dict[str, str] = Field(default_factory=dict)
+    buckets: list[Annotated[float, Field(gt=0, le=MAX_SECONDS * 1e6)]] | None = Field(
+        None,
+        max_length=200,
+        description="a histogram's `le` boundaries, in the metric's unit (latency SLO thresholds are checked against them)",
+    )
 
 
 class StageMetrics(Node):
@@ -852,6 +857,52 @@ class Observability(Node):
     clock_sync: bool | None = Field(None, description="hosts' clocks are synchronised (NTP/PTP)")
     max_clock_drift_ms: Ms | None = None
     alert_for: str = Field("5m", pattern=r"^[0-9]+[smhd]$", description="default 'for' of alerts")
+
+
+# --------------------------------------------------------------------------- SLOs
+
+
+class Matcher(Node):
+    """One PromQL label matcher: `label op "value"` (=, !=, =~, !~; regexes are RE2, fully anchored)."""
+
+    label: str
+    op: Literal["=", "!=", "=~", "!~"] = "="
+    value: str
+
+
+class SloEvents(Node):
+    """A counter of events selected by matchers (an SLI's good, bad or total events)."""
+
+    metric: str
+    matchers: list[Matcher] = Field(default_factory=list, max_length=32)
+
+
+class Slo(Node):
+    """A service level objective: availability (event ratio) or latency (share at or under a threshold).
+
+    Availability: `bad`/`total` or `good`/`total` events; without them, the stage's `errors` and
+    `requests` series from `observability`. Latency: the share of the stage's histogram at or
+    under `threshold_ms` (its `_bucket` series, `le` = the threshold in the metric's unit).
+    """
+
+    name: Annotated[Id, IdOf("slo")]
+    kind: Literal["availability", "latency"] = "availability"
+    stage: Annotated[Id, RefTo("stage")] | None = Field(
+        None, description="the stage whose series measure it (default: the first stage with series)"
+    )
+    objective: Annotated[float, Field(gt=0, lt=1)] = Field(description="target ratio, e.g. 0.999")
+    window: str = Field("30d", pattern=r"^[1-9][0-9]{0,2}d$", description="rolling window in whole days")
+    threshold_ms: Annotated[float, Field(gt=0, le=MAX_MS)] | None = Field(
+        None, description="latency SLOs: requests at or under this many ms are good"
+    )
+    good: SloEvents | None = None
+    bad: SloEvents | None = None
+    total: SloEvents | None = None
+    description: str | None = None
+
+    @property
+    def window_days(self) -> int:
+        return int(self.window[:-1])
 
 
 # --------------------------------------------------------------------------- policies
@@ -1042,6 +1093,9 @@ class Spec(Node):
     topology: Topology = Field(default_factory=Topology)
     faulttrees: list[FaultTree] = Field(default_factory=list)
     observability: Observability = Field(default_factory=Observability)
+    slos: list[Slo] | None = Field(
+        None, max_length=64, description="service level objectives (default: derived from budgets)"
+    )
     policies: Policies = Field(default_factory=Policies)
     loadtest: Loadtest | None = None
     environments: list[Environment] = Field(default_factory=list)

@@ -163,6 +163,15 @@ class Alert:
 
 
 @dataclass
+class MatrixCase:
+    """One promtool test: one input, several alerts, each expected to fire (True) or stay quiet."""
+
+    name: str
+    case: Case
+    expect: dict[str, bool]
+
+
+@dataclass
 class Recording:
     """One recording rule."""
 
@@ -216,6 +225,7 @@ class AlertPlan:
     spec_name: str
     alerts: list[Alert] = field(default_factory=list)
     recordings: list[Recording] = field(default_factory=list)
+    matrices: list[MatrixCase] = field(default_factory=list)  # SLO burn tiers at several burn rates
 
     @property
     def prefix(self) -> str:

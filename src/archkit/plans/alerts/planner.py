@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from archkit.plans.alerts.model import (
-    BURN_WINDOWS,
     RATE_WINDOW,
     Alert,
     AlertPlan,
@@ -17,9 +16,11 @@ from archkit.plans.alerts.model import (
     _fmt,
     _minutes,
     _unit_seconds,
-    burn_factor,
 )
 from archkit.spec.model import MetricRef, MetricType, Spec, Stage, StageMetrics
+
+if TYPE_CHECKING:
+    from archkit.plans.slo import SloRules
 
 
 def _tree_for(spec: Spec, service: str | None) -> str | None:
@@ -318,79 +319,14 @@ class _Planner:
         )
 
     # ---- service level
-    def slo(self) -> None:
-        b = self.spec.budgets
-        budget = (1 - b.availability) if b.availability is not None else b.error_rate
-        if budget is None or budget <= 0:
-            return
-        entry = next(
-            (
-                sm
-                for st in self.spec.dataflow.stages
-                for sm in self.obs.stages
-                if sm.stage == st.id and sm.errors is not None and sm.requests is not None
-            ),
-            None,
-        )
-        if entry is None or entry.errors is None or entry.requests is None:
-            return
-        errors, requests = entry.errors, entry.requests
-        e, r = Series.of(errors.metric, errors.labels), Series.of(requests.metric, requests.labels)
-        ok_only = _success_only(requests)
-        windows = sorted({w for _, _, lw, sw, _ in BURN_WINDOWS for w in (lw, sw)}, key=_minutes)
-        for w in windows:
-            self.records.append(
-                Recording(
-                    f"archkit:slo_error_ratio:rate{w}",
-                    _ratio_expr(e, r, w, ok_only),
-                    {"stage": entry.stage},
-                    "slo",
-                )
-            )
-        entry_stage = self.spec.stage(entry.stage)
-        tree = _tree_for(self.spec, entry_stage.service if entry_stage else None)
-        for label, share, long_w, short, severity in BURN_WINDOWS:
-            long_h = _minutes(long_w) / 60
-            factor = burn_factor(share, long_h, b.slo_window_days)
-            threshold = factor * budget
-            expr = (
-                f"{_ratio_expr(e, r, long_w, ok_only)} > {_fmt(threshold)} and "
-                f"{_ratio_expr(e, r, short, ok_only)} > {_fmt(threshold)}"
-            )
-            # errors and requests share sample times, so their ratio over a window does not depend on
-            # how much of the window the series cover: 20 minutes of data test a 3-day window too
-            minutes = self.steady(self.for_min)
-            interval = 1
-            self.add(
-                Alert(
-                    name=self.name(f"ErrorBudgetBurn{label}"),
-                    group="slo",
-                    expr=expr,
-                    query=_ratio_expr(e, r, long_w, ok_only),
-                    threshold=threshold,
-                    windows=(long_w, short),
-                    severity=severity,
-                    summary=(
-                        f"{self.spec.metadata.name}: error budget burning {_fmt(factor)}x too fast "
-                        f"({_fmt(share * 100)} % of the {b.slo_window_days}-day budget in {long_w})"
-                    ),
-                    description=(
-                        f"Error ratio at {entry.stage} above {_fmt(factor)} × (1 - SLO) over {long_w} "
-                        f"and {short} (SRE workbook multiwindow multi-burn-rate alert; factor "
-                        f"{_fmt(share)} × {b.slo_window_days * 24} h / {_fmt(long_h)} h)."
-                    ),
-                    for_=None,
-                    labels={"stage": entry.stage, "slo_window": f"{b.slo_window_days}d"},
-                    fire=(
-                        self._ratio_case(e, r, ok_only, (1 + threshold) / 2, minutes, interval)
-                        if threshold < 1
-                        else None
-                    ),
-                    quiet=self._ratio_case(e, r, ok_only, threshold / 2, minutes, interval),
-                    tree=tree,
-                    series=[errors.metric, requests.metric],
-                )
-            )
+    def slo(self) -> SloRules:
+        """The SLOs' recordings, burn-rate alerts and tier matrices (archkit.plans.slo)."""
+        from archkit.plans.slo import slo_plan, slo_rules  # it builds on this package's model
+
+        rules = slo_rules(self.spec, slo_plan(self.spec), self.name, self.steady(self.for_min))
+        self.alerts += rules.alerts
+        self.records += rules.recordings
+        return rules
 
     def golden(self) -> None:
         gs = self.obs.golden_signals
@@ -542,9 +478,9 @@ def alert_plan(spec: Spec) -> AlertPlan:
     order = {st.id: i for i, st in enumerate(spec.dataflow.stages)}
     for sm in sorted(spec.observability.stages, key=lambda m: (order.get(m.stage, 10**6), m.stage)):
         p.stage(sm)
-    p.slo()
+    rules = p.slo()
     p.golden()
-    return AlertPlan(spec.metadata.name, p.alerts, p.records)
+    return AlertPlan(spec.metadata.name, p.alerts, p.records, rules.matrices)
 
 
 def plan(spec: Spec) -> tuple[list[Alert], list[Recording]]:
