@@ -29,7 +29,7 @@ def _spec(path: Path) -> Spec:
 
 
 def _generate(path: Path) -> dict[str, str]:
-    files, _ = api.generate(_spec(path), path.name, only=["runbooks", "prometheus"])
+    files, _ = api.generate(_spec(path), path.name, only=["runbooks", "prometheus", "faulttree"])
     return files
 
 
@@ -55,16 +55,18 @@ def test_every_runbook_url_resolves_to_an_anchor(path):
 
 def test_runbook_urls_use_the_base_url_when_set():
     spec = _spec(ROOT / "examples" / "recommendation.yaml")
-    spec.metadata.links["runbook_base_url"] = "https://wiki.example/ai/runbooks/"
+    # the base is where the render output folder is published: the URL's path is the tree's
+    spec.metadata.links["runbook_base_url"] = "https://wiki.example/ai/"
     files, _ = api.generate(spec, "recommendation.yaml", only=["runbooks", "prometheus"])
-    anchors = {rel.removeprefix("runbooks/"): a for rel, a in _anchors(files).items()}
+    anchors = _anchors(files)
     rules = yaml.safe_load(files["prometheus/rules.yaml"])
     for g in rules["groups"]:
         for r in g["rules"]:
             if "alert" in r:
                 url = urlsplit(r["annotations"]["runbook_url"])
                 assert (url.scheme, url.netloc) == ("https", "wiki.example")
-                rel = url.path.removeprefix("/ai/runbooks/")
+                assert url.path.startswith("/ai/runbooks/"), url
+                rel = url.path.removeprefix("/ai/")
                 assert _resolve(anchors, f"{rel}#{url.fragment}"), r["annotations"]["runbook_url"]
 
 
@@ -77,6 +79,10 @@ def test_every_markdown_link_between_pages_resolves(path):
             continue
         for target in LINK.findall(text):
             if re.match(r"^[a-z]+://", target):
+                continue
+            if target.endswith(".svg"):  # the embedded fault-tree diagram: its source is generated
+                dot = posixpath.normpath(posixpath.join(posixpath.dirname(rel), target))[: -len(".svg")]
+                assert f"{dot}.dot" in files, f"{rel}: {target}"
                 continue
             if target.startswith("#"):
                 full = f"{rel}{target}"
@@ -175,3 +181,40 @@ def test_a_tree_that_cannot_be_analysed_still_gets_its_runbook():
     assert "The tree cannot be analysed:" in page and "cycle g1 -\\> g2 -\\> g1" in page
     assert '<a id="check-a"></a>' in page
     assert yaml.safe_load(files["prometheus/rules.yaml"]) == {"groups": []}
+
+
+def test_an_and_gated_event_names_the_events_it_needs_and_checks_come_first():
+    text = _generate(ROOT / "examples" / "loan-preapproval.yaml")["runbooks/preapproval-failing.md"]
+    section = text.split('<a id="check-breaker-stuck"></a>')[1].split("<a id=")[0]
+    # an input of the AND gate causes the top event only with the other input failed too
+    assert "only together with [Registry API times out](#check-registry-timeout)" in section
+    assert "this event is the cause." not in section
+    ocr = text.split('<a id="check-ocr-down"></a>')[1].split("<a id=")[0]
+    assert "this event is the cause." in ocr  # a cut set of order one
+    # the checks before any probability; the diagram embedded; remedies fenced for a shell
+    assert text.index('<a id="checks"></a>') < text.index("Top-event probability")
+    assert "![fault tree preapproval-failing](../faulttree/preapproval-failing.svg)" in text
+    assert "**Remedy:**\n\n```" in text
+
+
+def test_paging_policy_pages_only_for_burn_effective_qps_and_service_down():
+    spec = _spec(ROOT / "examples" / "recommendation.yaml")
+    files, _ = api.generate(spec, "recommendation.yaml", only=["prometheus"])
+    rules = yaml.safe_load(files["prometheus/rules.yaml"])
+    alerts = [r for g in rules["groups"] for r in g["rules"] if "alert" in r]
+    pages = sorted(r["alert"] for r in alerts if r["labels"]["severity"] == "page")
+    allowed = re.compile(r"ErrorBudgetBurn(Fast|Medium)$|^EffectiveQpsLow$|Down$")
+    assert pages and all(allowed.search(p) for p in pages), pages
+    assert "EffectiveQpsLow" in pages and any(p.endswith("BurnFast") for p in pages), pages
+    assert all(r["annotations"]["dashboard"] == "https://grafana.example.com/d/reco" for r in alerts)
+    # a stage can ask for pages on its own budget alerts
+    spec.dataflow.stages[0].budget_alert = "page"
+    files, _ = api.generate(spec, "recommendation.yaml", only=["prometheus"])
+    rules = yaml.safe_load(files["prometheus/rules.yaml"])
+    paged = {
+        r["alert"]
+        for g in rules["groups"]
+        for r in g["rules"]
+        if r.get("labels", {}).get("severity") == "page"
+    }
+    assert "GatewayLatencyAboveBudget" in paged
