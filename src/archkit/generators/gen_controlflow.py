@@ -162,7 +162,10 @@ class _Emitter:
                 whens = [b.when for b in node.branches if b.next == main.next]
                 self.out(depth, f"case ({puml(' / '.join(whens), 30)})")
             if not node.branches and not node.on_failure:
+                # PlantUML refuses a `detach` right after `case` ("kill cannot be used here"):
+                # an activity first, which also says why the flow stops
                 self.out(depth, "case (no branches)")
+                self.out(depth + 1, ":<color:#b45309>//no branch in the spec: nothing follows//</color>;")
                 self.out(depth + 1, "detach")
             self.out(depth, "endswitch")
             if main is None:

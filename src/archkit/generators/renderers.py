@@ -30,6 +30,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from archkit.generators.toolchain import (
     PLANTUML_VERSION,
@@ -151,6 +152,18 @@ def run_dot(source: str, fmt: str) -> bytes:
 _PUML_ERROR = re.compile(r"Error line (\d+) in file: (\S+)")
 
 
+class DiagramErrors(RendererError):
+    """Some diagrams of a batch failed: `images` holds the others, `failed` why each failed one did.
+
+    Keys are those of the batch's result (a source name, or (name, format) for the server).
+    A render that degrades lists the failed ones as not rendered and writes everything else.
+    """
+
+    def __init__(self, message: str, images: dict[Any, bytes], failed: dict[Any, str]):
+        super().__init__(message)
+        self.images, self.failed = images, failed
+
+
 def run_plantuml(sources: dict[str, str], fmt: str, jar: Path | None = None) -> dict[str, bytes]:
     """Render every PlantUML source with ONE JVM; name -> image. Raises on any diagram error."""
     if not sources:
@@ -189,7 +202,20 @@ def run_plantuml(sources: dict[str, str], fmt: str, jar: Path | None = None) -> 
                 idx = int(Path(fname).stem[1:]) if Path(fname).stem[1:].isdigit() else -1
                 bad.append(f"{names[idx] if 0 <= idx < len(names) else fname}: line {line}")
             detail = "; ".join(bad) or err.strip()[:2000]
-            raise RendererError(f"PlantUML reported errors ({proc.returncode}): {detail}")
+            message = f"PlantUML reported errors ({proc.returncode}): {detail}"
+            failed = {
+                names[int(Path(f).stem[1:])]: f"PlantUML: line {line}: syntax error"
+                for line, f in _PUML_ERROR.findall(err)
+                if Path(f).stem[1:].isdigit() and int(Path(f).stem[1:]) < len(names)
+            }
+            if not failed:  # nothing names the culprit: the whole batch failed
+                raise RendererError(message)
+            images = {
+                name: (out_dir / f"d{i:05d}.{fmt}").read_bytes()
+                for i, name in enumerate(names)
+                if name not in failed and (out_dir / f"d{i:05d}.{fmt}").is_file()
+            }
+            raise DiagramErrors(message, images, failed)
         out: dict[str, bytes] = {}
         for i, name in enumerate(names):
             img = out_dir / f"d{i:05d}.{fmt}"
@@ -256,7 +282,8 @@ def run_plantuml_server(
             if _wait_listening(proc, port, log, last=attempt == 2):
                 break
 
-        def fetch(job: tuple[str, str]) -> bytes:
+        def fetch(job: tuple[str, str]) -> bytes | str:
+            """The image, or why PlantUML refused the diagram."""
             name, fmt = job
             url = f"http://127.0.0.1:{port}/plantuml/{fmt}/{plantuml_url_encode(sources[name])}"
             try:
@@ -269,12 +296,20 @@ def run_plantuml_server(
                 line = exc.headers.get("X-PlantUML-Diagram-Error-Line")
                 data = b""
             if error:  # errors still draw an image; the header is the only reliable signal
-                raise RendererError(f"PlantUML reported errors: {name}: line {line or '?'}: {error}")
+                return f"PlantUML: line {line or '?'}: {error}"
             return data
 
         jobs = [(name, fmt) for name in sorted(sources) for fmt in formats]
         with ThreadPoolExecutor(max_workers=max(2, min(4, os.cpu_count() or 2))) as pool:
-            return dict(zip(jobs, pool.map(fetch, jobs), strict=True))
+            results = dict(zip(jobs, pool.map(fetch, jobs), strict=True))
+        images = {job: r for job, r in results.items() if isinstance(r, bytes)}
+        failed = {job: r for job, r in results.items() if isinstance(r, str)}
+        if failed:
+            detail = "; ".join(
+                f"{name}: {why.removeprefix('PlantUML: ')}" for (name, _f), why in sorted(failed.items())
+            )
+            raise DiagramErrors(f"PlantUML reported errors: {detail}", images, failed)
+        return images
     finally:
         if proc is not None:
             stop(proc, timeout=10)
@@ -430,14 +465,35 @@ def render_sources(
             for (fmt, h), (_rel, dot_src) in sorted(fallback_dot.items()):
                 jobs[pool.submit(run_dot, dot_src, fmt)] = ("fallback", fmt, (".puml", fmt, h))
             for fut, (kind, fmt, key) in jobs.items():
-                result = fut.result()
+                try:
+                    result = fut.result()
+                except DiagramErrors as exc:  # one bad diagram does not cost the others
+                    if not tools.degrade:
+                        raise
+                    result = exc.images
+                    for k, why in exc.failed.items():
+                        rel, f = k if isinstance(k, tuple) else (k, fmt)
+                        tools.unrendered[_out_name(rel, f)] = why
+                except RendererError as exc:
+                    if not tools.degrade or kind == ".puml":
+                        raise
+                    for f, s, rel in todo_dot if kind == ".dot" else ():
+                        if _key(".dot", f, s) == key:
+                            tools.unrendered[_out_name(rel, f)] = str(exc)
+                    if kind == "fallback":
+                        for (f, h), (rel, _d) in fallback_dot.items():
+                            if (".puml", f, h) == key:
+                                tools.unrendered[_out_name(rel, f)] = str(exc)
+                    continue
                 if kind == ".puml" and fmt == "*":
                     for f in puml_formats:
                         for h, (rel, _src) in todo_puml[f].items():
-                            store[(".puml", f, h)] = _finish(kind, f, result[(rel, f)])
+                            if (rel, f) in result:
+                                store[(".puml", f, h)] = _finish(kind, f, result[(rel, f)])
                 elif kind == ".puml":
                     for h, (rel, _src) in todo_puml[fmt].items():
-                        store[(".puml", fmt, h)] = _finish(kind, fmt, result[rel])
+                        if rel in result:
+                            store[(".puml", fmt, h)] = _finish(kind, fmt, result[rel])
                 else:
                     store[key] = _finish(".dot", fmt, result)
                 done += 1
