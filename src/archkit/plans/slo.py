@@ -86,18 +86,56 @@ class Selector:
             return f"{self.name}{{{body}}}" if body else self.name
         return "{" + ", ".join(filter(None, [f'__name__="{promql_label_value(self.name)}"', body])) + "}"
 
-    def covers(self, other: Selector) -> bool:
-        """Whether this selector matches `other`'s test series (equality matchers only)."""
-        if self.name != other.name or any(op != "=" for _, op, _ in self.matchers):
+    def matches(self, name: str, labels: dict[str, str]) -> bool:
+        """Whether a series `name{labels}` is selected (an absent label reads as "", as in Prometheus)."""
+        if name != self.name:
             return False
-        theirs = {(k, v) for k, op, v in other.matchers if op == "="}
-        return all((k, v) in theirs for k, _, v in self.matchers)
+        for k, op, v in self.matchers:
+            val = labels.get(k, "")
+            hit = val == v if op in ("=", "!=") else _fullmatch(v, val)
+            if hit != (op in ("=", "=~")):
+                return False
+        return True
 
-    def series(self, **labels: str) -> str:
-        """A promtool input series matching this selector (equality matchers and `labels`)."""
-        eq = {k: v for k, op, v in self.matchers if op == "="}
-        eq.update(labels)
-        return str(Selector(self.name, tuple((k, "=", v) for k, v in sorted(eq.items()))))
+    def witness(self, **extra: str) -> dict[str, str] | None:
+        """Labels of a test series this selector selects (None when no simple one is found)."""
+        labels: dict[str, str] = {}
+        for k, op, v in self.matchers:
+            if k in extra:
+                continue
+            if op == "=":
+                labels[k] = v
+            elif op == "=~":
+                w = _regex_witness(v)
+                if w is None:
+                    return None
+                labels[k] = w
+        labels.update(extra)
+        return labels if self.matches(self.name, labels) else None
+
+    def series(self, labels: dict[str, str]) -> str:
+        return str(Selector(self.name, tuple((k, "=", v) for k, v in sorted(labels.items()))))
+
+
+def _fullmatch(pattern: str, text: str) -> bool:
+    try:
+        return re.fullmatch(pattern, text) is not None  # Prometheus anchors matcher regexes
+    except re.error:
+        return False
+
+
+def _regex_witness(pattern: str) -> str | None:
+    """A short text the regex matches, from its alternatives with classes and wildcards filled."""
+    for alt in [pattern, *pattern.split("|")]:
+        cand = re.sub(r"\\d", "0", alt)
+        cand = re.sub(r"\[\^?([^\]\\])[^\]]*\]", r"\1", cand)
+        parts = re.split(r"(\\.)", cand)  # escaped characters stand for themselves
+        cand = "".join(
+            p[1] if p.startswith("\\") else re.sub(r"[()^$+*?]", "", p).replace(".", "0") for p in parts
+        )
+        if _fullmatch(pattern, cand):
+            return cand
+    return None
 
 
 def le_pattern(le: float) -> str:
@@ -179,24 +217,30 @@ class PlannedSlo:
             return f"({rate(self.bad)} / ({rate(self.bad)} + {rate(self.good)}))"
         raise ValueError(f"SLO {self.name} has no event ratio")
 
-    def case(self, ratio: float, minutes: int) -> Case:
-        """Input series whose error ratio is `ratio` over any window."""
+    def case(self, ratio: float, minutes: int) -> Case | None:
+        """Input series whose error ratio is `ratio` over any window (None if none can be built)."""
         samples, total = minutes + 5, 100.0
-        bad, good = ratio * total, (1 - ratio) * total
+        counts = {"bad": ratio * total, "good": (1 - ratio) * total}
+        extra = {"le": _fmt(self.le)} if self.le is not None else {}
         out: list[tuple[str, str]] = []
-        if self.le is not None and self.good is not None and self.total is not None:
-            out.append((self.good.series(le=_fmt(self.le)), f"0+{_fmt(good)}x{samples}"))
-            out.append((self.total.series(le="+Inf"), f"0+{_fmt(total)}x{samples}"))
-            return Case(out, minutes)
-        inside = 0.0  # events of the bad/good series that the total selector matches too
-        if self.bad is not None:
-            out.append((self.bad.series(), f"0+{_fmt(bad)}x{samples}"))
-            inside += bad if self.total is not None and self.total.covers(self.bad) else 0
-        if self.good is not None:
-            out.append((self.good.series(), f"0+{_fmt(good)}x{samples}"))
-            inside += good if self.total is not None and self.total.covers(self.good) else 0
+        inside = 0.0  # events of the bad/good series that the total selector selects too
+        for key, sel in (("bad", self.bad), ("good", self.good)):
+            if sel is None:
+                continue
+            labels = sel.witness(**extra)
+            if labels is None:
+                return None
+            out.append((sel.series(labels), f"0+{_fmt(counts[key])}x{samples}"))
+            if self.total is not None and self.total.matches(sel.name, labels):
+                inside += counts[key]
         if self.total is not None and total - inside > 1e-9:
-            out.append((self.total.series(), f"0+{_fmt(total - inside)}x{samples}"))
+            labels = self.total.witness(**({"le": "+Inf"} if extra else {}))
+            if labels is None:
+                return None
+            for sel in (self.bad, self.good):
+                if sel is not None and sel.matches(self.total.name, labels):
+                    return None  # the rest of the total would count as bad or good too
+            out.append((self.total.series(labels), f"0+{_fmt(total - inside)}x{samples}"))
         return Case(out, minutes)
 
 
@@ -413,7 +457,7 @@ def slo_rules(spec: Spec, plan: SloPlan, unique_name: Callable[[str], str], minu
                     for_=None,
                     labels={**lab, "slo_window": s.window, "burn_tier": tier.lower()},
                     fire=s.case(min(1.0, thr * 1.1), minutes) if thr * 1.1 < 1 else None,
-                    quiet=s.case(thr * 0.9, minutes),
+                    quiet=s.case(thr * 0.9, minutes) or Case([], minutes),
                     stage=s.stage,
                     service=None,
                     tree=None,
@@ -429,13 +473,10 @@ def slo_rules(spec: Spec, plan: SloPlan, unique_name: Callable[[str], str], minu
             ratio = level * s.budget
             if ratio >= 1:
                 continue
-            out.matrices.append(
-                MatrixCase(
-                    f"SLO {s.name} at {_fmt(level)}x burn ({_fmt(ratio * 100)} % errors)",
-                    s.case(ratio, minutes),
-                    {n: f < level for n, f in names.items()},
-                )
-            )
+            case = s.case(ratio, minutes)
+            if case is not None:
+                name = f"SLO {s.name} at {_fmt(level)}x burn ({_fmt(ratio * 100)} % errors)"
+                out.matrices.append(MatrixCase(name, case, {n: f < level for n, f in names.items()}))
     return out
 
 
