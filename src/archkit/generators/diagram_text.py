@@ -9,7 +9,9 @@ from typing import Any
 # C0/C1 control characters (except tab and newline), lone surrogates, non-characters and
 # invisible format characters can make renderers fail (Graphviz's XML-ish HTML labels; a
 # U+FEFF crashes PlantUML 1.2026.8's text layout): they become U+FFFD.
-_BAD = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff\u200c-\u200f\u2028-\u202e\u2060-\u206f\ufeff]")
+_BAD = re.compile(
+    r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff\u200c-\u200f\u2028-\u202e\u2060-\u206f\ufeff]"
+)
 
 
 def clean(value: Any) -> str:
@@ -23,9 +25,14 @@ def one_line(value: Any, limit: int = 200) -> str:
 
 
 def wrap(value: Any, width: int = 38, limit: int = 240) -> list[str]:
-    """One-line text wrapped into lines of about `width` characters (long words are split)."""
-    return textwrap.wrap(one_line(value, limit), width, break_long_words=True,
-                         break_on_hyphens=False) or [""]
+    """One-line text wrapped at word boundaries into lines of about `width` characters.
+
+    A word longer than `width` stays whole on its own line (a metric name cut mid-word reads as
+    two names); `limit` bounds the whole text, so a line is never longer than that.
+    """
+    return textwrap.wrap(one_line(value, limit), width, break_long_words=False, break_on_hyphens=False) or [
+        ""
+    ]
 
 
 def html(value: Any) -> str:
@@ -36,8 +43,15 @@ def html(value: Any) -> str:
     s = clean(value)
     if not s.strip():
         return "&#160;"
-    return (s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-            .replace('"', "&quot;").replace("'", "&#39;").replace("]", "&#93;").replace("[", "&#91;"))
+    return (
+        s.replace("&", "&amp;")
+        .replace("<", "&lt;")
+        .replace(">", "&gt;")
+        .replace('"', "&quot;")
+        .replace("'", "&#39;")
+        .replace("]", "&#93;")
+        .replace("[", "&#91;")
+    )
 
 
 def html_lines(value: Any, width: int = 38, limit: int = 240) -> str:

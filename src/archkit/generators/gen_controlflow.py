@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from archkit.generators.controlflow_dot import controlflow_dot
-from archkit.generators.diagram_text import clean, num, pct, wrap
-from archkit.generators.jinja import plantuml_label, render
+from archkit.generators.diagram_text import num, pct, wrap
+from archkit.generators.jinja import render
 from archkit.generators.registry import RenderContext, register
 from archkit.generators.renderers import register_fallback
 from archkit.spec.model import Call, Decision, Terminal
@@ -21,15 +21,16 @@ TERMINAL_COLOUR = {"success": "#15803d", "degraded": "#b45309", "rejected": "#b9
 CALL_COLOUR = "#1d4ed8"
 
 
+# Characters that PlantUML reads as syntax, written as numeric character references: the
+# diagram then shows the plain ASCII operator (PlantUML 1.2026.8 turns `&#60;` into `<`) and no
+# spec text can end an `if (...)`, start creole markup or call the preprocessor.
+_ENTITY = {c: f"&#{ord(c)};" for c in "&#;|<>[]{}()%~@!*/_\"'-=^$\\:"}
+
+
 def puml(value: Any, width: int = 44, limit: int = 240) -> str:
-    """Spec text for a PlantUML label: inert (no markup, directives or preprocessor calls), wrapped."""
-    lines = []
-    for line in wrap(value, width, limit):
-        s = plantuml_label(clean(line))
-        # parentheses end `if (...)`/`case (...)` texts; `%` starts preprocessor built-ins (%date())
-        s = s.replace("(", "\u2768").replace(")", "\u2769").replace("%", "%\u200b").replace("~", "\u223c")
-        lines.append(s)
-    return "\\n".join(lines)
+    """Spec text for a PlantUML label: inert (no markup, directives or preprocessor calls), wrapped
+    at word boundaries, its operators plain ASCII."""
+    return "\\n".join("".join(_ENTITY.get(ch, ch) for ch in line) for line in wrap(value, width, limit))
 
 
 def styled(text: str, before: str, after: str) -> str:
@@ -54,12 +55,23 @@ def _retry(c: Call) -> str:
 def _call_text(c: Call) -> str:
     head = styled(puml(f"call {c.label or c.id}", 40), f"<color:{CALL_COLOUR}>**", "**</color>")
     lines = [head, puml(f"→ {c.target}" + ("" if not c.label else f" · {c.id}"), 44)]
-    lines.append(puml(f"timeout {num(c.timeout_ms, 'ms')} · {_retry(c)}" if c.timeout_ms is not None
-                      else f"no timeout · {_retry(c)}", 60))
+    lines.append(
+        puml(
+            f"timeout {num(c.timeout_ms, 'ms')} · {_retry(c)}"
+            if c.timeout_ms is not None
+            else f"no timeout · {_retry(c)}",
+            60,
+        )
+    )
     if c.circuit_breaker is not None:
         b = c.circuit_breaker
-        lines.append(puml(f"breaker: opens at {pct(b.error_rate_threshold)} errors over {num(b.window_s)} s "
-                          f"(≥ {b.min_requests} requests), open {num(b.open_s)} s", 60))
+        lines.append(
+            puml(
+                f"breaker: opens at {pct(b.error_rate_threshold)} errors over {num(b.window_s)} s "
+                f"(>= {b.min_requests} requests), open {num(b.open_s)} s",
+                60,
+            )
+        )
     if not c.idempotent:
         lines.append("//not idempotent//")
     return "\\n".join(lines)
@@ -76,35 +88,183 @@ def _decision_text(d: Decision) -> str:
     return "\\n".join(lines)
 
 
+def _groups(d: Decision) -> list[tuple[str | None, list[str], bool]]:
+    """A decision's outgoing edges, one per target: (target, labels, failure-only)."""
+    out: dict[str | None, list[str]] = {}
+    for b in d.branches:
+        out.setdefault(b.next, []).append(puml(b.when, 30))
+    fail_only = False
+    if d.on_failure:
+        # "cannot decide" joins the branch that goes the same way instead of repeating it
+        if d.on_failure in out:
+            out[d.on_failure].append(FAIL_LABEL.format("cannot decide"))
+        else:
+            out[d.on_failure] = [FAIL_LABEL.format("cannot decide")]
+            fail_only = True
+    return [(t, labels, fail_only and t == d.on_failure) for t, labels in out.items()]
+
+
 class _Emitter:
-    """Walks the control graph from `start`; a node reached again is drawn as a reference."""
+    """Draws the happy path as one straight column; fallbacks branch off to the side.
+
+    The happy path follows `next` and, at a decision, the first branch that can still reach a
+    success terminal. Side paths never draw a happy-path node: they end in "rejoin at X". The
+    non-success terminal that most side paths reach is drawn once, after a `repeat` block that
+    wraps the whole flow: each side path reaches it by `break`, an edge of its own (PlantUML's
+    activity syntax has no other way to join two branches that are not nested in one another).
+    """
 
     def __init__(self, ctx: RenderContext):
-        self.spec = ctx.spec
         self.cf = ctx.spec.controlflow
         self.nodes: dict[str, Any] = {}
         for n in self.cf.nodes():
             self.nodes.setdefault(n.id, n)
         self.done: set[str] = set()
-        self.reserved: set[str] = set()  # drawn after the enclosing switch: refer, do not expand
         self.lines: list[str] = []
         self.nested: dict[str, list[Call]] = {}
         for c in self.cf.calls:
             if c.caller:
                 self.nested.setdefault(c.caller, []).append(c)
+        self.happy: list[str] = []
+        self.shared: str | None = None
 
     def out(self, depth: int, text: str) -> None:
         self.lines.append("  " * depth + text)
+
+    def _succ(self, node_id: str) -> list[str]:
+        n = self.nodes.get(node_id)
+        if isinstance(n, Call):
+            return [x for x in (n.next, n.on_failure) if x]
+        if isinstance(n, Decision):
+            return [x for x in [b.next for b in n.branches] + [n.on_failure] if x]
+        return []
+
+    def plan(self, start: str) -> None:
+        good = {t.id for t in self.cf.terminals if t.outcome == "success"}
+        changed = True
+        while changed:  # nodes that reach a success terminal without a failure edge
+            changed = False
+            for n in self.cf.nodes():
+                nxt = (
+                    [n.next]
+                    if isinstance(n, Call)
+                    else [b.next for b in n.branches]
+                    if isinstance(n, Decision)
+                    else []
+                )
+                if n.id not in good and any(x in good for x in nxt):
+                    good.add(n.id)
+                    changed = True
+        node_id: str | None = start
+        while node_id is not None and node_id in self.nodes and node_id not in self.happy:
+            self.happy.append(node_id)
+            n = self.nodes[node_id]
+            if isinstance(n, Call):
+                node_id = n.next
+            elif isinstance(n, Decision):
+                targets = [b.next for b in n.branches]
+                node_id = next((t for t in targets if t in good), targets[0] if targets else None)
+            else:
+                node_id = None
+        # the terminal most edges off the happy path end in (reached twice or more)
+        seen: set[str] = set()
+        todo = [x for h in self.happy for x in self._succ(h) if x not in self.happy]
+        hits: dict[str, int] = {}
+        while todo:
+            x = todo.pop(0)
+            t = self.nodes.get(x)
+            if isinstance(t, Terminal):
+                hits[x] = hits.get(x, 0) + 1
+                continue
+            if x in seen or x in self.happy:
+                continue
+            seen.add(x)
+            todo.extend(self._succ(x))
+        ranked = sorted((-c, k) for k, c in hits.items() if c >= 2)
+        self.shared = ranked[0][1] if ranked else None
 
     def ref(self, depth: int, node_id: str, missing: bool = False) -> None:
         if missing:
             self.out(depth, f":<color:#6b7280>//undefined node {puml(node_id)}//</color>;")
         else:
-            self.out(depth, f":<color:#6b7280>↪ continue at</color> {styled(puml(node_id), '**', '**')};")
+            self.out(depth, f":<color:#6b7280>rejoin at</color> {styled(puml(node_id), '**', '**')};")
         self.out(depth, "detach")
 
-    def flow(self, node_id: str | None, depth: int) -> None:
-        """Emit `node_id` and what follows it; every path ends in stop/end or detach."""
+    def call(self, node: Call, depth: int) -> None:
+        self.out(depth, f":{_call_text(node)};")
+        inner = self.nested.get(node.id)
+        if inner:
+            self.out(depth, "note right")
+            for c in inner:
+                self.out(depth + 1, f"* nested {_call_text(c).replace(chr(92) + 'n', ' - ')}")
+            self.out(depth, "end note")
+
+    def main(self, start: str) -> None:
+        """The happy path, top to bottom, each fallback a side branch."""
+        self.plan(start)
+        if self.shared is not None:
+            self.out(0, "repeat")
+        for k, node_id in enumerate(self.happy):
+            node = self.nodes[node_id]
+            nxt = self.happy[k + 1] if k + 1 < len(self.happy) else None
+            self.done.add(node_id)
+            if isinstance(node, Terminal):
+                self.terminal(node, 1)
+                break
+            if isinstance(node, Call):
+                self.call(node, 1)
+                if node.on_failure:
+                    self.out(1, f"if ({puml(node.id)} fails?) then ({FAIL_LABEL.format('error / timeout')})")
+                    self.out(2, FAIL_ARROW)
+                    self.side(node.on_failure, 2)
+                    self.out(1, "else (ok)")
+                    self.out(1, "endif")
+                if node.next is None:
+                    self.side(None, 1)
+            else:
+                self.decision(node, 1, nxt)
+        else:
+            if self.happy:
+                self.side(None, 1)
+        if self.shared is not None:
+            # the loop's condition is never true: its back edge is hidden, its diamond says why
+            self.out(0, "repeat while (fallbacks end below) is (never) -[hidden]->")
+            self.terminal(self.nodes[self.shared], 0)
+
+    def decision(self, node: Decision, depth: int, main_next: str | None) -> None:
+        groups = _groups(node)
+        main = next((labels for t, labels, _ in groups if t == main_next), None)
+        if main is not None and len(groups) == 1:  # every answer goes on: a box, not a fork
+            self.out(depth, f":{_decision_text(node)}\\n//every answer goes on:// {' / '.join(main)};")
+            return
+        if main is not None and len(groups) == 2:
+            # an if, not a one-sided switch: PlantUML 1.2026.8 draws a `break` out of a switch
+            # case without its edge, and out of an if with it
+            target, labels, fail_only = next(g for g in groups if g[0] != main_next)
+            self.out(depth, f"if ({_decision_text(node)}) then ({' / '.join(labels)})")
+            if fail_only:
+                self.out(depth + 1, FAIL_ARROW)
+            self.side(target, depth + 1)
+            self.out(depth, f"else ({' / '.join(main)})")
+            self.out(depth, "endif")
+            return
+        self.out(depth, f"switch ({_decision_text(node)})")
+        for target, labels, fail_only in groups:
+            if target == main_next:
+                continue
+            self.out(depth, f"case ({' / '.join(labels)})")
+            if fail_only:
+                self.out(depth + 1, FAIL_ARROW)
+            self.side(target, depth + 1)
+        if main is not None:  # last, so the column goes on below the merge
+            self.out(depth, f"case ({' / '.join(main)})")
+        if not groups:
+            self.out(depth, "case (no branches)")
+            self.out(depth + 1, "detach")
+        self.out(depth, "endswitch")
+
+    def side(self, node_id: str | None, depth: int) -> None:
+        """A path off the happy path: drawn until it ends, rejoins, or reaches the shared terminal."""
         while True:
             if node_id is None:
                 self.out(depth, ":<color:#b45309>//no next step in the spec//</color>;")
@@ -114,70 +274,47 @@ class _Emitter:
             if node is None:
                 self.ref(depth, node_id, missing=True)
                 return
+            if node_id == self.shared:
+                self.out(depth, "break")
+                return
             if isinstance(node, Terminal):
                 self.terminal(node, depth)
                 return
-            if node_id in self.done or node_id in self.reserved:
+            if node_id in self.happy or node_id in self.done:
                 self.ref(depth, node_id)
                 return
             self.done.add(node_id)
             if isinstance(node, Call):
-                self.out(depth, f":{_call_text(node)};")
-                inner = self.nested.get(node.id)
-                if inner:
-                    self.out(depth, "note right")
-                    for c in inner:
-                        self.out(depth + 1, f"• nested {_call_text(c).replace(chr(92) + 'n', ' · ')}")
-                    self.out(depth, "end note")
+                self.call(node, depth)
                 if node.on_failure:
-                    self.out(depth, f"if ({puml(node.id)} fails?) then ({FAIL_LABEL.format('error / timeout')})")
+                    self.out(
+                        depth, f"if ({puml(node.id)} fails?) then ({FAIL_LABEL.format('error / timeout')})"
+                    )
                     self.out(depth + 1, FAIL_ARROW)
-                    self.flow(node.on_failure, depth + 1)
+                    self.side(node.on_failure, depth + 1)
                     self.out(depth, "else (ok)")
                     self.out(depth, "endif")
                 node_id = node.next
                 continue
-            # a decision. Its first branch that goes on to more steps is left empty inside the
-            # switch and drawn after `endswitch`: the other branches end (stop/detach), so the
-            # merge only carries that one, and a chain of decisions stays one column instead
-            # of nesting ever deeper to the right.
-            main = next((b for b in node.branches
-                         if b.next in self.nodes and not isinstance(self.nodes[b.next], Terminal)
-                         and b.next not in self.done), None)
             self.out(depth, f"switch ({_decision_text(node)})")
-            if main is not None:
-                self.reserved.add(main.next)  # other branches that reach it refer to it
-            for b in node.branches:
-                if main is None or b.next != main.next:
-                    self.out(depth, f"case ({puml(b.when, 30)})")
-                    self.flow(b.next, depth + 1)
-            if node.on_failure:
-                self.out(depth, f"case ({FAIL_LABEL.format('cannot decide')})")
-                self.out(depth + 1, FAIL_ARROW)
-                if main is not None and node.on_failure == main.next:
-                    self.ref(depth + 1, node.on_failure)
-                else:
-                    self.flow(node.on_failure, depth + 1)
-            if main is not None:  # last, on the right: every branch to the main target merges here
-                whens = [b.when for b in node.branches if b.next == main.next]
-                self.out(depth, f"case ({puml(' / '.join(whens), 30)})")
+            for target, labels, fail_only in _groups(node):
+                self.out(depth, f"case ({' / '.join(labels)})")
+                if fail_only:
+                    self.out(depth + 1, FAIL_ARROW)
+                self.side(target, depth + 1)
             if not node.branches and not node.on_failure:
-                # PlantUML refuses a `detach` right after `case` ("kill cannot be used here"):
-                # an activity first, which also says why the flow stops
                 self.out(depth, "case (no branches)")
-                self.out(depth + 1, ":<color:#b45309>//no branch in the spec: nothing follows//</color>;")
                 self.out(depth + 1, "detach")
             self.out(depth, "endswitch")
-            if main is None:
-                return
-            self.reserved.discard(main.next)
-            node_id = main.next
+            return
 
     def terminal(self, t: Terminal, depth: int) -> None:
         colour = TERMINAL_COLOUR[t.outcome]
-        text = (styled(puml(t.label or t.id, 40), f"<color:{colour}>**", "**</color>")
-                + f"\\n<color:{colour}>{t.outcome}</color>"
-                + (f" · status {t.status}" if t.status else ""))
+        text = (
+            styled(puml(t.label or t.id, 40), f"<color:{colour}>**", "**</color>")
+            + f"\\n<color:{colour}>{t.outcome}</color>"
+            + (f" · status {t.status}" if t.status else "")
+        )
         self.out(depth, f":{text};")
         self.out(depth, "stop" if t.outcome in ("success", "degraded") else "end")
 
@@ -191,9 +328,12 @@ def controlflow_view(ctx: RenderContext) -> dict[str, Any]:
         first = next(iter(cf.nodes()), None)
         start = first.id if first is not None else None
     if start is not None:
-        em.flow(start, 0)
-    unreachable = [n.id for n in cf.nodes()
-                   if n.id not in em.done and not isinstance(n, Terminal) and not getattr(n, "caller", None)]
+        em.main(start)
+    unreachable = [
+        n.id
+        for n in cf.nodes()
+        if n.id not in em.done and not isinstance(n, Terminal) and not getattr(n, "caller", None)
+    ]
     title = spec.metadata.title or spec.metadata.name
     sub = f"deadline {num(cf.timeout_ms, 'ms')}" if cf.timeout_ms is not None else "no overall deadline"
     return {
@@ -207,8 +347,10 @@ def controlflow_view(ctx: RenderContext) -> dict[str, Any]:
 
 
 def controlflow_source(ctx: RenderContext) -> str:
-    source = ctx.memo("controlflow.puml", lambda: render("controlflow/controlflow.puml.j2", ctx.templates_dir,
-                                                         **controlflow_view(ctx)))
+    source = ctx.memo(
+        "controlflow.puml",
+        lambda: render("controlflow/controlflow.puml.j2", ctx.templates_dir, **controlflow_view(ctx)),
+    )
     # without a JVM the renderers draw this Graphviz version instead (its title says so)
     register_fallback(ctx.cache, source, lambda: controlflow_dot(ctx))
     return source

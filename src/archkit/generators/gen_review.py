@@ -56,69 +56,132 @@ def _budget_row(name: str, budget: Any, figures: dict[str, float], extra: dict[s
     for key in LATENCY:
         b = getattr(budget, key, None)
         m = figures.get(key)
-        cells.append({"budget": num(b, "ms") if b is not None else "–",
-                      "measured": num(m, "ms") if m is not None else "",
-                      "over": key in over})
+        cells.append(
+            {
+                "budget": num(b, "ms") if b is not None else "–",
+                "measured": num(m, "ms") if m is not None else "",
+                "over": key in over,
+            }
+        )
     return {"name": clean(name), "cells": cells, "over": bool(over), **extra}
 
 
 def review_view(ctx: RenderContext) -> dict[str, Any]:
     spec = ctx.spec
-    sources: dict[str, str] = {"dataflow.dot": dataflow_source(ctx), "controlflow.puml": controlflow_source(ctx),
-                               "topology.dot": topology_source(ctx)}
+    sources: dict[str, str] = {
+        "dataflow.dot": dataflow_source(ctx),
+        "controlflow.puml": controlflow_source(ctx),
+        "topology.dot": topology_source(ctx),
+    }
     sources.update(faulttree_sources(ctx))
     formats = tuple(dict.fromkeys(("svg",) + tuple(ctx.formats)))
     # a diagram whose renderer is missing here shows as a box saying why and how to fix it
-    rendered = with_placeholders(render_sources(sources, formats, ctx.cache, ctx.progress), sources, ctx.cache)
+    rendered = with_placeholders(
+        render_sources(sources, formats, ctx.cache, ctx.progress), sources, ctx.cache
+    )
     diagrams = [
-        {"id": "dataflow", "title": "Data flow", "svg": inline_svg(rendered["dataflow.svg"], "df", "data flow")},
-        {"id": "controlflow", "title": "Control flow",
-         "svg": inline_svg(rendered["controlflow.svg"], "cf", "control flow")},
-        {"id": "topology", "title": "Deployment topology",
-         "svg": inline_svg(rendered["topology.svg"], "tp", "deployment topology")},
+        {
+            "id": "dataflow",
+            "title": "Data flow",
+            "svg": inline_svg(rendered["dataflow.svg"], "df", "data flow"),
+        },
+        {
+            "id": "controlflow",
+            "title": "Control flow",
+            "svg": inline_svg(rendered["controlflow.svg"], "cf", "control flow"),
+        },
+        {
+            "id": "topology",
+            "title": "Deployment topology",
+            "svg": inline_svg(rendered["topology.svg"], "tp", "deployment topology"),
+        },
     ]
     trees = []
     for i, rel in enumerate(sorted(faulttree_sources(ctx))):
-        tree_id = rel[len("faulttree/"):-len(".dot")]
-        trees.append({"id": f"ft{i}", "title": clean(tree_id),
-                      "svg": inline_svg(rendered[rel[:-4] + ".svg"], f"ft{i}", f"fault tree {tree_id}")})
+        tree_id = rel[len("faulttree/") : -len(".dot")]
+        trees.append(
+            {
+                "id": f"ft{i}",
+                "title": clean(tree_id),
+                "svg": inline_svg(rendered[rel[:-4] + ".svg"], f"ft{i}", f"fault tree {tree_id}"),
+            }
+        )
     measured = measured_of(ctx)
     b = spec.budgets
     e2e = measured.end_to_end if measured else {}
-    e2e_row = _budget_row("end to end", b, e2e, {
-        "throughput": num(b.throughput_rps, "rps") if b.throughput_rps is not None else "–",
-        "throughput_measured": num(e2e["throughput_rps"], "rps") if "throughput_rps" in e2e else "",
-        "throughput_low": ("throughput_rps" in e2e and b.throughput_rps is not None
-                           and e2e["throughput_rps"] < b.throughput_rps),
-        "errors": pct(b.error_rate), "errors_measured": pct(e2e["error_rate"]) if "error_rate" in e2e else "",
-        "errors_over": ("error_rate" in e2e and b.error_rate is not None and e2e["error_rate"] > b.error_rate)})
+    e2e_row = _budget_row(
+        "end to end",
+        b,
+        e2e,
+        {
+            "throughput": num(b.throughput_rps, "rps") if b.throughput_rps is not None else "–",
+            "throughput_measured": num(e2e["throughput_rps"], "rps") if "throughput_rps" in e2e else "",
+            "throughput_low": (
+                "throughput_rps" in e2e
+                and b.throughput_rps is not None
+                and e2e["throughput_rps"] < b.throughput_rps
+            ),
+            "errors": pct(b.error_rate),
+            "errors_measured": pct(e2e["error_rate"]) if "error_rate" in e2e else "",
+            "errors_over": (
+                "error_rate" in e2e and b.error_rate is not None and e2e["error_rate"] > b.error_rate
+            ),
+        },
+    )
     stage_rows = []
     threshold = b.failure_rate_threshold
     for st in spec.dataflow.stages:
         figs = measured.stage(st.id) if measured else {}
-        stage_rows.append(_budget_row(st.name or st.id, st, figs, {
-            "id": clean(st.id), "kind": st.kind.value, "plane": st.plane.value,
-            "timeout": num(st.timeout_ms, "ms") if st.timeout_ms is not None else "–",
-            "failure": pct(st.failure_rate), "failing": (st.failure_rate or 0) > threshold,
-            "volume": num(st.gb_per_hour, "GB/h") if st.gb_per_hour is not None else "–",
-            "tags": clean(", ".join(st.data_classes + st.compliance))}))
-    findings = [{"severity": d.severity.value, "code": clean(d.code), "where": f"{d.line}:{d.col}",
-                 "message": clean(d.message), "path": clean(d.path), "hint": clean(d.hint)}
-                for d in ctx.diagnostics]
+        stage_rows.append(
+            _budget_row(
+                st.name or st.id,
+                st,
+                figs,
+                {
+                    "id": clean(st.id),
+                    "kind": st.kind.value,
+                    "plane": st.plane.value,
+                    "timeout": num(st.timeout_ms, "ms") if st.timeout_ms is not None else "–",
+                    "failure": pct(st.failure_rate),
+                    "failing": (st.failure_rate or 0) > threshold,
+                    "volume": num(st.gb_per_hour, "GB/h") if st.gb_per_hour is not None else "–",
+                    "tags": clean(", ".join(st.data_classes + st.compliance)),
+                },
+            )
+        )
+    findings = [
+        {
+            "severity": d.severity.value,
+            "code": clean(d.code),
+            "where": f"{d.line}:{d.col}",
+            "message": clean(d.message),
+            "path": clean(d.path),
+            "hint": clean(d.hint),
+        }
+        for d in ctx.diagnostics
+    ]
     counts = {s: sum(1 for f in findings if f["severity"] == s) for s in ("error", "warning", "info")}
     return {
         # the header line inside an HTML comment, which must not contain "--"
         "header": "<!-- " + ctx.header("").strip().replace("--", "—") + " -->",
         "title": clean(spec.metadata.title or spec.metadata.name),
-        "name": clean(spec.metadata.name), "description": clean(spec.metadata.description or ""),
+        "name": clean(spec.metadata.name),
+        "description": clean(spec.metadata.description or ""),
         "owners": clean(", ".join(spec.metadata.owners)),
-        "spec_name": clean(ctx.spec_name), "env": clean(ctx.env or ""),
-        "diagrams": diagrams, "trees": trees,
-        "e2e": e2e_row, "stages": stage_rows, "threshold": pct(threshold),
-        "measured": measured is not None, "findings": findings, "counts": counts,
+        "spec_name": clean(ctx.spec_name),
+        "env": clean(ctx.env or ""),
+        "diagrams": diagrams,
+        "trees": trees,
+        "e2e": e2e_row,
+        "stages": stage_rows,
+        "threshold": pct(threshold),
+        "measured": measured is not None,
+        "findings": findings,
+        "counts": counts,
         "measured_about": {k: clean(v) for k, v in (measured.about if measured else {}).items()},
-        "measured_other_spec": bool(measured and measured.about.get("spec")
-                                    and measured.about["spec"] != spec.metadata.name),
+        "measured_other_spec": bool(
+            measured and measured.about.get("spec") and measured.about["spec"] != spec.metadata.name
+        ),
         "over_count": sum(1 for r in stage_rows if r["over"]) + (1 if e2e_row["over"] else 0),
     }
 
