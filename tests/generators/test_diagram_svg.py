@@ -14,6 +14,7 @@ import pytest
 from tests.conftest import EXAMPLES, REFERENCE_SPECS
 from tests.generators.diagram_helpers import diagram_sources, load
 
+from archkit import api
 from archkit.generators.diagram_text import wrap
 from archkit.generators.gen_controlflow import _Emitter
 from archkit.generators.registry import RenderContext
@@ -158,3 +159,39 @@ def test_no_text_overlaps_another_shape(rendered, stem):
             if s in own or any(s.contains(o) or o.contains(s) for o in own):
                 continue
             assert not box.overlaps(s), (stem, text, box, s)
+
+
+XLINK = "{http://www.w3.org/1999/xlink}href"
+
+
+@pytest.fixture(scope="module")
+def dataflows() -> dict[str, tuple[str, dict[str, str]]]:
+    """Every example's data flow rendered by dot, with its generated onboarding pages."""
+    out = {}
+    for p in SPECS:
+        spec = load(p)
+        src = {"dataflow.dot": diagram_sources(spec, p.name)["dataflow.dot"]}
+        svg = render_sources(src, ("svg",))["dataflow.svg"].decode("utf-8")
+        files, _ = api.generate(spec, p.name, only=["runbooks"])
+        out[p.stem] = (svg, files)
+    return out
+
+
+@pytest.mark.parametrize("stem", [p.stem for p in SPECS])
+def test_every_dataflow_arrow_has_p99_and_volume_and_every_node_links_to_onboarding(dataflows, stem):
+    svg, files = dataflows[stem]
+    root = ET.fromstring(svg)
+    edges = [g for g in root.iter(f"{NS}g") if g.get("class") == "edge"]
+    assert edges
+    for g in edges:
+        texts = " ".join(t.text or "" for t in g.iter(f"{NS}text"))
+        assert "P99 " in texts and "GB/h" in texts, (stem, texts)
+    nodes = [g for g in root.iter(f"{NS}g") if g.get("class") == "node"]
+    stage_nodes = [g for g in nodes if (g.findtext(f"{NS}title") or "").startswith("s")]
+    assert stage_nodes
+    for g in stage_nodes:
+        links = [a.get(XLINK) for a in g.iter(f"{NS}a") if a.get(XLINK)]
+        assert links, (stem, g.findtext(f"{NS}title"))
+        path, _, frag = links[0].partition("#")
+        assert path in files, (stem, path)
+        assert f'<a id="{frag}"></a>' in files[path], (stem, links[0])

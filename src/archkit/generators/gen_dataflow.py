@@ -5,11 +5,12 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from archkit.analysis.resources import reach
 from archkit.generators.diagram_text import html, html_lines, num, pct, wrap
 from archkit.generators.jinja import render
 from archkit.generators.measured import Measured, over_budget, read_measured
 from archkit.generators.registry import RenderContext, register
-from archkit.spec.model import Stage
+from archkit.spec.model import Edge, Spec, Stage
 
 # Seed 004 §2.2: the data, control and policy planes are physical boundaries; colours per plane.
 PLANE_STYLE = {
@@ -60,12 +61,17 @@ def _stage_label(st: Stage, threshold: float, figures: dict[str, float], over: l
         f'<TR><TD ALIGN="LEFT" BALIGN="LEFT"><FONT POINT-SIZE="8" COLOR="#555555">{html_lines(sub, 40, 160)}'
         f"</FONT></TD></TR>"
     )
-    budget = f"P50 {num(st.p50_ms, 'ms')} · P99 {num(st.p99_ms, 'ms')}"
-    rows.append(f'<TR><TD ALIGN="LEFT" BALIGN="LEFT">{html(budget)}</TD></TR>')
-    fail = pct(st.failure_rate)
-    vol = f"{num(st.gb_per_hour)} GB/h · fail {fail}"
-    colour = FAIL_RED if (st.failure_rate or 0) > threshold else "#222222"
-    rows.append(f'<TR><TD ALIGN="LEFT" BALIGN="LEFT"><FONT COLOR="{colour}">{html(vol)}</FONT></TD></TR>')
+    budget = " · ".join(
+        f"{k} {num(v, 'ms')}" for k, v in (("P50", st.p50_ms), ("P99", st.p99_ms)) if v is not None
+    )
+    if budget:
+        rows.append(f'<TR><TD ALIGN="LEFT" BALIGN="LEFT">budget {html(budget)}</TD></TR>')
+    if st.failure_rate is not None:  # volumes are on the arrows; only declared figures here
+        colour = FAIL_RED if st.failure_rate > threshold else "#222222"
+        fail = f"failure rate {pct(st.failure_rate)}"
+        rows.append(
+            f'<TR><TD ALIGN="LEFT" BALIGN="LEFT"><FONT COLOR="{colour}">{html(fail)}</FONT></TD></TR>'
+        )
     if st.model is not None:
         m = st.model
         desc = m.name + (f" {m.version}" if m.version else "")
@@ -105,6 +111,46 @@ def _width(lat: float | None, max_lat: float) -> float:
     return round(1 + 5 * math.log1p(lat) / math.log1p(max_lat), 2)
 
 
+def stage_homes(spec: Spec) -> dict[str, str]:
+    """stage id -> the service whose onboarding page has its section: its own service, else (an
+    external store or API) the service of the first stage that sends to it, else that it sends to."""
+    homes = {st.id: st.service for st in spec.dataflow.stages if st.service}
+    for st in spec.dataflow.stages:
+        if st.id in homes:
+            continue
+        near = [e.from_ for e in spec.dataflow.edges if e.to == st.id]
+        near += [e.to for e in spec.dataflow.edges if e.from_ == st.id]
+        home = next((homes[x] for x in near if x in homes), None)
+        if home is not None and any(svc.id == home for svc in spec.topology.services):
+            homes[st.id] = home
+    return {k: v for k, v in homes.items() if any(svc.id == v for svc in spec.topology.services)}
+
+
+def stage_link(service: str, stage_id: str) -> str:
+    """Where a stage's node links to: its section of the service's onboarding page (relative to
+    the render output folder, where the SVGs and review.html sit)."""
+    return f"runbooks/onboarding/{service}.md#stage-{stage_id}"
+
+
+def _edge_p99(declared: float | None, lat: float | None) -> str:
+    if declared is not None:
+        return f"P99 {num(declared, 'ms')}"
+    if lat is not None:
+        return f"P99 {num(lat, 'ms')} (target stage)"
+    return "P99 not declared"
+
+
+def _edge_volume(spec: Spec, e: Edge, rate: float | None, share: dict[str, float]) -> str:
+    """GB/h on an edge: the source stage's declared volume, else bytes x the rate that reaches it."""
+    src = spec.stage(e.from_)
+    if src is not None and src.gb_per_hour is not None and e.weight is None:
+        return f"{num(src.gb_per_hour)} GB/h"
+    if e.bytes is None or rate is None:
+        return "GB/h unknown (no bytes or rate)"
+    rps = rate * share.get(e.from_, 1.0) * (1.0 if e.weight is None else e.weight)
+    return f"~{num(e.bytes * rps * 3600 / 1e9)} GB/h (estimated: bytes x {num(rps)} req/s)"
+
+
 def flow_depths(stage_ids: list[str], edges: list[tuple[str, str]]) -> dict[str, int]:
     """Longest-path depth of each stage from the sources (edges closing a cycle are ignored)."""
     succ: dict[str, list[str]] = {s: [] for s in stage_ids}
@@ -142,6 +188,7 @@ def dataflow_view(ctx: RenderContext) -> dict[str, Any]:
     for i, st in enumerate(stages):
         ids.setdefault(st.id, f"s{i}")
     large = len(stages) > LARGE
+    homes = stage_homes(spec)
     nodes: list[dict[str, Any]] = []
     any_over = any_fail = False
     for i, st in enumerate(stages):
@@ -159,6 +206,9 @@ def dataflow_view(ctx: RenderContext) -> dict[str, Any]:
             attrs.update(color=FAIL_RED, penwidth="2")
         attrs["style"] = ",".join(style)
         tooltip = f"{st.id}: {st.description}" if st.description else st.id
+        if st.id in homes:  # seed 000 §6: each node leads to its metrics, log keywords and load test
+            attrs["URL"] = stage_link(homes[st.id], st.id)
+            attrs["target"] = "_top"
         nodes.append(
             {
                 "id": ids[st.id],
@@ -183,6 +233,8 @@ def dataflow_view(ctx: RenderContext) -> dict[str, Any]:
         lat = e.p99_ms if e.p99_ms is not None else stage_latency(spec.stage(e.to))
         lats.append(lat)
     max_lat = max([x for x in lats if x is not None], default=0.0)
+    rate = spec.budgets.throughput_rps
+    share = reach(spec)
     for e, lat in zip(spec.dataflow.edges, lats, strict=True):
         for end in (e.from_, e.to):
             if end not in ids:
@@ -195,18 +247,22 @@ def dataflow_view(ctx: RenderContext) -> dict[str, Any]:
             bits.append(e.payload)
         if e.bytes is not None:
             bits.append(f"{num(e.bytes)} B")
-        if e.p99_ms is not None:
-            bits.append(f"P99 {num(e.p99_ms, 'ms')}")
         if e.condition:
             bits.append(f"if {e.condition}")
-        text = " · ".join(bits)
+        edge_figures = [_edge_p99(e.p99_ms, lat), _edge_volume(spec, e, rate, share)]
+        text = " · ".join(bits + edge_figures)
         edges.append(
             {
                 "src": ids[e.from_],
                 "dst": ids[e.to],
                 "penwidth": _width(lat, max_lat),
                 "style": "dashed" if e.mode == "async" else "solid",
-                "label": "" if large else "<BR/>".join(html(x) for x in wrap(text, 30, 160)),
+                "label": ""
+                if large
+                else "<BR/>".join(
+                    [html(x) for x in wrap(" · ".join(bits), 30, 160)]
+                    + [f"<B>{html(x)}</B>" for x in edge_figures]
+                ),
                 "tooltip": " ".join(wrap(text, 300, 300)),
             }
         )

@@ -29,6 +29,7 @@ from typing import Any
 from archkit.analysis.faulttree import FaultTreeAnalysis
 from archkit.checks.registry import selected_codes
 from archkit.diagnostics import Diagnostic, Severity
+from archkit.generators.gen_dataflow import stage_homes
 from archkit.generators.jinja import md_text, render
 from archkit.generators.registry import RenderContext, register
 from archkit.plans.alerts import ALERTS_RUNBOOK, Alert
@@ -430,6 +431,8 @@ def _service_page(spec: Spec, svc: Service, alerts: list[Alert], spec_name: str)
     return {
         "svc": svc,
         "stages": stages,
+        # the data-flow diagram's nodes link to these sections (external stages included)
+        "linked_stages": [k for k, v in stage_homes(spec).items() if v == svc.id],
         "metrics": metrics,
         "deploy": fence(deploy, "sh") if deploy else None,
         "rollback": fence(rollback, "sh") if rollback else None,
