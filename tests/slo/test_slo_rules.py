@@ -206,3 +206,15 @@ def test_two_specs_with_the_same_stage_ids_do_not_collide_in_one_prometheus() ->
         assert all(rule["health"] != "err" for g in groups for rule in g["rules"])
     finally:
         prom.stop()
+
+
+def test_render_reports_the_rules_cost(tmp_path: Path) -> None:
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-m", "archkit", "render", str(DEMO), "-o", str(tmp_path / "out"), "--only", "prometheus"],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    cost = rule_cost(alert_plan(_spec()))
+    assert cost.line() in out.stdout, out.stdout + out.stderr
+    assert "recording rules" in cost.line() and cost.series == cost.recordings + 2 * cost.alerts

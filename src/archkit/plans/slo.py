@@ -535,3 +535,15 @@ def re2_error(pattern: str) -> str | None:
         why = exc.args[0] if exc.args else "invalid regex"
         return why.decode("utf-8", "replace") if isinstance(why, bytes) else str(why)
     return None
+
+
+def rules_file_cost(text: str) -> RuleCost:
+    """`rule_cost` of a rendered rules.yaml (what `archkit render` reports)."""
+    import yaml
+
+    doc = yaml.safe_load(text) or {}
+    rules = [r for g in doc.get("groups") or [] for r in g.get("rules") or []]
+    recs = [r for r in rules if "record" in r]
+    alerts = [r for r in rules if "alert" in r]
+    keys = {(r["record"], tuple(sorted((r.get("labels") or {}).items()))) for r in recs}
+    return RuleCost(len(recs), len(alerts), len(keys) + 2 * len(alerts))
