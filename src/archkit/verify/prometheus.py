@@ -15,6 +15,7 @@ from urllib.parse import urlparse
 from archkit.errors import ArchkitError
 from archkit.spec.model import Spec
 from archkit.verify.findings import Finding, Recorder
+from archkit.verify.prometheus_slo import SloBuckets, check_slo_buckets
 from archkit.verify.registry import Check, Code, DocRow, Option, Providers, Reading, Source, register_source
 
 
@@ -257,7 +258,7 @@ class PrometheusSource(Source):
             "groups of `--rules FILE`.",
         ),
     )
-    checks = (Reachable, RuleGroups, ScrapeTargets)
+    checks = (Reachable, RuleGroups, ScrapeTargets, SloBuckets)
     needs = ("rule_groups",)  # (names or None, why not): the groups the prometheus generator makes
 
     def given(self, options: Mapping[str, Any]) -> bool:
@@ -272,6 +273,7 @@ class PrometheusSource(Source):
 
     def check(self, spec: Spec, given: Any, timeout_s: float) -> Reading:
         url, groups, note = given
-        return Reading(
-            {"area": self.name, "source": url}, check_prometheus(spec, url, groups, note, timeout_s)
-        )
+        findings = check_prometheus(spec, url, groups, note, timeout_s)
+        if not any(f.code == "VP300" for f in findings):  # reachable: latency SLOs against live buckets
+            findings += check_slo_buckets(spec, url, timeout_s)
+        return Reading({"area": self.name, "source": url}, findings)
