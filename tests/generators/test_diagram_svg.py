@@ -195,3 +195,18 @@ def test_every_dataflow_arrow_has_p99_and_volume_and_every_node_links_to_onboard
         path, _, frag = links[0].partition("#")
         assert path in files, (stem, path)
         assert f'<a id="{frag}"></a>' in files[path], (stem, links[0])
+
+
+@pytest.mark.parametrize("path", SPECS, ids=lambda p: p.stem)
+def test_topology_is_compact_and_shows_probes_security_and_os_tuning(path):
+    spec = load(path)
+    src = {"topology.dot": diagram_sources(spec, path.name)["topology.dot"]}
+    svg = render_sources(src, ("svg",))["topology.svg"].decode("utf-8")
+    w, h = (float(v) for v in ET.fromstring(svg).get("viewBox", "0 0 1 1").split()[2:])
+    assert max(w, h) / min(w, h) <= 2.0, (path.stem, w, h)
+    texts = " ".join(t.text or "" for t in ET.fromstring(svg).iter(f"{NS}text"))
+    assert "security: " in texts
+    if any(s.probes is not None and s.probes.liveness is not None for s in spec.topology.services):
+        assert "liveness: " in texts
+    if spec.topology.os_tuning is not None and spec.topology.os_tuning.sysctls:
+        assert "OS tuning" in texts

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import subprocess
 import threading
 from typing import Any
 
@@ -74,7 +76,61 @@ def service_label(s: Service) -> str:
         lines.append("ports " + ", ".join(f"{p.port}/{p.purpose}" for p in s.ports))
     if s.image:
         lines.append(one_line(s.image.split("@")[0].rsplit("/", 1)[-1], 60))  # name:tag, not the registry
+    for kind in ("liveness", "readiness", "startup"):
+        probe = getattr(s.probes, kind, None) if s.probes is not None else None
+        if probe is not None:
+            lines.append(f"{kind}: {_probe(probe)}")
+    if s.security is not None:
+        sec = s.security
+        bits = []
+        if sec.run_as_non_root:
+            bits.append("non-root")
+        if sec.run_as_user is not None:
+            bits.append(f"uid {sec.run_as_user}")
+        if sec.read_only_root_fs:
+            bits.append("ro rootfs")
+        if sec.privileged:
+            bits.append("PRIVILEGED")
+        lines.append("security: " + (", ".join(bits) or "defaults"))
+    else:
+        lines.append("security: not declared")
+    if s.ulimits:
+        lines.append("ulimits: " + ", ".join(f"{k} {v}" for k, v in sorted(s.ulimits.items())))
     return "\n".join(text(x, WRAP) for x in lines)
+
+
+def _probe(p: Any) -> str:
+    if p.http_path is not None:
+        what = f"GET {p.http_path}" + (f" :{p.port}" if p.port else "")
+    elif p.tcp_port is not None:
+        what = f"tcp :{p.tcp_port}"
+    elif p.exec:
+        what = "exec " + " ".join(p.exec)
+    else:
+        what = "declared"
+    return f"{what} every {num(p.period_s)} s, timeout {num(p.timeout_s)} s"
+
+
+def os_tuning_label(topo: Any, services: list[Service]) -> str | None:
+    """The OS-tuning box of a pool: the topology's settings and its services' sysctls
+    (rule AK310: somaxconn and the like belong here, where a reviewer looks)."""
+    lines = []
+    t = topo.os_tuning
+    sysctls: dict[str, Any] = dict(t.sysctls) if t is not None else {}
+    for s in services:
+        sysctls.update(s.sysctls)
+    for k, v in sorted(sysctls.items()):
+        lines.append(f"{k} = {v}")
+    if t is not None:
+        if t.swappiness is not None:
+            lines.append(f"vm.swappiness = {t.swappiness}")
+        if t.ntp is not None:
+            lines.append("NTP on" if t.ntp else "NTP off")
+        if t.max_clock_drift_ms is not None:
+            lines.append(f"clock drift <= {num(t.max_clock_drift_ms)} ms")
+    if not lines:
+        return None
+    return "\n".join(["OS tuning"] + [text(x, 34) for x in lines])
 
 
 def topology_source(ctx: RenderContext) -> str:
@@ -82,16 +138,43 @@ def topology_source(ctx: RenderContext) -> str:
     return ctx.memo("topology.dot", lambda: _build_or_stand_in(ctx))
 
 
+def _aspect(source: str) -> float:
+    """Long side / short side of the laid-out graph (`dot -Tplain`'s first line: graph scale w h);
+    infinity when dot cannot lay it out here."""
+    from archkit.generators.renderers import RendererError, run_dot
+
+    try:
+        first = run_dot(source, "plain").split(b"\n", 1)[0].split()
+        w, h = float(first[2]), float(first[3])
+    except (RendererError, OSError, subprocess.SubprocessError, IndexError, ValueError):
+        return math.inf
+    return max(w, h) / max(min(w, h), 1e-9)
+
+
 def _build_or_stand_in(ctx: RenderContext) -> str:
     from archkit.generators.renderers import RendererMissing, stand_in_dot
 
     try:
-        return _build(ctx)
+        if len(ctx.spec.topology.services) > LARGE:
+            return _build(ctx, "TB")
+        # pools side by side (TB) or stacked (LR): whichever lays out closer to square, so a
+        # review page shows the diagram large enough to read (LR when dot is not here)
+        # (a layout still taller than 2:1 gets more space between neighbours, which widens it)
+        best: tuple[float, str] | None = None
+        for direction, spread in (("LR", 1.0), ("TB", 1.0), ("TB", 2.0), ("TB", 3.0)):
+            source = _build(ctx, direction, spread)
+            aspect = _aspect(source)
+            if aspect <= 2.0:
+                return source
+            if best is None or aspect < best[0]:
+                best = (aspect, source)
+        assert best is not None
+        return best[1]
     except RendererMissing as exc:  # without `diagrams`, a box naming the fix (the render exits 1)
         return stand_in_dot(ctx.cache, "topology", str(exc), exc)
 
 
-def _build(ctx: RenderContext) -> str:
+def _build(ctx: RenderContext, direction: str, spread: float = 1.0) -> str:
     from archkit.generators.renderers import RendererMissing
 
     try:
@@ -100,7 +183,7 @@ def _build(ctx: RenderContext) -> str:
         raise RendererMissing(
             "the topology diagram needs the `diagrams` package: pip install 'archkit[render]'"
         ) from exc
-    from diagrams import Cluster, Diagram, Edge, setcluster, setdiagram
+    from diagrams import Cluster, Diagram, Edge, Node, setcluster, setdiagram
     from diagrams.generic.compute import Rack
     from diagrams.generic.network import Subnet, Switch
     from diagrams.generic.storage import Storage
@@ -126,7 +209,7 @@ def _build(ctx: RenderContext) -> str:
             "fontsize": "14",
             "splines": "spline",
             "pad": "0.3",
-            "nodesep": "0.9",
+            "nodesep": num(0.9 * spread),
             "ranksep": "1.2" if not large else "0.8",
             "labelloc": "t",
             "newrank": "true",
@@ -137,7 +220,7 @@ def _build(ctx: RenderContext) -> str:
             text(f"{title} — deployment topology", 80),
             filename="topology",
             show=False,
-            direction="TB" if large else "LR",
+            direction=direction,
             curvestyle="curved",
             outformat="dot",
             graph_attr=graph_attr,
@@ -164,9 +247,31 @@ def _build(ctx: RenderContext) -> str:
                     continue
                 with Cluster(text(f"node pool {p.id}", 60), graph_attr={"fontsize": "12"}):
                     pools[p.id] = Rack(pool_label(p), nodeid=f"pool{i}")
-                    for j, s in by_pool.get(p.id, []):
+                    inside = [(j, s) for j, s in by_pool.get(p.id, []) if not s.external]
+                    tuning = os_tuning_label(topo, [s for _, s in inside])
+                    if tuning is not None:
+                        Node(
+                            tuning,
+                            nodeid=f"os{i}",
+                            # a plain box, not an icon node (diagrams' defaults: fixed 1.4 in, label below)
+                            shape="note",
+                            style="filled",
+                            fillcolor="#f9fafb",
+                            fixedsize="false",
+                            labelloc="c",
+                            width="0",
+                            height="0",
+                            margin="0.1,0.05",
+                            fontsize="10",
+                        )
+                    for j, s in inside:
                         if s.id not in svc_nodes:
                             svc_nodes[s.id] = Deploy(service_label(s), nodeid=f"svc{j}")
+            external = [(j, s) for j, s in enumerate(topo.services) if s.external and s.id not in svc_nodes]
+            if external:  # third parties are not ours to deploy: outside every pool
+                with Cluster("external dependencies", graph_attr={"style": "dashed", "fontsize": "12"}):
+                    for j, s in external:
+                        svc_nodes[s.id] = Internet(service_label(s), nodeid=f"svc{j}")
             orphans = [(j, s) for pid, items in by_pool.items() if pid not in pools for j, s in items]
             if orphans:
                 with Cluster("services on undefined pools / external"):
@@ -221,7 +326,9 @@ def _build(ctx: RenderContext) -> str:
                             >> Edge(
                                 fontsize="9",
                                 fontname="DejaVu Sans",
-                                label=text(m.path + (" (ro)" if m.read_only else ""), 30),
+                                # a head label sits at the mount's end of the edge, not mid-way
+                                headlabel=text(m.path + (" (ro)" if m.read_only else ""), 30),
+                                labeldistance="2.5",
                                 color="#b45309",
                                 style="dotted",
                             )
