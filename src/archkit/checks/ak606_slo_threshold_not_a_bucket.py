@@ -2,9 +2,9 @@
 
 from collections.abc import Iterator
 
+from archkit.analysis.slo import latency_binding, latency_gap
 from archkit.checks.registry import Context, Rule, register
 from archkit.diagnostics import Diagnostic, Severity
-from archkit.plans.slo import slo_plan
 
 
 @register
@@ -24,17 +24,18 @@ Add the threshold to the histogram's buckets, or move the threshold onto a bound
 """
 
     def check(self, ctx: Context) -> Iterator[Diagnostic]:
-        for s in slo_plan(ctx.spec).slos:
-            gap = s.gap
-            if gap is None or s.slo is None or s.threshold_ms is None:
+        for slo in ctx.spec.slos or []:
+            gap = latency_gap(ctx.spec, slo)
+            binding = latency_binding(ctx.spec, slo.stage)
+            if gap is None or slo.threshold_ms is None or binding is None:
                 continue
             unit_ms = gap.unit_s * 1000
             used = f"{gap.lower * unit_ms:g} ms" if gap.lower is not None else "no boundary under it"
             near = ", ".join(f"{b * unit_ms:g}" for b in (gap.lower, gap.upper) if b is not None)
             yield ctx.at(
-                s.slo,
+                slo,
                 "threshold_ms",
-                f"latency SLO '{s.name}': {s.threshold_ms:g} ms is not a bucket boundary of stage "
-                f"'{s.stage}' (nearest {near} ms); the SLI reads {used}, worst-case error "
+                f"latency SLO '{slo.name}': {slo.threshold_ms:g} ms is not a bucket boundary of stage "
+                f"'{binding.stage}' (nearest {near} ms); the SLI reads {used}, worst-case error "
                 f"{gap.worst_error_ms:g} ms",
             )

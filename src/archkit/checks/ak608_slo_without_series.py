@@ -2,9 +2,9 @@
 
 from collections.abc import Iterator
 
+from archkit.analysis.slo import slo_problem
 from archkit.checks.registry import Context, Rule, register
 from archkit.diagnostics import Diagnostic, Severity
-from archkit.plans.slo import slo_plan
 
 
 @register
@@ -22,5 +22,8 @@ and a histogram latency series on its stage. Without them no rule is generated f
 """
 
     def check(self, ctx: Context) -> Iterator[Diagnostic]:
-        for slo, field, message in slo_plan(ctx.spec).problems:
-            yield ctx.at(slo, field if getattr(slo, field, None) is not None else "name", message)
+        for slo in ctx.spec.slos or []:
+            problem = slo_problem(ctx.spec, slo)
+            if problem is not None:
+                field, message = problem
+                yield ctx.at(slo, field if getattr(slo, field, None) is not None else "name", message)

@@ -19,11 +19,18 @@ the shares of the budget consumed stay 2 %, 5 %, 10 % and 10 % (`burn_factor`).
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from archkit.analysis.slo import (
+    BucketGap,
+    availability_binding,
+    bucket_gap,
+    has_events,
+    latency_binding,
+    slo_problem,
+)
 from archkit.plans.alerts.model import (
     Alert,
     AlertPlan,
@@ -40,7 +47,7 @@ from archkit.plans.alerts.model import (
     burn_factor,
     promql_label_value,
 )
-from archkit.spec.model import Matcher, MetricType, Slo, SloEvents, Spec, StageMetrics
+from archkit.spec.model import Slo, SloEvents, Spec
 
 # (tier, share of the budget, long window, short window, severity): SRE Workbook, "Alerting on
 # SLOs", recommended windows and burn rates (see the module docstring).
@@ -148,23 +155,6 @@ def le_pattern(le: float) -> str:
 
 
 @dataclass(frozen=True)
-class BucketGap:
-    """A latency threshold that is not a boundary of the stage's declared histogram buckets."""
-
-    threshold: float  # in the metric's unit
-    lower: float | None  # the boundary used (largest at or under the threshold), if any
-    upper: float | None  # the next boundary above it
-    unit_s: float
-
-    @property
-    def worst_error_ms(self) -> float:
-        """How far from the threshold the SLI may count: the distance to the farther boundary."""
-        lo = self.lower if self.lower is not None else 0.0
-        hi = self.upper if self.upper is not None else self.threshold
-        return max(self.threshold - lo, hi - self.threshold) * self.unit_s * 1000
-
-
-@dataclass(frozen=True)
 class PlannedSlo:
     """One SLO, resolved: which series count as bad/good/total and what its rules are labelled."""
 
@@ -256,38 +246,16 @@ class SloPlan:
         return next((s for s in self.slos if s.name == name), None)
 
 
-def _stage_metrics(spec: Spec, stage: str | None) -> StageMetrics | None:
-    return next((sm for sm in spec.observability.stages if sm.stage == stage), None)
-
-
-def _ordered_metrics(spec: Spec) -> list[StageMetrics]:
-    order = {st.id: i for i, st in enumerate(spec.dataflow.stages)}
-    known = [sm for sm in spec.observability.stages if sm.stage in order]
-    return sorted(known, key=lambda sm: order[sm.stage])
-
-
-def _gap(threshold: float, buckets: list[float] | None, unit: float) -> BucketGap | None:
-    if not buckets:
-        return None
-    if any(math.isclose(b, threshold, rel_tol=1e-9) for b in buckets):
-        return None
-    below = [b for b in buckets if b < threshold]
-    above = [b for b in buckets if b > threshold]
-    return BucketGap(threshold, max(below) if below else None, min(above) if above else None, unit)
-
-
 def _availability(
     spec: Spec, slo: Slo | None, stage: str | None
 ) -> tuple[dict[str, Selector | None], str | None]:
-    if slo is not None and (slo.bad or slo.good) and (slo.total or (slo.bad and slo.good)):
+    if slo is not None and has_events(slo):
         return {
             "bad": Selector.of(slo.bad) if slo.bad else None,
             "good": Selector.of(slo.good) if slo.good else None,
             "total": Selector.of(slo.total) if slo.total else None,
         }, stage
-    sm = _stage_metrics(spec, stage) if stage else None
-    if sm is None and stage is None:
-        sm = next((m for m in _ordered_metrics(spec) if m.errors and m.requests), None)
+    sm = availability_binding(spec, stage)
     if sm is None or sm.errors is None or sm.requests is None:
         return {}, stage
     bad = Selector.equal(sm.errors.metric, sm.errors.labels)
@@ -300,17 +268,13 @@ def _availability(
 def _latency(
     spec: Spec, stage: str | None, threshold_ms: float
 ) -> tuple[dict[str, Selector | None], str | None, BucketGap | None, float | None]:
-    sm = _stage_metrics(spec, stage) if stage else None
-    if sm is None and stage is None:
-        sm = next(
-            (m for m in _ordered_metrics(spec) if m.latency and m.latency.type is MetricType.histogram), None
-        )
-    if sm is None or sm.latency is None or sm.latency.type is not MetricType.histogram:
+    sm = latency_binding(spec, stage)
+    if sm is None or sm.latency is None:
         return {}, stage, None, None
     base = _base(sm.latency.metric, "_bucket")
     unit = _unit_seconds(base)
     thr = threshold_ms / 1000 / unit
-    gap = _gap(thr, sm.latency.buckets, unit)
+    gap = bucket_gap(thr, sm.latency.buckets, unit)
     le = thr if gap is None else (gap.lower if gap.lower is not None else gap.upper)
     le = thr if le is None else le
     bucket = Selector.equal(base + "_bucket", sm.latency.labels)
@@ -324,39 +288,21 @@ def slo_plan(spec: Spec) -> SloPlan:
     out = SloPlan(name)
     if spec.slos is not None:
         for slo in spec.slos:
-            if slo.kind == "latency":
-                if slo.threshold_ms is None:
-                    out.problems.append((slo, "threshold_ms", f"latency SLO {slo.name} needs threshold_ms"))
-                    continue
-                if slo.good and slo.total:  # explicit events win
-                    sel: dict[str, Selector | None] = {
-                        "good": Selector.of(slo.good),
-                        "total": Selector.of(slo.total),
-                    }
-                    stage, gap, le = slo.stage, None, None
-                else:
-                    sel, stage, gap, le = _latency(spec, slo.stage, slo.threshold_ms)
-                if not sel:
-                    out.problems.append(
-                        (
-                            slo,
-                            "stage",
-                            f"latency SLO {slo.name}: no histogram latency series bound to its stage",
-                        )
-                    )
-                    continue
+            problem = slo_problem(spec, slo)
+            if problem is not None:
+                out.problems.append((slo, *problem))
+                continue
+            gap, le = None, None
+            if slo.kind == "latency" and slo.good and slo.total:  # explicit events win
+                sel: dict[str, Selector | None] = {
+                    "good": Selector.of(slo.good),
+                    "total": Selector.of(slo.total),
+                }
+                stage = slo.stage
+            elif slo.kind == "latency":
+                sel, stage, gap, le = _latency(spec, slo.stage, slo.threshold_ms or 0.0)
             else:
                 sel, stage = _availability(spec, slo, slo.stage)
-                gap, le = None, None
-                if not sel:
-                    out.problems.append(
-                        (
-                            slo,
-                            "stage",
-                            f"availability SLO {slo.name}: no bad/good/total events and no stage errors+requests",
-                        )
-                    )
-                    continue
             out.slos.append(
                 PlannedSlo(
                     slo.name, name, slo.kind, slo.objective, slo.window_days, stage, slo.threshold_ms,
@@ -373,9 +319,7 @@ def slo_plan(spec: Spec) -> SloPlan:
                 PlannedSlo("availability", name, "availability", target, b.slo_window_days, stage,
                            bad=sel.get("bad"), good=sel.get("good"), total=sel.get("total"), derived=True)
             )  # fmt: skip
-    hist = next(
-        (m for m in _ordered_metrics(spec) if m.latency and m.latency.type is MetricType.histogram), None
-    )
+    hist = latency_binding(spec, None)
     st = spec.stage(hist.stage) if hist else None
     if st is not None and st.p99_ms:
         sel, stage, gap, le = _latency(spec, st.id, st.p99_ms)
@@ -510,31 +454,6 @@ def rule_cost(plan: AlertPlan) -> RuleCost:
     rule labels); an alert adds ALERTS and ALERTS_FOR_STATE series while pending or firing."""
     rec = {(r.record, tuple(sorted(r.labels.items()))) for r in plan.recordings}
     return RuleCost(len(plan.recordings), len(plan.alerts), len(rec) + 2 * len(plan.alerts))
-
-
-def matcher_problems(matchers: list[Matcher]) -> list[tuple[int, str]]:
-    """(index, message) for each matcher whose regex does not compile as RE2."""
-    out = []
-    for i, m in enumerate(matchers):
-        if m.op in ("=~", "!~"):
-            err = re2_error(m.value)
-            if err:
-                out.append((i, f"{m.label}{m.op}{m.value!r} is not an RE2 regex: {err}"))
-    return out
-
-
-def re2_error(pattern: str) -> str | None:
-    """Why `pattern` is not an RE2 regex (what Prometheus compiles matchers with), or None."""
-    import re2  # type: ignore[import-untyped]  # google-re2: the same RE2 library as Go's regexp syntax accepts
-
-    opts = re2.Options()
-    opts.log_errors = False  # the reason comes back in the exception; RE2 would also print it
-    try:
-        re2.compile(pattern, opts)
-    except re2.error as exc:
-        why = exc.args[0] if exc.args else "invalid regex"
-        return why.decode("utf-8", "replace") if isinstance(why, bytes) else str(why)
-    return None
 
 
 def rules_file_cost(text: str) -> RuleCost:

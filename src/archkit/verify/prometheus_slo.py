@@ -10,8 +10,8 @@ from __future__ import annotations
 import math
 from urllib.parse import urlencode
 
-from archkit.plans.alerts.model import _base, _unit_seconds
-from archkit.plans.slo import BucketGap, Selector, slo_plan
+from archkit.analysis.slo import BucketGap, unit_seconds
+from archkit.plans.slo import Selector, slo_plan
 from archkit.spec.model import Spec
 from archkit.verify.findings import Finding, Recorder
 from archkit.verify.registry import Check, Code
@@ -61,7 +61,7 @@ def check_slo_buckets(spec: Spec, url: str, timeout_s: float = 5.0) -> list[Find
         if not les:
             rec.unknown("VP320", label, node, fld, f"Prometheus has no {series} series (yet)")
             continue
-        unit = _unit_seconds(_base(s.total.name, "_bucket"))
+        unit = unit_seconds(s.total.name.removesuffix("_bucket"))
         thr = s.threshold_ms / 1000 / unit
         if any(math.isclose(b, thr, rel_tol=1e-9) for b in les):
             rec.ok("VP320", label, node, fld, f"{s.threshold_ms:g} ms is a boundary of {series.name}")

@@ -9,6 +9,7 @@ import math
 import re
 from dataclasses import dataclass, field
 
+from archkit.analysis.slo import unit_seconds
 from archkit.spec.model import Spec
 
 
@@ -91,13 +92,8 @@ class Series:
 
 
 def _unit_seconds(metric: str) -> float:
-    """Seconds per unit of a latency metric, from its name (Prometheus naming: base unit seconds)."""
-    m = metric.lower()
-    if m.endswith("_us") or "microseconds" in m:
-        return 1e-6
-    if m.endswith(("_ms", "_rq_time")) or "milliseconds" in m:  # Envoy's *_rq_time histograms are in ms
-        return 1e-3
-    return 1.0
+    """Seconds per unit of a latency metric, from its name (archkit.analysis.slo.unit_seconds)."""
+    return unit_seconds(metric)
 
 
 def _base(metric: str, suffix: str) -> str:
