@@ -43,7 +43,10 @@ class KubernetesNameInvalid(Rule):
 
     code = "AK314"
     name = "kubernetes-name-invalid"
-    source = "Kubernetes: Object Names and IDs (RFC 1123 label and subdomain names); Labels and Selectors"
+    source = (
+        "seed 000 §3.4 and §6 (the on-call engineer runs the runbook's kubectl commands as written); "
+        "Kubernetes: Object Names and IDs (RFC 1123 label and subdomain names), Labels and Selectors"
+    )
     rationale = """
 The `kubernetes:` block names the workload that `archkit verify` reads and that the generated
 runbooks act on (`kubectl rollout status/undo <kind>/<name> -n <namespace>`). Kubernetes only
