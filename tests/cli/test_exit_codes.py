@@ -147,6 +147,12 @@ CASES: dict[str, list[tuple[int, Case]]] = {
         (0, lambda t: invoke("faulttree", REFERENCE)),
         (2, lambda t: invoke("faulttree", _missing(t))),
     ],
+    "slo": [
+        (0, lambda t: invoke("slo", "export", REFERENCE)),
+        (2, lambda t: invoke("slo", "export", _missing(t))),
+        (2, lambda t: invoke("slo", "import", _missing(t))),
+        (2, lambda t: invoke("slo", "export", REFERENCE, "-o", REFERENCE)),  # exists: never overwritten
+    ],
     "doctor": [
         (0, lambda t: invoke("doctor", REFERENCE)),
         (1, lambda t: invoke("doctor", env={"PATH": path_without(t, "dot")})),
