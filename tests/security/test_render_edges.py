@@ -34,6 +34,13 @@ controlflow:
       criterion: x
       branches: []
 """
+# two decisions without branches behind one that has: one on the main column, one on a side path
+NESTED = NO_BRANCHES.replace(
+    "      branches: []\n",
+    "      branches: [{when: a, next: e1}, {when: b, next: e2}]\n"
+    "    - {id: e1, criterion: y, branches: []}\n"
+    "    - {id: e2, criterion: z, branches: []}\n",
+)
 
 
 def _render(spec: Path, out: Path, *extra: str) -> tuple[int, str, str]:
@@ -44,9 +51,10 @@ def _render(spec: Path, out: Path, *extra: str) -> tuple[int, str, str]:
 
 
 @needs_plantuml
-def test_a_decision_without_branches_is_drawn_and_reported_by_check(tmp_path: Path) -> None:
+@pytest.mark.parametrize("text", [NO_BRANCHES, NESTED], ids=["start", "nested"])
+def test_a_decision_without_branches_is_drawn_and_reported_by_check(text: str, tmp_path: Path) -> None:
     spec = tmp_path / "nb.yaml"
-    spec.write_text(NO_BRANCHES, encoding="utf-8")
+    spec.write_text(text, encoding="utf-8")
     codes = {d.code for d in api.check([spec]).diagnostics}
     assert codes & {"AK106", "AK107"}, codes
     code, _, output = _render(spec, tmp_path / "out")

@@ -259,9 +259,18 @@ class _Emitter:
         if main is not None:  # last, so the column goes on below the merge
             self.out(depth, f"case ({' / '.join(main)})")
         if not groups:
-            self.out(depth, "case (no branches)")
-            self.out(depth + 1, "detach")
+            self.no_branches(depth)
         self.out(depth, "endswitch")
+
+    def no_branches(self, depth: int) -> None:
+        """A decision without branches (AK106/AK107 report it): the flow stops at it.
+
+        PlantUML refuses a `detach` right after `case` ("kill cannot be used here", and render
+        wrote nothing): an activity comes first, which also says why the flow stops.
+        """
+        self.out(depth, "case (no branches)")
+        self.out(depth + 1, ":<color:#b45309>//no branch in the spec: nothing follows//</color>;")
+        self.out(depth + 1, "detach")
 
     def side(self, node_id: str | None, depth: int) -> None:
         """A path off the happy path: drawn until it ends, rejoins, or reaches the shared terminal."""
@@ -303,8 +312,7 @@ class _Emitter:
                     self.out(depth + 1, FAIL_ARROW)
                 self.side(target, depth + 1)
             if not node.branches and not node.on_failure:
-                self.out(depth, "case (no branches)")
-                self.out(depth + 1, "detach")
+                self.no_branches(depth)
             self.out(depth, "endswitch")
             return
 
