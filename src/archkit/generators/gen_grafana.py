@@ -188,7 +188,7 @@ def dashboard_json(spec: Spec, slos: SloPlan | None = None) -> str:
 def generate(ctx: RenderContext) -> dict[str, str]:
     """A Grafana dashboard: SLO burn and budget, effective QPS, one row per data-flow stage."""
     try:
-        text = dashboard_json(ctx.spec)
+        text = dashboard_json(ctx.spec, ctx.plans.slos)
     except ImportError:
         return {
             "grafana/README.txt": "The dashboard needs grafana-foundation-sdk: pip install 'archkit[render]'\n"

@@ -18,6 +18,7 @@ from archkit.errors import SpecLoadError, UnknownEnvironmentError
 from archkit.plans.alerts import AlertPlan, alert_plan
 from archkit.plans.loadtest import LoadTestPlan, load_test_plan
 from archkit.plans.runbook import RunbookOrder, runbook_orders
+from archkit.plans.slo import SloPlan, slo_plan
 from archkit.spec import Spec, load_file
 
 
@@ -37,6 +38,11 @@ class RunContext:
     @cached_property
     def alerts(self) -> AlertPlan:
         return alert_plan(self.spec)
+
+    @cached_property
+    def slos(self) -> SloPlan:
+        """The spec's SLOs, resolved (archkit.plans.slo): what the rules, dashboard and OpenSLO share."""
+        return slo_plan(self.spec)
 
     @cached_property
     def load_test(self) -> LoadTestPlan | None:
