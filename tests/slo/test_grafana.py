@@ -54,3 +54,17 @@ def test_panel_urls_need_links_dashboard() -> None:
     pid = panel_ids(spec)["stage:detect"]
     assert panel_url(spec, "stage:detect") == f"https://grafana.example/d/archkit-x?viewPanel={pid}"
     assert panel_url(spec, "stage:nope") is None
+
+
+def test_runbooks_link_alerts_to_their_panels() -> None:
+    spec = prepare("examples/industrial-inspection.yaml").spec
+    spec.metadata.links["dashboard"] = "https://grafana.example/d/archkit x"
+    alerts_md = api.generate(spec, "x.yaml", only=["runbooks"])[0]["runbooks/alerts.md"]
+    ids = panel_ids(spec)
+    assert (
+        f"[dashboard panel](https://grafana.example/d/archkit%20x?viewPanel={ids['stage:detect']})"
+        in alerts_md
+    )
+    assert f"viewPanel={ids['slo:availability']})" in alerts_md  # the burn alerts point at their SLO
+    spec.metadata.links.pop("dashboard")
+    assert "dashboard panel" not in api.generate(spec, "x.yaml", only=["runbooks"])[0]["runbooks/alerts.md"]

@@ -487,9 +487,21 @@ def _alert_pages(spec: Spec, alerts: list[Alert], orders: dict[str, RunbookOrder
                 "tree_label": md_text((trees[a.tree].label or a.tree) if a.tree else ""),
                 "first_check": first.get(a.tree or "", "escalation"),
                 "series": [code(s) for s in a.series],
+                "dashboard": _panel_link(spec, a),
             }
         )
     return out
+
+
+def _panel_link(spec: Spec, a: Alert) -> str | None:
+    """The alert's Grafana panel (its SLO's or its stage's) when `metadata.links.dashboard` is set."""
+    from urllib.parse import quote
+
+    from archkit.generators.gen_grafana import panel_url
+
+    slo = a.labels.get("archkit_slo")
+    url = panel_url(spec, f"slo:{slo}") if slo else panel_url(spec, f"stage:{a.stage}") if a.stage else None
+    return quote(url, safe=":/?#@!$&'*+,;=%-._~") if url else None
 
 
 @register("runbooks", order=65)
