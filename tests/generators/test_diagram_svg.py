@@ -181,6 +181,9 @@ def dataflows() -> dict[str, tuple[str, dict[str, str]]]:
 def test_every_dataflow_arrow_has_p99_and_volume_and_every_node_links_to_onboarding(dataflows, stem):
     svg, files = dataflows[stem]
     root = ET.fromstring(svg)
+    # shown at >= 70 % on the review page (~1,540 CSS px wide; 1 pt = 4/3 px)
+    width_pt = float(root.get("viewBox", "0 0 0 0").split()[2])
+    assert width_pt * 4 / 3 * 0.7 <= 1540, (stem, width_pt)
     edges = [g for g in root.iter(f"{NS}g") if g.get("class") == "edge"]
     assert edges
     for g in edges:

@@ -84,6 +84,7 @@ def test_review_page_zooms_pans_and_follows_a_node_link(tmp_path):
         zoomed = _eval(b, f"document.querySelector('{view} svg').getBoundingClientRect().width")
         assert zoomed > 1.9 * fit, (zoomed, fit)
         # pan: a wheel over the view scrolls it sideways
+        _eval(b, f"document.querySelector('{view}').scrollIntoView({{block: 'center'}})")
         x, y = _centre(b, view)
         b.call("Input.dispatchMouseEvent", type="mouseWheel", x=x, y=y, deltaX=400, deltaY=0)
         _settle(b)

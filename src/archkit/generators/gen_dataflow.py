@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import subprocess
 from typing import Any
 
 from archkit.analysis.resources import reach
@@ -136,7 +137,7 @@ def _edge_p99(declared: float | None, lat: float | None) -> str:
     if declared is not None:
         return f"P99 {num(declared, 'ms')}"
     if lat is not None:
-        return f"P99 {num(lat, 'ms')} (target stage)"
+        return f"P99 {num(lat, 'ms')} (stage)"
     return "P99 not declared"
 
 
@@ -146,9 +147,9 @@ def _edge_volume(spec: Spec, e: Edge, rate: float | None, share: dict[str, float
     if src is not None and src.gb_per_hour is not None and e.weight is None:
         return f"{num(src.gb_per_hour)} GB/h"
     if e.bytes is None or rate is None:
-        return "GB/h unknown (no bytes or rate)"
+        return "GB/h unknown: no bytes or rate"
     rps = rate * share.get(e.from_, 1.0) * (1.0 if e.weight is None else e.weight)
-    return f"~{num(e.bytes * rps * 3600 / 1e9)} GB/h (estimated: bytes x {num(rps)} req/s)"
+    return f"~{num(e.bytes * rps * 3600 / 1e9)} GB/h est."
 
 
 def flow_depths(stage_ids: list[str], edges: list[tuple[str, str]]) -> dict[str, int]:
@@ -306,10 +307,33 @@ def dataflow_view(ctx: RenderContext) -> dict[str, Any]:
     }
 
 
+# The review page is ~1,540 CSS px wide (max-width 1600 less padding); a diagram wider than
+# this many points (1 pt = 4/3 px) would be shown below 70 % of its size there.
+FOLD_WIDTH_PT = 1600
+
+
+def _width_pt(source: str) -> float:
+    """Laid-out width in points (`dot -Tplain`: graph scale width height, in inches); 0 when dot
+    cannot lay it out here (the render then reports that itself)."""
+    from archkit.generators.renderers import RendererError, run_dot
+
+    try:
+        return float(run_dot(source, "plain").split(b"\n", 1)[0].split()[2]) * 72
+    except (RendererError, OSError, subprocess.SubprocessError, IndexError, ValueError):
+        return 0.0
+
+
 def dataflow_source(ctx: RenderContext) -> str:
-    return ctx.memo(
-        "dataflow.dot", lambda: render("dataflow/dataflow.dot.j2", ctx.templates_dir, **dataflow_view(ctx))
-    )
+    def build() -> str:
+        view = dataflow_view(ctx)
+        source = render("dataflow/dataflow.dot.j2", ctx.templates_dir, **view)
+        if view["rankdir"] == "LR" and _width_pt(source) > FOLD_WIDTH_PT:
+            # a long flow left to right is a strip the review page shrinks unreadably: fold it
+            # top to bottom, which these pipelines (a few stages per depth) keep narrow
+            source = render("dataflow/dataflow.dot.j2", ctx.templates_dir, **{**view, "rankdir": "TB"})
+        return source
+
+    return ctx.memo("dataflow.dot", build)
 
 
 @register("dataflow", order=10)
