@@ -125,3 +125,15 @@ def re2_error(pattern: str) -> str | None:
         why = exc.args[0] if exc.args else "invalid regex"
         return why.decode("utf-8", "replace") if isinstance(why, bytes) else str(why)
     return None
+
+
+def fullmatch_re2(pattern: str, text: str) -> bool:
+    """Whether RE2 matches all of `text` (False for a pattern RE2 rejects); linear time."""
+    import re2  # type: ignore[import-untyped]
+
+    opts = re2.Options()
+    opts.log_errors = False
+    try:
+        return re2.compile(pattern, opts).fullmatch(text) is not None
+    except re2.error:
+        return False

@@ -27,6 +27,7 @@ from archkit.analysis.slo import (
     BucketGap,
     availability_binding,
     bucket_gap,
+    fullmatch_re2,
     has_events,
     latency_binding,
     slo_problem,
@@ -125,10 +126,8 @@ class Selector:
 
 
 def _fullmatch(pattern: str, text: str) -> bool:
-    try:
-        return re.fullmatch(pattern, text) is not None  # Prometheus anchors matcher regexes
-    except re.error:
-        return False
+    """RE2 full match (Prometheus anchors matcher regexes); linear time whatever the spec's regex."""
+    return fullmatch_re2(pattern, text)
 
 
 def _regex_witness(pattern: str) -> str | None:
