@@ -63,6 +63,8 @@ def _slo_documents(s: PlannedSlo) -> list[dict[str, Any]]:
         ann[ANN + "stage"] = s.stage
     if s.threshold_ms is not None:
         ann[ANN + "threshold-ms"] = _fmt(s.threshold_ms)
+    if s.kind == "latency" and not (s.slo is not None and s.slo.good and s.slo.total):
+        ann[ANN + "events"] = "stage-histogram"  # import reads the stage's histogram again
     sli: dict[str, Any] = {"apiVersion": API, "kind": "SLI", "metadata": {"name": f"{s.service}-{s.name}-sli"},
            "spec": {"ratioMetric": ratio}}  # fmt: skip
     policies: list[dict[str, Any]] = []
@@ -255,7 +257,7 @@ def _slo_entry(d: dict[str, Any], i: int, file: str, slis: dict[str, dict[str, A
         except ValueError as exc:
             raise OpenSloError(_where(file, i, d, f"ratioMetric.{key}: {exc}")) from None
         events[key] = {"metric": metric, "matchers": matchers} if matchers else {"metric": metric}
-    if kind == "latency" and entry.get("stage") and entry.get("threshold_ms"):
+    if kind == "latency" and ann.get(ANN + "events") == "stage-histogram" and entry.get("threshold_ms"):
         return entry  # the stage's histogram gives the events back
     if kind == "latency" and "threshold_ms" not in entry:
         le = next(

@@ -199,3 +199,19 @@ def test_cli_import_writes_a_new_file_and_never_overwrites(tmp_path: Path) -> No
     again = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
     assert again.returncode == 2 and "not overwritten" in again.stderr
     assert out.read_text(encoding="utf-8") == "mine\n"
+
+
+def test_a_latency_slo_with_its_own_events_keeps_them() -> None:
+    spec = prepare(DEMO).spec
+    own = {
+        "name": "own",
+        "kind": "latency",
+        "objective": 0.9,
+        "threshold_ms": 500,
+        "good": {"metric": "rpc_seconds_bucket", "matchers": [{"label": "le", "op": "=", "value": "0.5"}]},
+        "total": {"metric": "rpc_seconds_bucket", "matchers": [{"label": "le", "op": "=", "value": "+Inf"}]},
+    }
+    spec = _with_slos(spec, [own])
+    entries, _ = import_documents(yaml.safe_dump_all(export_documents(spec)))
+    assert entries[0]["good"]["metric"] == "rpc_seconds_bucket"
+    assert _signature(_with_slos(spec, entries)) == _signature(spec)
