@@ -548,7 +548,8 @@ def write_section(path: Path, section: str, heading: str) -> None:
         text = text.rstrip("\n") + "\n\n" + section
     else:
         nxt = text.find("\n## ", start + len(heading))
-        text = text[:start] + section + (text[nxt + 1 :] if nxt >= 0 else "")
+        rest = text[nxt + 1 :] if nxt >= 0 else ""
+        text = text[:start] + section.rstrip("\n") + ("\n\n" + rest if rest else "\n")
     path.write_text(text)
 
 
