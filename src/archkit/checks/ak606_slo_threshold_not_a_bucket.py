@@ -2,7 +2,7 @@
 
 from collections.abc import Iterator
 
-from archkit.analysis.slo import latency_binding, latency_gap
+from archkit.analysis.slo import BucketGap, bucket_gap, latency_binding, latency_gap, unit_seconds
 from archkit.checks.registry import Context, Rule, register
 from archkit.diagnostics import Diagnostic, Severity
 
@@ -24,18 +24,31 @@ Add the threshold to the histogram's buckets, or move the threshold onto a bound
 """
 
     def check(self, ctx: Context) -> Iterator[Diagnostic]:
-        for slo in ctx.spec.slos or []:
-            gap = latency_gap(ctx.spec, slo)
-            binding = latency_binding(ctx.spec, slo.stage)
-            if gap is None or slo.threshold_ms is None or binding is None:
-                continue
-            unit_ms = gap.unit_s * 1000
-            used = f"{gap.lower * unit_ms:g} ms" if gap.lower is not None else "no boundary under it"
-            near = ", ".join(f"{b * unit_ms:g}" for b in (gap.lower, gap.upper) if b is not None)
-            yield ctx.at(
-                slo,
-                "threshold_ms",
-                f"latency SLO '{slo.name}': {slo.threshold_ms:g} ms is not a bucket boundary of stage "
-                f"'{binding.stage}' (nearest {near} ms); the SLI reads {used}, worst-case error "
-                f"{gap.worst_error_ms:g} ms",
-            )
+        spec = ctx.spec
+        for slo in spec.slos or []:
+            gap = latency_gap(spec, slo)
+            binding = latency_binding(spec, slo.stage)
+            if gap is not None and slo.threshold_ms is not None and binding is not None:
+                yield ctx.at(
+                    slo,
+                    "threshold_ms",
+                    _message(f"latency SLO '{slo.name}'", slo.threshold_ms, binding.stage, gap),
+                )
+        if spec.slos is None:  # the derived latency SLO: the first histogram stage's P99 budget
+            binding = latency_binding(spec, None)
+            st = spec.stage(binding.stage) if binding is not None else None
+            if binding is not None and binding.latency is not None and st is not None and st.p99_ms:
+                unit = unit_seconds(binding.latency.metric.removesuffix("_bucket"))
+                gap = bucket_gap(st.p99_ms / 1000 / unit, binding.latency.buckets, unit)
+                if gap is not None:
+                    yield ctx.at(st, "p99_ms", _message("the derived latency SLO", st.p99_ms, st.id, gap))
+
+
+def _message(what: str, threshold_ms: float, stage: str, gap: BucketGap) -> str:
+    unit_ms = gap.unit_s * 1000
+    used = f"{gap.lower * unit_ms:g} ms" if gap.lower is not None else "no boundary under it"
+    near = ", ".join(f"{b * unit_ms:g}" for b in (gap.lower, gap.upper) if b is not None)
+    return (
+        f"{what}: {threshold_ms:g} ms is not a bucket boundary of stage '{stage}' (nearest {near} ms); "
+        f"the SLI reads {used}, worst-case error {gap.worst_error_ms:g} ms"
+    )
