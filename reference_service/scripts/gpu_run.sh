@@ -135,10 +135,17 @@ run_all() {
     [ "$CPU" = 1 ] && archkit=("$ROOT/.venv/bin/archkit")
     [ -n "${OCR_STRESS_ENV:-}" ] && envopt=(--env "$OCR_STRESS_ENV")
     if [ "$DRY" = 1 ] || "${archkit[@]}" --version >/dev/null 2>&1; then
-        run "$PY" -m reference_service serve --profile gpu >"$OUT/serve.log" 2>&1 &
+        # $OCR_PORT_BASE moves the four ports off the defaults (a shared development machine).
+        local base=${OCR_PORT_BASE:-} ports=() url=http://127.0.0.1:8080
+        if [ -n "$base" ]; then
+            ports=(--http-port "$((base + 80))" --triton-http-port "$base" --triton-grpc-port "$((base + 1))"
+                --triton-metrics-port "$((base + 2))")
+            url=http://127.0.0.1:$((base + 80))
+        fi
+        run "$PY" -m reference_service serve --profile gpu "${ports[@]}" >"$OUT/serve.log" 2>&1 &
         local svc=$!
-        if [ "$DRY" = 1 ] || wait_ready http://127.0.0.1:8080 180 "$svc"; then
-            run "${archkit[@]}" loadtest "$ROOT/specs/ocr-reference.yaml" --level stress "${envopt[@]}" \
+        if [ "$DRY" = 1 ] || wait_ready "$url" 180 "$svc"; then
+            run "${archkit[@]}" loadtest "$ROOT/specs/ocr-reference.yaml" --level stress --host "$url" "${envopt[@]}" \
                 --no-prometheus -o "$OUT/stress" >"$OUT/stress.txt" 2>&1 || say "stress: a budget was missed (see $OUT/stress.txt)"
         else
             say "service not ready; see $OUT/serve.log"

@@ -38,7 +38,7 @@ def test_dry_run_plans_accuracy_bench_and_stress_on_the_gpu_profile(tmp_path: Pa
     assert "compare_backends.py --backends torch,onnxruntime --pages 60" in joined
     assert "bench_ocr.py --served-only --profile gpu" in joined
     assert "-m reference_service serve --profile gpu" in joined
-    assert "loadtest" in joined and "--level stress --env h200" in joined
+    assert "loadtest" in joined and "--level stress --host http://127.0.0.1:8080 --env h200" in joined
     assert str(tmp_path) in joined  # results go to $OUT
 
 
@@ -47,6 +47,13 @@ def test_cpu_mode_uses_the_service_venv_and_fewer_pages(tmp_path: Path):
     assert out.returncode == 0, out.stderr
     assert "reference_service/.venv/bin/python" in out.stderr
     assert "--pages 6" in out.stderr and "--env" not in out.stderr
+
+
+def test_port_base_moves_the_service_and_the_load_test_off_the_defaults(tmp_path: Path):
+    out = _run("--dry-run", "--cpu", "run", env={"OUT": str(tmp_path), "OCR_PORT_BASE": "18200"})
+    assert out.returncode == 0, out.stderr
+    assert "--http-port 18280 --triton-http-port 18200 --triton-grpc-port 18201" in out.stderr
+    assert "--host http://127.0.0.1:18280" in out.stderr
 
 
 def test_install_refuses_a_missing_part(tmp_path: Path):
