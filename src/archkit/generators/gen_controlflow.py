@@ -140,9 +140,12 @@ class _Emitter:
         return []
 
     def plan(self, start: str) -> None:
-        good = {t.id for t in self.cf.terminals if t.outcome == "success"}
-        changed = True
-        while changed:  # nodes that reach a success terminal without a failure edge
+        # steps along the longest non-failure path to a success terminal (capped: a cycle, an
+        # AK104 error, cannot grow it forever); a decision's happy branch is its longest one, so
+        # a shortcut such as a cache hit branches off and the full pipeline stays in the column
+        cap = len(self.nodes) + 1
+        depth = {t.id: 0 for t in self.cf.terminals if t.outcome == "success"}
+        for _ in range(cap):
             changed = False
             for n in self.cf.nodes():
                 nxt = (
@@ -152,9 +155,12 @@ class _Emitter:
                     if isinstance(n, Decision)
                     else []
                 )
-                if n.id not in good and any(x in good for x in nxt):
-                    good.add(n.id)
+                best = max((depth[x] + 1 for x in nxt if x in depth), default=None)
+                if best is not None and min(best, cap) > depth.get(n.id, -1):
+                    depth[n.id] = min(best, cap)
                     changed = True
+            if not changed:
+                break
         node_id: str | None = start
         while node_id is not None and node_id in self.nodes and node_id not in self.happy:
             self.happy.append(node_id)
@@ -162,13 +168,15 @@ class _Emitter:
             if isinstance(n, Call):
                 node_id = n.next
             elif isinstance(n, Decision):
-                targets = [b.next for b in n.branches]
-                node_id = next((t for t in targets if t in good), targets[0] if targets else None)
+                targets = [b.next for b in n.branches if b.next not in self.happy]
+                ranked = sorted(targets, key=lambda t: -depth.get(t, -1))
+                node_id = ranked[0] if ranked else None
             else:
                 node_id = None
         # the terminal most edges off the happy path end in (reached twice or more)
         seen: set[str] = set()
-        todo = [x for h in self.happy for x in self._succ(h) if x not in self.happy]
+        # (edges counted once per node: a branch and "cannot decide" to one terminal are one edge)
+        todo = [x for h in self.happy for x in dict.fromkeys(self._succ(h)) if x not in self.happy]
         hits: dict[str, int] = {}
         while todo:
             x = todo.pop(0)
@@ -179,9 +187,9 @@ class _Emitter:
             if x in seen or x in self.happy:
                 continue
             seen.add(x)
-            todo.extend(self._succ(x))
-        ranked = sorted((-c, k) for k, c in hits.items() if c >= 2)
-        self.shared = ranked[0][1] if ranked else None
+            todo.extend(dict.fromkeys(self._succ(x)))
+        by_hits = sorted((-c, k) for k, c in hits.items() if c >= 2)
+        self.shared = by_hits[0][1] if by_hits else None
 
     def ref(self, depth: int, node_id: str, missing: bool = False) -> None:
         if missing:
@@ -305,8 +313,22 @@ class _Emitter:
                     self.out(depth, "endif")
                 node_id = node.next
                 continue
+            groups = _groups(node)
+            if len(groups) == 2:  # an if: PlantUML draws a `break` edge out of it (not out of a switch)
+                for k, (target, labels, fail_only) in enumerate(groups):
+                    self.out(
+                        depth,
+                        f"if ({_decision_text(node)}) then ({' / '.join(labels)})"
+                        if k == 0
+                        else f"else ({' / '.join(labels)})",
+                    )
+                    if fail_only:
+                        self.out(depth + 1, FAIL_ARROW)
+                    self.side(target, depth + 1)
+                self.out(depth, "endif")
+                return
             self.out(depth, f"switch ({_decision_text(node)})")
-            for target, labels, fail_only in _groups(node):
+            for target, labels, fail_only in groups:
                 self.out(depth, f"case ({' / '.join(labels)})")
                 if fail_only:
                     self.out(depth + 1, FAIL_ARROW)
