@@ -423,13 +423,6 @@ def slo_rules(spec: Spec, plan: SloPlan, unique_name: Callable[[str], str], minu
     return out
 
 
-def with_slo_rules(spec: Spec, plan: AlertPlan, rules: SloRules) -> AlertPlan:
-    plan.recordings += rules.recordings
-    plan.alerts += rules.alerts
-    plan.matrices += rules.matrices
-    return plan
-
-
 # --------------------------------------------------------------------------- cost
 
 
