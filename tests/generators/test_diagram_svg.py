@@ -213,3 +213,15 @@ def test_topology_is_compact_and_shows_probes_security_and_os_tuning(path):
         assert "liveness: " in texts
     if spec.topology.os_tuning is not None and spec.topology.os_tuning.sysctls:
         assert "OS tuning" in texts
+
+
+def test_an_external_service_is_drawn_outside_every_pool():
+    spec = load(SPECS[0].parent / "recommendation.yaml")
+    consul = next(s for s in spec.topology.services if s.id == "consul")
+    consul.external = True
+    dot = diagram_sources(spec, "recommendation.yaml")["topology.dot"]
+    node = f"svc{spec.topology.services.index(consul)}"
+    # the node is declared in the external cluster, after its label and before any pool cluster
+    blocks = dot.split("subgraph ")
+    home = [b for b in blocks if f"\t\t{node} [" in b or f"  {node} [" in b or f"\n\t{node} [" in b]
+    assert home and all("external dependencies" in b for b in home), home
