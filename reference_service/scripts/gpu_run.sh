@@ -142,8 +142,15 @@ run_all() {
                 --triton-metrics-port "$((base + 2))")
             url=http://127.0.0.1:$((base + 80))
         fi
-        run "$PY" -m reference_service serve --profile gpu "${ports[@]}" >"$OUT/serve.log" 2>&1 &
-        local svc=$!
+        # Started directly, not through run(): a backgrounded function is a subshell, and
+        # stopping that would leave the service running.
+        local svc=""
+        if [ "$DRY" = 1 ]; then
+            echo "+ $PY -m reference_service serve --profile gpu ${ports[*]}" >&3
+        else
+            "$PY" -m reference_service serve --profile gpu "${ports[@]}" >"$OUT/serve.log" 2>&1 &
+            svc=$!
+        fi
         if [ "$DRY" = 1 ] || wait_ready "$url" 180 "$svc"; then
             run "${archkit[@]}" loadtest "$ROOT/specs/ocr-reference.yaml" --level stress --host "$url" "${envopt[@]}" \
                 --no-prometheus -o "$OUT/stress" >"$OUT/stress.txt" 2>&1 || say "stress: a budget was missed (see $OUT/stress.txt)"
