@@ -142,13 +142,16 @@ def test_cpu_worker_stages_are_mmc_and_overload_fails(tmp_path):
 
 
 def test_the_reference_machine_over_capacity_points_at_the_environments_cores(tmp_path):
-    """At 3 req/s the reference service's two shared cores are 141 % busy (knee 2.13 req/s)."""
+    """At 15 req/s the reference service's two shared cores are over capacity (knee 10.6 req/s)."""
+    import shutil
+
     text = (ROOT / "specs" / "ocr-reference.yaml").read_text(encoding="utf-8")
-    spec = tmp_path / "ocr3.yaml"
+    shutil.copytree(ROOT / "specs" / "calibration", tmp_path / "calibration")  # the spec's calibration
+    spec = tmp_path / "ocr15.yaml"
     spec.write_text(
-        text.replace("      throughput_rps: 0.5\n", "      throughput_rps: 3\n"), encoding="utf-8"
+        text.replace("      throughput_rps: 0.5\n", "      throughput_rps: 15\n"), encoding="utf-8"
     )
     rep = api.check([spec], env="cpu")
     (ak213,) = [d for d in rep.diagnostics if d.code == "AK213"]
     assert ak213.path == "environments[0].cpu_cores" and "'machine:cpu' (2 core(s))" in ak213.message
-    assert "the pipeline saturates at 2.1" in ak213.message
+    assert "the pipeline saturates at 10.6" in ak213.message

@@ -36,7 +36,7 @@ MODES: dict[str, bytes] = {
         b' {"name": "g", "rules": 7}], "activeTargets": [1, {"labels": [2], "scrapeUrl": 5}]}, "x": 1}'
     ),
     "groups-int": b'HTTP/1.1 200 OK\r\nContent-Length: 43\r\n\r\n{"status": "success", "data": {"groups": 5}}',
-    "truncated": b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n{\"status\": \"succ",
+    "truncated": b'HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n{"status": "succ',
     "not-http": b"SSH-2.0-OpenSSH_9.2\r\n",
     "bad-status": b"HTTP/1.1 abc\r\n\r\n",
     "empty": b"",
