@@ -18,6 +18,7 @@ import typer
 
 from archkit.diagnostics import Diagnostic, Severity
 from archkit.errors import ArchkitError, InputError
+from archkit.runbook.terminal import shown
 
 _COLOURS = {Severity.ERROR: "\033[31m", Severity.WARNING: "\033[33m", Severity.INFO: "\033[36m"}
 
@@ -34,7 +35,9 @@ def paint(text: str, code: str) -> str:
 
 
 def diag_line(d: Diagnostic) -> str:
-    line = d.text()
+    # Spec text (an unknown key, a quoted value) may carry bidi overrides or ANSI escapes that
+    # would make the line on the terminal differ from the file: show them escaped.
+    line = shown(d.text())
     if use_colour():
         sev = d.severity.value
         line = line.replace(f" {sev} ", f" {_COLOURS[d.severity]}{sev}\033[0m ", 1)
