@@ -16,11 +16,12 @@ REF_APT_PACKAGES := fonts-dejavu-core fonts-liberation fonts-noto-core tesseract
 # Idempotent: rebuilt only when requirements.txt is newer than the venv's stamp.
 reference-venv: $(REF_VENV)/.installed
 
-$(REF_VENV)/.installed: reference_service/requirements.txt
+$(REF_VENV)/.installed: reference_service/requirements.txt reference_service/requirements-torch.txt
 	test -x $(REF_PY) || $(REF_PYTHON) -m venv $(REF_VENV)
 	$(REF_PY) -m pip install --quiet --upgrade pip
 	# One resolution with numpy<2 (PyTriton 0.7 needs it; opencv-python 4.11 accepts it).
 	$(REF_PY) -m pip install --quiet -r reference_service/requirements.txt
+	$(REF_PY) -m pip install --quiet --no-deps -r reference_service/requirements-torch.txt
 	touch $@
 
 reference-apt:

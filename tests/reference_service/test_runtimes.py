@@ -3,7 +3,7 @@
 Runs reference_service/scripts/compare_backends.py in the service's virtual environment on
 golden pages with the real PP-OCRv4 ONNX files: ONNX Runtime (the first version), OpenVINO
 (the cpu profile's backend) and the PyTorch path of the gpu profile (onnx2torch, run on the
-CPU here in fp32; skipped only where torch or onnx2torch is not installed).
+CPU here in fp32; `make reference-venv` installs torch and onnx2torch, so CI runs it; skipped only where they are missing).
 """
 
 from __future__ import annotations
