@@ -12,8 +12,9 @@ from typing import Any, ClassVar
 
 from archkit.diagnostics import Diagnostic, Severity
 from archkit.errors import ArchkitError
-from archkit.spec.loader import SourceMap, file_of, format_path, source_of
+from archkit.spec.loader import file_of, source_of
 from archkit.spec.model import Node, Spec
+from archkit.spec.sourcemap import SourceMap, format_path
 
 CODE_RE = re.compile(r"^AK[1-9][0-9]{2}$")
 FAMILIES = {

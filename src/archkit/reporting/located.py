@@ -15,7 +15,7 @@ from typing import NamedTuple, Protocol
 
 from archkit.diagnostics import Outcome
 from archkit.spec import Spec, file_of, source_of
-from archkit.spec.loader import format_path
+from archkit.spec.sourcemap import format_path
 
 
 class Located(Protocol):

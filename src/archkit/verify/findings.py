@@ -11,7 +11,7 @@ from typing import Any
 from archkit.diagnostics import Outcome
 from archkit.reporting import RuleInfo, junit, sarif
 from archkit.spec import Spec, file_of, source_of
-from archkit.spec.loader import format_path
+from archkit.spec.sourcemap import format_path
 
 
 class Status(str, Enum):
