@@ -66,3 +66,49 @@ def test_over_budget_stage_is_filled_red_with_its_measurement():
     assert 'fillcolor="#fecaca"' in rank_line and "⚠ measured" in rank_line and "P99 140 ms" in rank_line
     gw_line = next(line for line in marked.splitlines() if "Traffic gateway" in line)
     assert "#fecaca" not in gw_line and "measured" in gw_line  # 4 ms is within its 10 ms budget
+
+
+def test_predicted_vs_measured_rows_are_read_and_bounded():
+    data = {
+        "end_to_end": {"p50_ms": 153},
+        "predicted": {
+            "end_to_end": {"p50_ms": {"predicted": 149.4, "measured": 153.0, "error_pct": -2.3}},
+            "stages": {"detect": {"mean_ms": {"predicted": 48.3, "measured": 40.9, "error_pct": 18.0}}},
+            "knee_rps": {"predicted": 10.6, "measured": 9.93, "error_pct": 6.8},
+            "junk": {"p50_ms": {"predicted": "x"}},
+        },
+    }
+    m = read_measured(data)
+    assert m is not None
+    assert m.fidelity == [
+        ("end to end", "p50_ms", 149.4, 153.0, -2.3),
+        ("stage detect", "mean_ms", 48.3, 40.9, 18.0),
+        ("stress", "knee_rps", 10.6, 9.93, 6.8),
+    ]
+    bad = read_measured(
+        {"end_to_end": {"p50_ms": 1}, "predicted": {"end_to_end": {"p50_ms": {"predicted": 1e400}}}}
+    )
+    assert bad is not None and bad.fidelity == []
+
+
+def test_review_page_shows_predicted_vs_measured_escaped():
+    spec = load(SPEC)
+    ctx = context(
+        spec,
+        measured={
+            "end_to_end": {"p50_ms": 153},
+            "predicted": {
+                "end_to_end": {"p50_ms": {"predicted": 149.4, "measured": 153.0, "error_pct": -2.3}},
+                "stages": {
+                    "<script>x</script>": {"p99_ms": {"predicted": 30, "measured": 10, "error_pct": 200}}
+                },
+            },
+        },
+    )
+    html = all_generators()["review"].fn(ctx)["review.html"]
+    assert "Predicted vs measured" in html
+    assert (
+        '<td>p50_ms</td><td class="num">149.4</td><td class="num">153</td><td class="num ok">-2.3 %</td>'
+        in html
+    )
+    assert "<script>x</script>" not in html and "+200.0 %" in html

@@ -183,6 +183,18 @@ def review_view(ctx: RenderContext) -> dict[str, Any]:
             measured and measured.about.get("spec") and measured.about["spec"] != spec.metadata.name
         ),
         "over_count": sum(1 for r in stage_rows if r["over"]) + (1 if e2e_row["over"] else 0),
+        # predicted vs measured (the prediction loop): off by more than 15 % is marked
+        "fidelity": [
+            {
+                "scope": clean(scope),
+                "quantity": clean(quantity),
+                "predicted": f"{p:.4g}",
+                "measured": f"{m:.4g}",
+                "error": f"{e:+.1f} %",
+                "off": abs(e) > 15,
+            }
+            for scope, quantity, p, m, e in (measured.fidelity if measured else [])
+        ],
     }
 
 

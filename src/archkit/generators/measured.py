@@ -68,6 +68,9 @@ class Measured:
     stages: dict[str, dict[str, float]] = field(default_factory=dict)
     end_to_end: dict[str, float] = field(default_factory=dict)
     about: dict[str, str] = field(default_factory=dict)  # spec, level, level_kind, env, passed
+    # The report's own prediction beside its measurement (`predicted` in measured.json):
+    # (scope, quantity, predicted, measured, error in % of the measured value).
+    fidelity: list[tuple[str, str, float, float, float]] = field(default_factory=list)
 
     def stage(self, stage_id: str) -> dict[str, float]:
         return self.stages.get(stage_id, {})
@@ -138,7 +141,45 @@ def read_measured(data: Any) -> Measured | None:
             break
     else:
         m.end_to_end = _figures(data)
+    m.fidelity = _fidelity(data.get("predicted"))
     return m if (m.stages or m.end_to_end) else None
+
+
+def _finite(v: Any) -> float | None:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    try:
+        f = float(v)
+    except OverflowError:
+        return None
+    return f if math.isfinite(f) else None
+
+
+def _fidelity(pred: Any) -> list[tuple[str, str, float, float, float]]:
+    """Predicted vs measured rows, end to end first, then per stage, then the knee; bounded."""
+    rows: list[tuple[str, str, float, float, float]] = []
+    if not isinstance(pred, dict):
+        return rows
+
+    def add(scope: str, table: Any) -> None:
+        if not isinstance(table, dict):
+            return
+        for quantity, cell in sorted(table.items()):
+            if len(rows) >= 200 or not isinstance(cell, dict):
+                continue
+            p, m, e = (_finite(cell.get(k)) for k in ("predicted", "measured", "error_pct"))
+            if p is not None and m is not None and e is not None:
+                rows.append((scope, str(quantity)[:40], p, m, e))
+
+    add("end to end", pred.get("end_to_end"))
+    stages = pred.get("stages")
+    if isinstance(stages, dict):
+        for sid, table in sorted(stages.items()):
+            add(f"stage {str(sid)[:60]}", table)
+    knee = pred.get("knee_rps")
+    if isinstance(knee, dict):
+        add("stress", {"knee_rps": knee})
+    return rows
 
 
 def over_budget(budget: Any, figures: dict[str, float]) -> list[str]:
