@@ -79,6 +79,18 @@ def _missing(tmp: Path) -> Path:
     return tmp / "nope.yaml"
 
 
+def _tree_over_limits(tmp: Path) -> Path:
+    """A three-input AND whose diagram needs more nodes than its `limits` allow."""
+    p = tmp / "big-tree.yaml"
+    p.write_text(
+        "apiVersion: archkit/v1\nmetadata: {name: s}\nfaulttrees:\n  - id: t\n    top: top\n"
+        "    limits: {max_bdd_nodes: 1}\n    gates:\n      - {id: top, type: and, inputs: [a, b, c]}\n"
+        "    events:\n" + "".join(f"      - {{id: {e}, label: {e}, probability: 0.1}}\n" for e in "abc"),
+        encoding="utf-8",
+    )
+    return p
+
+
 def _bad(tmp: Path) -> Path:
     p = tmp / "bad.yaml"
     p.write_text("apiVersion: archkit/v1\nmetadata: {name: s}\nbudgets: {p99_ms: fast}\n", encoding="utf-8")
@@ -145,6 +157,7 @@ CASES: dict[str, list[tuple[int, Case]]] = {
     ],
     "faulttree": [
         (0, lambda t: invoke("faulttree", REFERENCE)),
+        (1, lambda t: invoke("faulttree", _tree_over_limits(t))),
         (2, lambda t: invoke("faulttree", _missing(t))),
     ],
     "slo": [
