@@ -87,8 +87,14 @@ def test_review_page_zooms_pans_and_follows_a_node_link(tmp_path):
         _eval(b, f"document.querySelector('{view}').scrollIntoView({{block: 'center'}})")
         x, y = _centre(b, view)
         b.call("Input.dispatchMouseEvent", type="mouseWheel", x=x, y=y, deltaX=400, deltaY=0)
-        _settle(b)
-        assert _eval(b, f"document.querySelector('{view}').scrollLeft") > 100
+        # Chromium scrolls smoothly: poll for up to 3 s instead of one fixed pause
+        scrolled = 0.0
+        for _ in range(12):
+            _settle(b, 0.25)
+            scrolled = _eval(b, f"document.querySelector('{view}').scrollLeft")
+            if scrolled > 100:
+                break
+        assert scrolled > 100
         # full-size view opens over the page
         _click(b, "label[for=z-dataflow-full]")
         _settle(b)
