@@ -437,10 +437,10 @@ def export_mef(tree: FaultTree) -> str:
         elif e.rate_per_hour is not None:
             lam = f'<float value="{_num(e.rate_per_hour)}"/>'
             if e.test_interval_h is not None:
-                first = e.first_test_h if e.first_test_h is not None else e.test_interval_h
+                first_h = e.first_test_h if e.first_test_h is not None else e.test_interval_h
                 out.append(
                     f'      <periodic-test>{lam}<float value="{_num(e.test_interval_h)}"/>'
-                    f'<float value="{_num(first)}"/><system-mission-time/></periodic-test>'
+                    f'<float value="{_num(first_h)}"/><system-mission-time/></periodic-test>'
                 )
             else:
                 out.append(f"      <exponential>{lam}<system-mission-time/></exponential>")

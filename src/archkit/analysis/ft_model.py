@@ -150,6 +150,7 @@ def compile_tree(tree: FaultTree, house: dict[str, bool] | None = None) -> Formu
                     f"tree '{tree.id}': CCF group '{grp.id}' needs `probability` (its members' probabilities differ)"
                 )
             qt = own.pop()
+        assert qt is not None  # refused above when a member's probability is unknown
         combos = _ccf_events(grp, float(qt))
         for m in grp.members:
             kids = []

@@ -80,10 +80,10 @@ def observe(
     fv: dict[str, float] = {}
     if a.probability is not None:
         cond = tree.model_copy(deep=True)
-        for e in cond.events:
-            if e.id in observed:
-                e.probability = 1.0 if observed[e.id] else 0.0
-                e.rate_per_hour = None
+        for ev in cond.events:
+            if ev.id in observed:
+                ev.probability = 1.0 if observed[ev.id] else 0.0
+                ev.rate_per_hour = None
         ca = analyse(cond, cut_sets=False)
         obs.probability = ca.probability
         fv = ca.fussell_vesely

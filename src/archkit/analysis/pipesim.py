@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -183,7 +184,7 @@ def compile_steps(spec: Spec, load: LoadModel) -> tuple[dict[str, _Step], list[s
         routing = _ROUTING.get(svc.routing if svc is not None else "random", 0)
         r = res_ids.index(sl.resource) if sl.resource is not None else -1
         call = calls.get(st.id)
-        common = {
+        common: dict[str, Any] = {
             "index": i,
             "stage": st.id,
             "resource": r,

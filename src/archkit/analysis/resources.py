@@ -35,7 +35,7 @@ import math
 from dataclasses import dataclass
 
 from archkit.analysis.service_table import ServiceTable
-from archkit.spec.model import Device, GpuSharing, Service, Spec, Stage
+from archkit.spec.model import Device, Edge, GpuSharing, Service, Spec, Stage
 
 # a stage's P99 is at most this many P50s for the log-normal fit of its service time; beyond
 # it the P99 budget is headroom for queueing, not spread of the work itself
@@ -117,7 +117,7 @@ def reach(spec: Spec) -> dict[str, float]:
     """Share of the requests that visit each stage, from edge weights (see module docstring)."""
     ids = [s.id for s in spec.dataflow.stages]
     known = set(ids)
-    inbound: dict[str, list] = {i: [] for i in ids}
+    inbound: dict[str, list[Edge]] = {i: [] for i in ids}
     outdeg: dict[str, list[str]] = {i: [] for i in ids}
     for e in spec.dataflow.edges:
         if e.from_ in known and e.to in known and e.from_ != e.to:
@@ -237,6 +237,7 @@ def load_model(spec: Spec) -> LoadModel:
         replicas = max(1, svc.replicas) if svc is not None else 1
         m = st.model
         resource: str | None = None
+        per_replica: int | None
         if m is not None:
             table = busy_table_of(st)
             b = target_batch(st)

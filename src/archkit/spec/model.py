@@ -85,10 +85,10 @@ class Node(BaseModel):
         validate_default=True,
         allow_inf_nan=False,
     )
-    _path: tuple = PrivateAttr(default=())
+    _path: tuple[Any, ...] = PrivateAttr(default=())
 
     @property
-    def spec_path(self) -> tuple:
+    def spec_path(self) -> tuple[Any, ...]:
         """The path of this object in the document, e.g. ('dataflow', 'stages', 2)."""
         return self._path
 
@@ -1117,7 +1117,7 @@ class Spec(Node):
     def pool(self, pool_id: str) -> NodePool | None:
         return self.by_id("node pool").get(pool_id)
 
-    def control_node(self, node_id: str):
+    def control_node(self, node_id: str) -> Any:
         return self.by_id("control-flow node").get(node_id)
 
     def environment(self, env_id: str) -> Environment | None:
@@ -1180,7 +1180,7 @@ def _copy_paths(src: Node, dst: Node) -> None:
         b._path = a._path
 
 
-def walk(node: Any, path: tuple = ()) -> Iterator[Node]:
+def walk(node: Any, path: tuple[Any, ...] = ()) -> Iterator[Node]:
     """Every Node in the tree, depth first, in document order."""
     if isinstance(node, Node):
         yield node
@@ -1194,7 +1194,7 @@ def walk(node: Any, path: tuple = ()) -> Iterator[Node]:
             yield from walk(item, path)
 
 
-def assign_paths(node: Any, path: tuple = ()) -> None:
+def assign_paths(node: Any, path: tuple[Any, ...] = ()) -> None:
     """Record each object's document path (aliases, e.g. `from`, are used as keys)."""
     if isinstance(node, Node):
         node._path = path

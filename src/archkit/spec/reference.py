@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typing
 from enum import Enum
+from typing import Any
 
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
@@ -51,7 +52,7 @@ errors. Editors complete and validate specs through the JSON Schema
 """
 
 
-def _bounds(metadata: list) -> str:
+def _bounds(metadata: list[Any]) -> str:
     """The numeric bounds of a field as text, e.g. '1 to 128', '> 0, at most 86400'."""
     b = {k: getattr(m, k) for m in metadata for k in ("ge", "gt", "le", "lt") if hasattr(m, k)}
     if "ge" in b and "le" in b:
@@ -60,7 +61,7 @@ def _bounds(metadata: list) -> str:
     return ", ".join(parts)
 
 
-def _type_name(tp, metadata: list | None = None) -> str:
+def _type_name(tp: Any, metadata: list[Any] | None = None) -> str:
     origin = typing.get_origin(tp)
     args = typing.get_args(tp)
     if metadata:
@@ -87,7 +88,7 @@ def _type_name(tp, metadata: list | None = None) -> str:
     )
 
 
-def _models(tp, seen: list) -> None:
+def _models(tp: Any, seen: list[Any]) -> None:
     origin = typing.get_origin(tp)
     if origin is not None:
         for a in typing.get_args(tp):
@@ -116,7 +117,7 @@ def _cell(text: str) -> str:
 
 
 def markdown() -> str:
-    seen: list = []
+    seen: list[Any] = []
     _models(Spec, seen)
     out = [_INTRO]
     for cls in seen:

@@ -113,8 +113,8 @@ def class_refs(cls: type[BaseModel]) -> ClassRefs:
 
 
 def _model_classes(root: type[BaseModel]) -> Iterator[type[BaseModel]]:
-    seen: set[type] = set()
-    todo: list[type] = [root]
+    seen: set[type[BaseModel]] = set()
+    todo: list[type[BaseModel]] = [root]
     while todo:
         cls = todo.pop()
         if cls in seen:
@@ -172,7 +172,7 @@ class Reference:
     scopes: tuple[Scope, ...]  # one per namespace of `to`
 
     @property
-    def path(self) -> tuple:
+    def path(self) -> tuple[Any, ...]:
         path = tuple(getattr(self.obj, "spec_path", ())) + (self.key,)
         return path if self.index is None else path + (self.index,)
 
@@ -271,4 +271,5 @@ def refs_of(root: BaseModel) -> RefIndex:
     cache_ = root.__dict__.setdefault("_archkit_index", {})
     if "refs" not in cache_:
         cache_["refs"] = build(root)
-    return cache_["refs"]
+    index: RefIndex = cache_["refs"]
+    return index

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from archkit.spec.model import Spec
 
 SCHEMA_ID = "https://archkit.dev/schemas/archkit-v1.json"
 
 
-def json_schema() -> dict:
+def json_schema() -> dict[str, Any]:
     schema = Spec.model_json_schema(by_alias=True, mode="validation")
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["$id"] = SCHEMA_ID
