@@ -22,6 +22,10 @@ from archkit.loadtest.plan import Plan
 
 KEPT_UP = 0.99  # the achieved rate must reach 99 % of the target (issue: "below 99 % fails loudly")
 SLACK_REQUESTS = 1  # one request of rounding at a phase boundary is not a shortfall
+# A generator that keeps pace hands each request out within a few ms of its scheduled time
+# (send lag P99 3-18 ms measured on this machine, even at load 13): 50 ms behind is a generator
+# that fell behind, whatever the in-flight slots say.
+BEHIND_MS = 50.0
 CPU_SATURATED = 0.9  # a gevent process uses one core at most: ≥ 90 % of it is a saturated generator
 
 
@@ -64,6 +68,13 @@ def assess(plan: Plan, phases: list[dict], generator: dict, lag: Any) -> dict | 
         "phases": rows,
         "kept_up": not short,
     }
+    lag_p99 = lag_summary.get("p99_ms") or 0.0
+    saturated = cpu_util is not None and cpu_util >= CPU_SATURATED
+    if not short and out["dropped"] and (saturated or lag_p99 > BEHIND_MS):
+        # Drops at the in-flight bound mean a slow server only while the generator itself keeps
+        # pace; a saturated or lagging generator serves its own users late and fills the slots.
+        short = [max(rows, key=lambda r: r["dropped"])]
+        out["kept_up"] = False
     if short:
         worst = min(short, key=lambda r: (r["achieved_rps"] or 0) / (r["target_rps"] or 1))
         cpu_note = (

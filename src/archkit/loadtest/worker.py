@@ -107,6 +107,7 @@ class OpenPacer:
         self.free: deque[tuple[gevent.Greenlet, AsyncResult]] = deque()
         self.sched: dict[Any, float] = {}  # greenlet -> its request's scheduled time (monotonic)
         self.closed = False
+        self.released = False
         self.t0: float | None = None
         self.handed = 0
         self.dropped = 0
@@ -118,6 +119,8 @@ class OpenPacer:
     def acquire(self, user: Any) -> None:
         # After the end a user parks here until the runner stops it: a user stopping by itself
         # (StopUser) runs locust's bookkeeping while other answers are still due.
+        if self.released:  # a user that finished after release(): nobody would ever wake it
+            raise StopUser()
         ar: AsyncResult = AsyncResult()
         me = gevent.getcurrent()
         self.free.append((me, ar))  # after close() only release() sets it
@@ -157,7 +160,7 @@ class OpenPacer:
 
     def release(self) -> None:
         """Let every parked user stop (StopUser), once nothing is in flight any more."""
-        self.closed = True
+        self.closed = self.released = True
         while self.free:
             self.free.popleft()[1].set(None)
 
