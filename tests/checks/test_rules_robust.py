@@ -87,3 +87,21 @@ def test_odd_numbers_never_crash_a_rule_or_the_capacity_report(tmp_path_factory,
     path.write_text(text, encoding="utf-8")
     rep = capacity(path)
     assert not rep.diagnostics
+
+
+def test_ak203_searches_once_for_eleven_copies_of_one_stage():
+    """`make fuzz` found this: a structural mutation copying the 'asr' model stage 11 times
+    (12 model stages in all) took 4–5 s in AK203 (the recommendation search, ~0.3 s, ran once
+    per copy; a 164-copy variant took 70 s). Equal service tables now share one memoised
+    search and one simulation."""
+    from archkit import api
+    from archkit.analysis import batching, simulate
+
+    batching._recommend.cache_clear()
+    simulate.simulate.cache_clear()
+    path = Path(__file__).parent / "regressions" / "ak203-12-copies-of-one-model-stage.yaml"
+    report = api.check([path], select=["AK203"])
+    ak203 = [d for d in report.diagnostics if d.code == "AK203"]
+    assert len(ak203) == 11 and len({d.hint for d in ak203}) == 1
+    searches = batching._recommend.cache_info()
+    assert (searches.misses, searches.hits) == (1, 10), searches

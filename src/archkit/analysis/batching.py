@@ -27,6 +27,7 @@ The model (stated in docs/checks.md and printed by `archkit capacity`):
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -228,6 +229,10 @@ def recommend(
 ) -> Recommendation:
     """Fewest replicas (then lowest P99) over batch size × queue delay that meets `budget_ms`.
 
+    Memoised on its arguments (a few hundred predictions and up to a few simulations each:
+    ~0.1–0.3 s): `check` and `capacity` ask for the same stage more than once, and specs
+    repeat stages.
+
     Instances per replica stay as declared; replicas vary from 1 to `max_replicas`. A
     configuration meets the budget when the analytic P99 does and (with `verify`) a
     discrete-event simulation of it does too: the M/D/c tail is an approximation that can
@@ -238,6 +243,33 @@ def recommend(
     (exact for random: Poisson splitting makes replicas independent) and the pooled
     instances for least-request.
     """
+    return _recommend(
+        table,
+        arrival_rps,
+        budget_ms,
+        max_batch_size,
+        tuple(preferred),
+        instances,
+        max_replicas,
+        tuple(delays_us),
+        verify,
+        routing,
+    )
+
+
+@functools.lru_cache(maxsize=512)
+def _recommend(
+    table: ServiceTable,
+    arrival_rps: float,
+    budget_ms: float,
+    max_batch_size: int,
+    preferred: tuple[int, ...],
+    instances: int,
+    max_replicas: int,
+    delays_us: tuple[int, ...],
+    verify: bool,
+    routing: str,
+) -> Recommendation:
 
     def meets(p: BatchPrediction) -> bool:
         if p.p99_ms > budget_ms:

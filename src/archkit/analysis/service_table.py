@@ -28,7 +28,15 @@ class ServiceTable:
             pts[int(b)] = float(t)
         if not pts:
             raise ValueError("a service-time table needs at least one batch size")
-        self.points = sorted(pts.items())
+        self.points: tuple[tuple[int, float], ...] = tuple(sorted(pts.items()))
+
+    # Equal tables are interchangeable: the analyses memoise on them (a spec whose stages share
+    # a model, or a fuzzed spec with a stage copied 100 times, pays for each table once).
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ServiceTable) and self.points == other.points
+
+    def __hash__(self) -> int:
+        return hash(self.points)
 
     @property
     def largest(self) -> int:
