@@ -323,3 +323,57 @@ def test_cli_text_report_names_the_longest_part(cli):
     assert "top event probability: 0.01011538" in res.output
     assert "[order <= 3]" in res.output and "longest:" in res.output
     assert "Fussell-Vesely" in res.output
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(random_trees())
+def test_every_variable_order_heuristic_gives_the_same_answer(tree):
+    """`choose_order` picks one of five (formula, order) candidates by a static score; each
+    must be exact on its own, coalescing included, since a different tree picks another.
+    The default pick is held to enumeration by the test above."""
+    from unittest import mock
+
+    from archkit.analysis import faulttree
+    from archkit.analysis.ft_model import compile_tree, order_candidates
+
+    base = analyse(tree)
+    names = [c[0] for c in order_candidates(compile_tree(tree))]
+    assert len(names) == 5 and base.variable_order in names
+    for i in range(5):
+
+        def pick(f, i=i):
+            name, form, order = order_candidates(f)[i]
+            return form, order, name
+
+        with mock.patch.object(faulttree, "choose_order", pick):
+            a = analyse(tree)
+        assert a.variable_order == names[i]
+        assert a.probability == pytest.approx(base.probability, rel=1e-12, abs=1e-15)
+        assert a.cut_sets == base.cut_sets
+        assert a.birnbaum == pytest.approx(base.birnbaum, rel=1e-9, abs=1e-12)
+
+
+def test_coalescing_merges_only_a_same_type_child_with_one_parent():
+    from archkit.analysis.ft_model import coalesced, compile_tree
+
+    tree = FaultTree(
+        id="t",
+        top="top",
+        gates=[
+            Gate(id="top", type="or", inputs=["o1", "a1", "shared", "x"]),
+            Gate(id="o1", type="or", inputs=["a", "o2"]),  # OR under OR, one parent: merged
+            Gate(id="o2", type="or", inputs=["b", "c"]),  # ... and its own OR child too
+            Gate(id="a1", type="and", inputs=["d", "shared"]),  # AND under OR: kept
+            Gate(id="shared", type="or", inputs=["e", "f"]),  # two parents: kept
+            Gate(id="x", type="and", inputs=["a2", "g"]),
+            Gate(id="a2", type="and", inputs=["h", "i"]),  # AND under AND: merged
+        ],
+        events=[BasicEvent(id=e, probability=0.1) for e in "abcdefghi"],
+    )
+    got = {g: (t.value, ins) for g, (t, ins, _k) in coalesced(compile_tree(tree)).gates.items()}
+    assert got == {
+        "top": ("or", ["a", "b", "c", "a1", "shared", "x"]),
+        "a1": ("and", ["d", "shared"]),
+        "shared": ("or", ["e", "f"]),
+        "x": ("and", ["h", "i", "g"]),
+    }

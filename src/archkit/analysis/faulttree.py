@@ -4,8 +4,8 @@ Pure functions over `archkit.spec.model.FaultTree`; no I/O. The engine (`ft_bdd`
 `ft_model`) works the way the reference tools do (SCRAM, XFTA):
 
 - The tree is flattened into a Boolean formula (every MEF gate type, house events,
-  common-cause groups) and compiled into one reduced ordered BDD, under a weighted
-  depth-first variable order (see `ft_model.variable_order`).
+  common-cause groups), optionally coalesced, and compiled into reduced ordered BDDs, one
+  per module, under the variable order `ft_model.choose_order` picks from five heuristics.
 - The top-event probability is exact and independent of cut sets: one bottom-up pass of
   Shannon expansion over the BDD, P(f) = p(x)·P(f|x=1) + (1-p(x))·P(f|x=0), with basic
   events independent.
@@ -36,7 +36,7 @@ from typing import Any
 
 from archkit.analysis.ft_bdd import DiagramLimitError, Zbdd
 from archkit.analysis.ft_engine import Engine
-from archkit.analysis.ft_model import FaultTreeError, compile_tree, event_probability, variable_order
+from archkit.analysis.ft_model import FaultTreeError, choose_order, compile_tree, event_probability
 from archkit.spec.model import BasicEvent, FaultTree
 
 __all__ = [
@@ -74,9 +74,11 @@ class FaultTreeLimitError(FaultTreeError):
 def _engine(
     tree: FaultTree, house: dict[str, bool] | None, progress: Progress | None, modular: bool = True
 ) -> Engine:
-    f = compile_tree(tree, house)
+    f, order, heuristic = choose_order(compile_tree(tree, house))
     try:
-        return Engine(f, variable_order(f), tree.limits.max_bdd_nodes, progress, modular)
+        eng = Engine(f, order, tree.limits.max_bdd_nodes, progress, modular)
+        eng.heuristic = heuristic
+        return eng
     except DiagramLimitError as exc:
         raise FaultTreeLimitError(tree.id, "max_bdd_nodes", exc.limit, "the BDD") from None
 
@@ -109,6 +111,7 @@ class FaultTreeAnalysis:
     order_limit: int | None = None
     cutoff: float | None = None
     bdd_nodes: int = 0
+    variable_order: str = ""  # the heuristic `ft_model.choose_order` picked
     modules: int = 0
     zbdd_nodes: int = 0
     seconds: dict[str, float] = field(default_factory=dict)
@@ -160,6 +163,7 @@ class FaultTreeAnalysis:
             "missing_probability": self.missing_probability,
             "unused_events": self.unused_events,
             "bdd_nodes": self.bdd_nodes,
+            "variable_order": self.variable_order,
             "modules": self.modules,
             "zbdd_nodes": self.zbdd_nodes,
             "seconds": self.seconds,
@@ -207,6 +211,7 @@ def analyse(
     res.event_probabilities.update({v: probs[v] for v in f.variables})
     res.coherent, res.order_limit, res.cutoff, res.ccf_events = f.coherent, order, cutoff, dict(f.ccf_of)
     res.bdd_nodes = eng.node_count
+    res.variable_order = eng.heuristic
     res.modules = len(eng.modules)
     res.seconds["bdd"] = round(eng.seconds, 4)
     # a CCF member's independent failure keeps the member's id, so this covers members too
