@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-import platform
 import threading
 import time
 from collections.abc import Callable
@@ -32,6 +31,7 @@ import numpy as np
 
 from archkit.calibrate.triton import Client, ModelConfig, TritonError, delta
 from archkit.errors import ArchkitError
+from archkit.machine import cpu_model, load_average
 from archkit.spec.model import Spec
 
 KIND = "calibration"
@@ -195,18 +195,10 @@ def concurrency_point(
 
 
 def environment() -> dict:
-    cpu = platform.processor() or "?"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
     return {
-        "cpu": cpu,
+        "cpu": cpu_model(),
         "cores": os.cpu_count(),
-        "load_average": [round(x, 2) for x in os.getloadavg()],
+        "load_average": load_average(),
         "measured_at": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
     }
 

@@ -26,6 +26,7 @@ from archkit.loadtest import scrape
 from archkit.loadtest.results import located_verdict
 from archkit.loadtest.runner import RunData, free_port, run
 from archkit.loadtest.safety import require_loopback
+from archkit.machine import cpu_model, load_average
 from archkit.reporting import Located, locate
 from archkit.spec.model import Spec
 
@@ -139,27 +140,16 @@ def check_payloads(spec: Spec, root: Path) -> None:
 
 def environment_info() -> dict:
     """CPU model, cores and versions: what a reader needs to compare two reports."""
-    cpu = platform.processor() or "?"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
     versions = {}
     for pkg in ("archkit", "locust", "hdrhistogram", "gevent", "tritonclient", "matplotlib"):
         with contextlib.suppress(metadata.PackageNotFoundError):
             versions[pkg] = metadata.version(pkg)
-    load = None
-    with contextlib.suppress(OSError):
-        load = [round(x, 2) for x in os.getloadavg()]
     return {
-        "cpu": cpu,
+        "cpu": cpu_model(),
         "cores": os.cpu_count(),
         "python": platform.python_version(),
         "platform": platform.platform(),
-        "load_average": load,
+        "load_average": load_average(),
         "versions": versions,
     }
 
