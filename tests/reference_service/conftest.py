@@ -176,20 +176,16 @@ def redis_server():
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-@pytest.fixture(scope="session")
-def service(redis_server, tmp_path_factory):
-    """The whole service (Triton + gateway) on free ports; always stopped afterwards."""
-    if not SERVICE_PY.exists():
-        if os.environ.get("ARCHKIT_REQUIRE_LIVE"):
-            pytest.fail("reference_service/.venv is missing; run `make reference-venv`")
-        pytest.skip("reference_service/.venv is missing; run `make reference-venv`")
+def start_service(base: Path, prefix: str, extra: list[str], redis_port: int | None = None) -> Service:
+    """`python -m reference_service serve` on four free loopback ports, ready to answer.
+
+    Its log goes to `base`/serve.log. A private TMPDIR (named `prefix`…): after SIGTERM it
+    must be empty again (no run folder left behind); short, under /tmp, because PyTriton puts
+    unix sockets (108-byte path limit) in its workspace. Stopped again if it never gets ready.
+    """
     http, t_http, t_grpc, t_metrics = free_ports(4)
-    base = tmp_path_factory.mktemp("reference_service")
     log = base / "serve.log"
-    # A private TMPDIR: after SIGTERM it must be empty again (no run folder left behind).
-    # Short, because PyTriton puts unix sockets (108-byte path limit) in its workspace.
-    private_tmp = Path(tempfile.mkdtemp(prefix="ocrt-", dir="/tmp"))
-    env = {**os.environ, "TMPDIR": str(private_tmp)}
+    private_tmp = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
     cmd = [
         str(SERVICE_PY),
         "-m",
@@ -203,32 +199,53 @@ def service(redis_server, tmp_path_factory):
         str(t_grpc),
         "--triton-metrics-port",
         str(t_metrics),
-        "--max-inflight",
-        str(MAX_INFLIGHT),
+        *extra,
     ]
-    if redis_server is not None:
-        cmd += ["--redis-url", f"redis://127.0.0.1:{redis_server['port']}/0"]
     with open(log, "wb") as out:
         proc = subprocess.Popen(
-            cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, env=env
+            cmd,
+            cwd=ROOT,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env={**os.environ, "TMPDIR": str(private_tmp)},
         )
     url = f"http://127.0.0.1:{http}"
     try:
         _wait_ready(url, proc, 120)
-        svc = Service(
-            url,
-            proc.pid,
-            f"http://127.0.0.1:{t_http}",
-            f"http://127.0.0.1:{t_metrics}",
-            redis_server["port"] if redis_server else None,
-            log,
-            proc,
-            private_tmp,
-        )
     except BaseException:
         stop_service(proc, private_tmp)
         shutil.rmtree(private_tmp, ignore_errors=True)
         raise
+    return Service(
+        url,
+        proc.pid,
+        f"http://127.0.0.1:{t_http}",
+        f"http://127.0.0.1:{t_metrics}",
+        redis_port,
+        log,
+        proc,
+        private_tmp,
+    )
+
+
+@pytest.fixture(scope="session")
+def service(redis_server, tmp_path_factory):
+    """The whole service (Triton + gateway) on free ports; always stopped afterwards."""
+    if not SERVICE_PY.exists():
+        if os.environ.get("ARCHKIT_REQUIRE_LIVE"):
+            pytest.fail("reference_service/.venv is missing; run `make reference-venv`")
+        pytest.skip("reference_service/.venv is missing; run `make reference-venv`")
+    extra = ["--max-inflight", str(MAX_INFLIGHT)]
+    if redis_server is not None:
+        extra += ["--redis-url", f"redis://127.0.0.1:{redis_server['port']}/0"]
+    svc = start_service(
+        tmp_path_factory.mktemp("reference_service"),
+        "ocrt-",
+        extra,
+        redis_server["port"] if redis_server else None,
+    )
+    private_tmp = svc.private_tmp
     try:
         yield svc
     finally:
