@@ -2,12 +2,17 @@
 
 Run: .venv/bin/python bench/bench_faulttree.py --runs 7
      .venv/bin/python bench/bench_faulttree.py --aralia [--scram] [--timeout 120] [TREE ...]
+     .venv/bin/python bench/bench_faulttree.py --orders [--budget 3000000] TREE ...
 
 `--aralia`: every tree of tests/analysis/faulttrees (the Aralia set, Baobab1/2, 200_event),
 each in a fresh process (its own peak RSS): the probability alone (BDD + importance), and
 for Baobab1/2 and 200_event the cut sets too; with `--scram`, SCRAM (Debian `scram`) on the
 same file in the same run, as the peer (`-l 2`: probability only, its BDD). Prints a Markdown
 table for docs/benchmarks.md and checks each probability against scram-reference.json.
+
+`--orders`: for each Aralia tree named, the BDD nodes each of `ft_model.order_candidates`
+creates (forced in turn, each in a fresh process, probability only, at most `--budget` nodes
+per diagram) and the candidate `choose_order` picks.
 """
 
 from __future__ import annotations
@@ -108,6 +113,53 @@ def worker(files: list[str], order: int | None, cut_sets: bool) -> None:
     print(json.dumps(out))
 
 
+def order_worker(path: str, index: int, budget: int) -> None:
+    """Build candidate `index` of one tree's variable orders; print its nodes (or 'over')."""
+    import json
+
+    from archkit.analysis.ft_bdd import DiagramLimitError
+    from archkit.analysis.ft_engine import Engine
+    from archkit.analysis.ft_mef import import_mef
+    from archkit.analysis.ft_model import compile_tree, order_candidates
+
+    tree = import_mef([(path, Path(path).read_bytes())])[0]
+    _name, form, order = order_candidates(compile_tree(tree))[index]
+    t0 = time.perf_counter()
+    try:
+        nodes: int | None = Engine(form, order, budget).node_count
+    except DiagramLimitError:
+        nodes = None
+    print(json.dumps({"nodes": nodes, "seconds": time.perf_counter() - t0}))
+
+
+def orders(names: list[str], budget: int, timeout: float) -> None:
+    import json
+
+    from archkit.analysis.ft_mef import import_mef
+    from archkit.analysis.ft_model import choose_order, compile_tree, order_candidates
+
+    print(f"load average {os.getloadavg()[0]:.1f} at start; budget {budget:,} nodes per diagram")
+    header = None
+    for name in names:
+        path = FT / "aralia" / f"{name}.xml"
+        f = compile_tree(import_mef([(str(path), path.read_bytes())])[0])
+        cands = [c[0] for c in order_candidates(f)]
+        if header is None:
+            header = cands
+            print("| tree | " + " | ".join(cands) + " | picked |")
+            print("|---|" + "---:|" * len(cands) + "---|")
+        cells = []
+        for i in range(len(cands)):
+            cmd = [sys.executable, __file__, "--order-worker", str(path), str(i), str(budget)]
+            try:
+                proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
+                nodes = json.loads(proc.stdout.strip().splitlines()[-1])["nodes"]
+            except (subprocess.TimeoutExpired, IndexError, json.JSONDecodeError):
+                nodes = None
+            cells.append(f"{nodes:,}" if nodes is not None else "over")
+        print(f"| {name} | " + " | ".join(cells) + f" | {choose_order(f)[2]} |", flush=True)
+
+
 def aralia(names: list[str], timeout: float, scram: bool) -> None:
     import json
     import shutil
@@ -192,8 +244,18 @@ def main() -> None:
     ap.add_argument("--worker", nargs="+")
     ap.add_argument("--order", type=int, default=0)
     ap.add_argument("--cut-sets", action="store_true")
+    ap.add_argument("--orders", action="store_true")
+    ap.add_argument("--budget", type=int, default=3_000_000)
+    ap.add_argument("--order-worker", nargs=3)
     ap.add_argument("trees", nargs="*")
     args = ap.parse_args()
+    if args.order_worker:
+        path, index, budget = args.order_worker
+        order_worker(path, int(index), int(budget))
+        return
+    if args.orders:
+        orders(args.trees, args.budget, args.timeout)
+        return
     if args.worker:
         worker(args.worker, args.order or None, args.cut_sets)
         return

@@ -93,7 +93,10 @@ def _fmt(x: float | None) -> str:
 def _text_report(tree: Any, a: Any, top_n: int) -> list[str]:
     lines = [f"fault tree {a.tree_id}: {len(tree.events)} event(s), {len(tree.gates)} gate(s)"]
     if a.probability is not None:
-        lines.append(f"  top event probability: {a.probability:.7g} (exact, BDD of {a.bdd_nodes:,} nodes)")
+        lines.append(
+            f"  top event probability: {a.probability:.7g} "
+            f"(exact, BDD of {a.bdd_nodes:,} nodes, {a.variable_order} variable order)"
+        )
     else:
         lines.append(
             f"  top event probability: unknown (no probability for: {', '.join(a.missing_probability[:8])})"
