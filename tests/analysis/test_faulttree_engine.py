@@ -12,6 +12,7 @@ import itertools
 import json
 import math
 from pathlib import Path
+from unittest import mock
 
 import pytest
 import yaml
@@ -331,8 +332,6 @@ def test_every_variable_order_heuristic_gives_the_same_answer(tree):
     """`choose_order` picks one of five (formula, order) candidates by a static score; each
     must be exact on its own, coalescing included, since a different tree picks another.
     The default pick is held to enumeration by the test above."""
-    from unittest import mock
-
     from archkit.analysis import faulttree
     from archkit.analysis.ft_model import compile_tree, order_candidates
 
@@ -377,3 +376,59 @@ def test_coalescing_merges_only_a_same_type_child_with_one_parent():
         "shared": ("or", ["e", "f"]),
         "x": ("and", ["h", "i", "g"]),
     }
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(random_trees(), st.sampled_from([(1, 1), (2, 3), (16, None)]))
+def test_compiled_kernel_builds_the_same_diagrams_as_python(tree, sizes):
+    """ft_kernel runs the Python diagram's algorithm in numba: the same operations in the same
+    order create the same nodes with the same ids, so the diagrams must be identical, whatever
+    the start capacity (2 nodes, 8, 65,536: every growth path) and frame stack (1 row, 3)."""
+    from archkit.analysis import ft_kernel
+    from archkit.analysis.ft_engine import Engine
+    from archkit.analysis.ft_model import choose_order, compile_tree
+
+    bits, rows = sizes
+    f, order, _ = choose_order(compile_tree(tree))
+    py = Engine(f, order, 100_000, kernel="python")
+
+    real = ft_kernel.CompiledBdd
+
+    def small(nvars, max_nodes):
+        return real(nvars, max_nodes, cache_bits=4, capacity_bits=bits, stack_rows=rows)
+
+    with mock.patch.object(ft_kernel, "CompiledBdd", small):
+        nb = Engine(f, order, 100_000, kernel="compiled")
+    assert nb.kernel == "compiled" and py.kernel == "python"
+    for g, m in py.modules.items():
+        n = nb.modules[g]
+        assert (n.root, n.nodes) == (m.root, m.nodes)
+        assert (n.bdd.var, n.bdd.lo, n.bdd.hi) == (m.bdd.var, m.bdd.lo, m.bdd.hi)
+
+
+def test_compiled_kernel_refuses_past_the_node_limit():
+    from archkit.analysis.ft_bdd import DiagramLimitError
+    from archkit.analysis.ft_engine import Engine
+    from archkit.analysis.ft_model import choose_order, compile_tree
+
+    path = ARALIA / "das9601.xml"
+    f, order, _ = choose_order(compile_tree(import_mef([(str(path), path.read_bytes())])[0]))
+    with pytest.raises(DiagramLimitError, match="more than 50,000 nodes"):
+        Engine(f, order, 50_000, kernel="compiled")
+    assert Engine(f, order, 4_000_000, kernel="compiled").node_count == 211_893
+
+
+def test_auto_kernel_switches_to_compiled_for_a_large_module():
+    """The "auto" kernel starts every module in Python and rebuilds one that outgrows SWITCH_AT
+    nodes with the compiled kernel: same nodes, same answer, and the report says which ran."""
+    from archkit.analysis import ft_engine
+
+    path = ARALIA / "baobab2.xml"
+    tree = import_mef([(str(path), path.read_bytes())])[0]
+    small = analyse(tree, cut_sets=False)
+    assert small.bdd_kernel == "python"
+    with mock.patch.object(ft_engine, "SWITCH_AT", 200):
+        big = analyse(tree)
+    assert big.bdd_kernel == "compiled"
+    assert (big.probability, big.bdd_nodes) == (small.probability, small.bdd_nodes)
+    assert big.probability == pytest.approx(REF["baobab2"]["probability"], rel=1e-5)

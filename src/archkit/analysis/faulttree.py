@@ -112,6 +112,7 @@ class FaultTreeAnalysis:
     cutoff: float | None = None
     bdd_nodes: int = 0
     variable_order: str = ""  # the heuristic `ft_model.choose_order` picked
+    bdd_kernel: str = ""  # "compiled" (ft_kernel, numba) or "python" (ft_bdd)
     modules: int = 0
     zbdd_nodes: int = 0
     seconds: dict[str, float] = field(default_factory=dict)
@@ -164,6 +165,7 @@ class FaultTreeAnalysis:
             "unused_events": self.unused_events,
             "bdd_nodes": self.bdd_nodes,
             "variable_order": self.variable_order,
+            "bdd_kernel": self.bdd_kernel,
             "modules": self.modules,
             "zbdd_nodes": self.zbdd_nodes,
             "seconds": self.seconds,
@@ -212,6 +214,7 @@ def analyse(
     res.coherent, res.order_limit, res.cutoff, res.ccf_events = f.coherent, order, cutoff, dict(f.ccf_of)
     res.bdd_nodes = eng.node_count
     res.variable_order = eng.heuristic
+    res.bdd_kernel = eng.kernel
     res.modules = len(eng.modules)
     res.seconds["bdd"] = round(eng.seconds, 4)
     # a CCF member's independent failure keeps the member's id, so this covers members too

@@ -24,13 +24,16 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from archkit.analysis.ft_bdd import Bdd, Zbdd
+from archkit.analysis.ft_bdd import Bdd, DiagramLimitError, Zbdd
 from archkit.analysis.ft_model import Formula
 from archkit.spec.model import GateType
 
 __all__ = ["Engine"]
 
 Progress = Callable[[str, int, int], None]
+# Nodes after which "auto" rebuilds a module with the compiled kernel: ~0.4 s of Python
+# diagram, as long as numba takes to load (measured on the Aralia trees, docs/benchmarks.md).
+SWITCH_AT = 100_000
 
 
 def combine(bdd: Bdd, kind: GateType, kids: list[int], k: int) -> int:
@@ -129,11 +132,13 @@ class Engine:
         max_nodes: int,
         progress: Progress | None = None,
         modular: bool = True,
+        kernel: str = "auto",
     ) -> None:
         start = time.perf_counter()
         self.formula = f
         self.order = order
         self.heuristic = ""  # which variable-order heuristic built `order` (set by the caller)
+        self.kernel = "python"  # which BDD implementation built the diagrams
         self.var_index = {v: 2 * i + 1 for i, v in enumerate(order)}
         self.names: dict[int, str] = {i: v for v, i in self.var_index.items()}
         mods = find_modules(f) if modular else [f.top]
@@ -143,8 +148,7 @@ class Engine:
         self.constant: dict[str, int] = {}
         for done, g in enumerate(mods, 1):
             pos = firstpos.get(g)
-            m = Module(g, 2 * pos if pos is not None else -1, Bdd(len(order), max_nodes))
-            m.root = self._build(m)
+            m = self._module(g, 2 * pos if pos is not None else -1, kernel, max_nodes)
             m.bdd.drop_caches()
             m.nodes = m.bdd.reachable(m.root)
             if m.root < 2:
@@ -153,6 +157,31 @@ class Engine:
             if progress is not None:
                 progress("modules", done, len(mods))
         self.seconds = time.perf_counter() - start
+
+    def _module(self, g: str, index: int, kernel: str, max_nodes: int) -> Module:
+        """Module `g` built by the kernel asked for: "python" (`ft_bdd.Bdd`), "compiled"
+        (`ft_kernel`, numba), or "auto": the Python diagram, and the compiled one for a module
+        that outgrows SWITCH_AT nodes in Python. Loading numba costs ~0.4 s (and compiling,
+        once per machine, ~5 s), which a module that small never repays."""
+        nvars = len(self.order)
+        if kernel != "compiled":
+            budget = max_nodes if kernel == "python" else min(max_nodes, SWITCH_AT)
+            m = Module(g, index, Bdd(nvars, budget))
+            try:
+                m.root = self._build(m)
+                return m
+            except DiagramLimitError:
+                if kernel == "python" or budget == max_nodes:
+                    raise
+        from archkit.analysis import ft_kernel
+
+        if not ft_kernel.available(nvars):
+            m = Module(g, index, Bdd(nvars, max_nodes))
+        else:
+            m = Module(g, index, ft_kernel.CompiledBdd(nvars, max_nodes))
+            self.kernel = "compiled"
+        m.root = self._build(m)
+        return m
 
     @property
     def top(self) -> Module:

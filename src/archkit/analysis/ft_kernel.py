@@ -1,0 +1,314 @@
+"""The BDD's apply loop on plain arrays, compiled by numba: the fault-tree engine's hot path.
+
+`ft_bdd.Bdd` spends ~4 µs of Python per node it creates (edf9204: 2.9 million nodes, 12 s).
+The same algorithm — hash-consed nodes in a unique table, Shannon expansion, memoised
+operations — on integer arrays runs as machine code here. Written in the subset of Python that
+numba compiles (like `pipesim_kernel`): compiled on first use and cached on disk.
+
+Layout: nodes are int32 triples in `var`, `lo`, `hi` (0 is FALSE, 1 is TRUE, their variable is
+`TERMINAL`). `table` is an open-addressing unique table of node ids (0: empty slot), at most
+half full. The operation cache is direct-mapped and lossy (a newer entry overwrites an older
+one, as in CUDD): `ck` holds a key packed from (op, a, b), `cr` the result. `meta` holds
+[node count, node budget, table mask, cache mask].
+
+Every function returns a node id >= 0, or `LIMIT` (-1) when the node budget is spent, or
+`FULL` (-2) when the arrays or the table must grow first (or `DEEP`, -3, the frame stack);
+`CompiledBdd` grows them and asks again (nodes already made are found again through the
+table, and results through the cache, so a retry repeats little work).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from archkit.analysis.ft_bdd import TERMINAL, Bdd, DiagramLimitError
+
+__all__ = ["CompiledBdd", "available"]
+
+AND, OR, XOR, NOT = 0, 1, 2, 3
+LIMIT, FULL, DEEP = -1, -2, -3  # node budget spent; arrays or table full; frame stack full
+NONTERMINAL, NEG_A, NEG_B = -1, -2, -3  # `_terminal`'s answers besides a node id
+# The frame stack is as deep as a diagram is tall (two rows per variable suffice); a tree of
+# more variables than this uses the Python engine rather than a stack of megabytes.
+MAX_VARS = 200_000
+
+
+def _slot(x: int, y: int, z: int, mask: int) -> int:
+    """A hash of three ids (multiplicative, as in Knuth's scheme), masked to a table index."""
+    return ((int(x) * 0x9E3779B1) ^ (int(y) * 0x85EBCA77) ^ (int(z) * 0xC2B2AE3D)) & int(mask)
+
+
+def _mk(v: int, lo: int, hi: int, var: Any, low: Any, high: Any, meta: Any, table: Any) -> int:
+    if lo == hi:
+        return lo
+    n = int(meta[0])
+    if n >= var.shape[0] or 2 * (n + 1) > table.shape[0]:
+        return FULL
+    mask = meta[2]
+    i = _slot(v, lo, hi, mask)
+    while True:
+        node = int(table[i])
+        if node == 0:
+            if n >= meta[1]:
+                return LIMIT
+            var[n] = v
+            low[n] = lo
+            high[n] = hi
+            table[i] = n
+            meta[0] = n + 1
+            return n
+        if var[node] == v and low[node] == lo and high[node] == hi:
+            return node
+        i = (i + 1) & mask
+
+
+def _terminal(op: int, a: int, b: int) -> int:
+    """The result when (op, a, b) needs no expansion; NONTERMINAL, or NEG_A/NEG_B for an XOR
+    with TRUE (the negation of the other operand)."""
+    if op == AND:
+        if a == 0 or b == 0:
+            return 0
+        if a == 1 or a == b:
+            return b
+        if b == 1:
+            return a
+    elif op == OR:
+        if a == 1 or b == 1:
+            return 1
+        if a == 0 or a == b:
+            return b
+        if b == 0:
+            return a
+    elif op == XOR:
+        if a == 0:
+            return b
+        if b == 0:
+            return a
+        if a == b:
+            return 0
+        if a == 1:
+            return NEG_B
+        if b == 1:
+            return NEG_A
+    elif a < 2:  # NOT of a terminal
+        return 1 - a
+    return NONTERMINAL
+
+
+def _apply(
+    op: int,
+    a: int,
+    b: int,
+    var: Any,
+    low: Any,
+    high: Any,
+    meta: Any,
+    table: Any,
+    ck: Any,
+    cr: Any,
+    stk: Any,
+) -> int:
+    """op(a, b) by Shannon expansion, depth-first on an explicit stack (numba's on-disk cache
+    does not hold recursive functions safely: a cached recursive version crashed here).
+
+    A frame is a row of `stk`: 0 op, 1 a, 2 b, 3 top variable, 4-5 the high operands, 6 the
+    low result, 7 cache slot, 8 phase (1: low child pending, 2: high child pending), 9 key.
+    """
+    sp = 0
+    stk[0, 0], stk[0, 1], stk[0, 2] = op, a, b
+    while True:
+        op, a, b = stk[sp, 0], stk[sp, 1], stk[sp, 2]
+        ret = _terminal(op, a, b)
+        if ret < NONTERMINAL:  # NEG_A or NEG_B
+            stk[sp, 1] = a if ret == NEG_A else b
+            stk[sp, 0], stk[sp, 2] = NOT, 0
+            continue
+        if ret == NONTERMINAL:
+            if op == NOT:
+                b = 0
+            elif a > b:
+                a, b = b, a
+            key = (int(a) << 34) | (int(b) << 2) | op
+            slot = _slot(op, a, b, meta[3])
+            if ck[slot] == key:
+                ret = cr[slot]
+            else:
+                va = var[a]
+                vb = var[b] if op != NOT else TERMINAL
+                if op == NOT:
+                    v, a0, b0, a1, b1 = va, low[a], 0, high[a], 0
+                elif va == vb:
+                    v, a0, b0, a1, b1 = va, low[a], low[b], high[a], high[b]
+                elif va < vb:
+                    v, a0, b0, a1, b1 = va, low[a], b, high[a], b
+                else:
+                    v, a0, b0, a1, b1 = vb, a, low[b], a, high[b]
+                stk[sp, 3], stk[sp, 4], stk[sp, 5] = v, a1, b1
+                stk[sp, 7], stk[sp, 8], stk[sp, 9] = slot, 1, key
+                sp += 1
+                if sp >= stk.shape[0]:
+                    return DEEP
+                stk[sp, 0], stk[sp, 1], stk[sp, 2] = op, a0, b0
+                continue
+        # `ret` answers frame sp: hand it to the frames above until one has a child left
+        while True:
+            sp -= 1
+            if sp < 0:
+                return ret
+            if stk[sp, 8] == 1:
+                stk[sp, 6], stk[sp, 8] = ret, 2
+                sp += 1
+                stk[sp, 0], stk[sp, 1], stk[sp, 2] = stk[sp - 1, 0], stk[sp - 1, 4], stk[sp - 1, 5]
+                break
+            r = _mk(stk[sp, 3], stk[sp, 6], ret, var, low, high, meta, table)
+            if r < 0:
+                return r
+            ck[stk[sp, 7]] = stk[sp, 9]
+            cr[stk[sp, 7]] = r
+            ret = r
+
+
+def _rehash(var: Any, low: Any, high: Any, n: int, table: Any) -> None:
+    mask = table.shape[0] - 1
+    for node in range(2, n):
+        i = _slot(var[node], low[node], high[node], mask)
+        while table[i] != 0:
+            i = (i + 1) & mask
+        table[i] = node
+
+
+_compiled: dict[str, Any] = {}
+
+
+def _kernel() -> dict[str, Any] | None:
+    """The compiled functions (numba on first use, cached on disk), or None without numba."""
+    if not _compiled:
+        try:
+            import numba
+        except ImportError:  # pragma: no cover - numba is a dependency; a stripped install still works
+            return None
+        g = globals()
+        # the functions resolve each other as globals: compile the callees first
+        g["_slot"] = numba.njit(cache=True)(_slot)
+        g["_mk"] = numba.njit(cache=True)(_mk)
+        g["_terminal"] = numba.njit(cache=True)(_terminal)
+        g["_apply"] = numba.njit(cache=True)(_apply)
+        g["_rehash"] = numba.njit(cache=True)(_rehash)
+        _compiled.update(mk=g["_mk"], apply=g["_apply"], rehash=g["_rehash"])
+    return _compiled
+
+
+def available(nvars: int) -> bool:
+    """Whether the compiled kernel can build a diagram over `nvars` variables here."""
+    return nvars <= MAX_VARS and _kernel() is not None
+
+
+class CompiledBdd(Bdd):
+    """`Bdd` whose construction runs in `ft_kernel`; reading it (probability, gradient, minimal
+    solutions) is `Bdd`'s own code over plain lists once `drop_caches` has run."""
+
+    def __init__(
+        self,
+        nvars: int,
+        max_nodes: int = 4_000_000,
+        cache_bits: int = 20,
+        capacity_bits: int = 16,
+        stack_rows: int | None = None,
+    ) -> None:
+        super().__init__(nvars, max_nodes)
+        k = _kernel()
+        assert k is not None  # callers ask `available` first
+        self._k = k
+        cap = 1 << capacity_bits  # doubled as needed (tests start small to exercise growth)
+        self._var = np.full(cap, TERMINAL, dtype=np.int32)
+        self._lo = np.zeros(cap, dtype=np.int32)
+        self._hi = np.zeros(cap, dtype=np.int32)
+        self._lo[1] = self._hi[1] = 1
+        self._table = np.zeros(2 * cap, dtype=np.int32)
+        self._ck = np.full(1 << cache_bits, -1, dtype=np.int64)
+        self._cr = np.zeros(1 << cache_bits, dtype=np.int32)
+        self._meta = np.array([2, max_nodes, 2 * cap - 1, (1 << cache_bits) - 1], dtype=np.int64)
+        # variable indices run to 2·nvars + 1 (module variables between events): frames for
+        # every level, and room for a NOT pushed beneath an XOR
+        self._stk = np.zeros((stack_rows or 4 * nvars + 16, 10), dtype=np.int64)
+        self.var = self._var  # type: ignore[assignment]  # an array while building, a list after
+        self.building = True
+
+    def __len__(self) -> int:
+        return int(self._meta[0]) if self.building else len(self.var)
+
+    def _grow(self) -> None:
+        n = int(self._meta[0])
+        if n >= self._var.shape[0]:
+            cap = 2 * self._var.shape[0]
+            for name, fill in (("_var", TERMINAL), ("_lo", 0), ("_hi", 0)):
+                old = getattr(self, name)
+                new = np.full(cap, fill, dtype=np.int32)
+                new[: old.shape[0]] = old
+                setattr(self, name, new)
+            self.var = self._var  # type: ignore[assignment]
+        if 2 * (n + 1) > self._table.shape[0] or self._table.shape[0] < 2 * self._var.shape[0]:
+            size = 2 * max(self._table.shape[0], self._var.shape[0])
+            self._table = np.zeros(size, dtype=np.int32)
+            self._meta[2] = size - 1
+            self._k["rehash"](self._var, self._lo, self._hi, n, self._table)
+
+    def _run(self, op: int, a: int, b: int) -> int:
+        while True:
+            r = int(
+                self._k["apply"](
+                    op,
+                    a,
+                    b,
+                    self._var,
+                    self._lo,
+                    self._hi,
+                    self._meta,
+                    self._table,
+                    self._ck,
+                    self._cr,
+                    self._stk,
+                )
+            )
+            if r >= 0:
+                return r
+            if r == LIMIT:
+                raise DiagramLimitError("the BDD", self.max_nodes)
+            if r == DEEP:
+                self._stk = np.zeros((2 * self._stk.shape[0], 10), dtype=np.int64)
+            else:
+                self._grow()
+
+    def mk(self, v: int, lo: int, hi: int) -> int:
+        while True:
+            r = int(self._k["mk"](v, lo, hi, self._var, self._lo, self._hi, self._meta, self._table))
+            if r >= 0:
+                return r
+            if r == LIMIT:
+                raise DiagramLimitError("the BDD", self.max_nodes)
+            self._grow()
+
+    def neg(self, a: int) -> int:
+        return self._run(NOT, a, 0)
+
+    def conj(self, a: int, b: int) -> int:
+        return self._run(AND, a, b)
+
+    def disj(self, a: int, b: int) -> int:
+        return self._run(OR, a, b)
+
+    def xor(self, a: int, b: int) -> int:
+        return self._run(XOR, a, b)
+
+    def drop_caches(self) -> None:
+        """Hand the diagram to `Bdd`'s readers as lists and free the tables."""
+        if not self.building:
+            return
+        n = int(self._meta[0])
+        self.var = self._var[:n].tolist()
+        self.lo = self._lo[:n].tolist()
+        self.hi = self._hi[:n].tolist()
+        self.building = False
+        del self._var, self._lo, self._hi, self._table, self._ck, self._cr, self._stk
