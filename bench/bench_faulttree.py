@@ -23,6 +23,7 @@ import math
 import os
 import platform
 import resource
+import signal
 import statistics
 import subprocess
 import sys
@@ -36,6 +37,21 @@ sys.path.insert(0, str(ROOT / "src"))
 from archkit import api
 from archkit.analysis.faulttree import analyse, minimal_cut_sets
 from archkit.spec.model import BasicEvent, FaultTree, Gate
+
+
+def run_killable(cmd: list[str], timeout: float) -> subprocess.CompletedProcess:
+    """`subprocess.run` whose timeout kills the whole process group: SCRAM runs under
+    /usr/bin/time, and killing only `time` left a SCRAM of 12 GB running into the next rows."""
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
 def cpu() -> float:
@@ -152,7 +168,7 @@ def orders(names: list[str], budget: int, timeout: float) -> None:
         for i in range(len(cands)):
             cmd = [sys.executable, __file__, "--order-worker", str(path), str(i), str(budget)]
             try:
-                proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
+                proc = run_killable(cmd, timeout)
                 nodes = json.loads(proc.stdout.strip().splitlines()[-1])["nodes"]
             except (subprocess.TimeoutExpired, IndexError, json.JSONDecodeError):
                 nodes = None
@@ -185,7 +201,7 @@ def aralia(names: list[str], timeout: float, scram: bool) -> None:
             ["--cut-sets"] if cuts else []
         )
         try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
+            proc = run_killable(cmd, timeout)
             res = json.loads(proc.stdout.strip().splitlines()[-1])
         except subprocess.TimeoutExpired:
             res = {"error": f"over {timeout:g} s", "seconds": timeout, "rss_mib": float("nan")}
@@ -198,7 +214,7 @@ def aralia(names: list[str], timeout: float, scram: bool) -> None:
                 limit = ["-l", str(order)] if order else [] if cuts else ["-l", "2"]
                 t0 = time.perf_counter()
                 try:
-                    sp = subprocess.run(
+                    sp = run_killable(
                         [
                             "/usr/bin/time",
                             "-f",
@@ -211,9 +227,7 @@ def aralia(names: list[str], timeout: float, scram: bool) -> None:
                             "-o",
                             f"{tmp}/r.xml",
                         ],
-                        capture_output=True,
-                        text=True,
-                        timeout=timeout,
+                        timeout,
                     )
                     sc_s = time.perf_counter() - t0
                     sc_m = int(sp.stderr.strip().splitlines()[-1]) / 1024
