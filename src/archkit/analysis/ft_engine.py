@@ -40,9 +40,8 @@ def combine(bdd: Bdd, kind: GateType, kids: list[int], k: int) -> int:
     """One gate over its inputs' diagrams.
 
     AND and OR take their inputs deepest top variable first, so each step adds a diagram
-    that sits above the accumulated one in the order: on edf9203 (coalesced, depth-first)
-    on edf9203 under a depth-first order that cut the nodes created from 3,006,032 to 1,207,361
-    against taking the newest diagram first.
+    that sits above the accumulated one in the order: on edf9203 under a depth-first order
+    that cut the nodes created from 3,006,032 to 1,207,361 against taking the newest first.
     """
     if kind in (GateType.AND, GateType.INHIBIT, GateType.NAND):
         acc = 1

@@ -30,8 +30,8 @@ __all__ = ["CompiledBdd", "available"]
 AND, OR, XOR, NOT = 0, 1, 2, 3
 LIMIT, FULL, DEEP = -1, -2, -3  # node budget spent; arrays or table full; frame stack full
 NONTERMINAL, NEG_A, NEG_B = -1, -2, -3  # `_terminal`'s answers besides a node id
-# The frame stack is as deep as a diagram is tall (two rows per variable suffice); a tree of
-# more variables than this uses the Python engine rather than a stack of megabytes.
+# The frame stack is as deep as a diagram is tall: 4 rows of 80 bytes per variable (module
+# variables sit between events) keep it under 64 MB up to here; a taller tree uses Python.
 MAX_VARS = 200_000
 
 
