@@ -92,6 +92,10 @@ def test_throughput_within_pacing_tolerance_and_not_judged_below_design_rate() -
     ]
     assert v.passed is None and "--rate 100" in v.why
     assert passed([v])  # a budget not judged does not fail the run
+    v = judge(
+        spec, {"kind": "baseline", "offered_rps": 100, "end_to_end": {**E2E_OK, "throughput_rps": None}}
+    )[0]
+    assert (v.passed, v.measured, v.why) == (False, None, "no successful requests")
 
 
 def test_nothing_measured_fails_a_latency_budget() -> None:

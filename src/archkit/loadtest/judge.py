@@ -212,47 +212,37 @@ def judge(spec: Spec, measured: dict) -> list[Verdict]:
 def _throughput(budget, achieved, offered, path) -> Verdict | None:
     if budget is None:
         return None
-    if offered is not None and offered < budget * 0.999:
+
+    def verdict(measured, ok, message) -> Verdict:
         return Verdict(
             "end_to_end.throughput_rps",
             "end_to_end",
             "throughput_rps",
             ">=",
             budget,
-            achieved,
+            measured,
             "req/s",
+            ok,
+            message,
+            path,
+        )
+
+    if offered is not None and offered < budget * 0.999:
+        return verdict(
+            achieved,
             None,
             f"not judged: the offered rate {offered:.4g} req/s is below the design "
             f"rate {budget:.4g} req/s (run with --rate {budget:g})",
-            path,
         )
     if achieved is None:
-        return Verdict(
-            "end_to_end.throughput_rps",
-            "end_to_end",
-            "throughput_rps",
-            ">=",
-            budget,
-            None,
-            "req/s",
-            False,
-            "no successful requests",
-            path,
-        )
+        return verdict(None, False, "no successful requests")
     floor = budget * (1 - THROUGHPUT_TOLERANCE)
     ok = achieved >= floor
-    return Verdict(
-        "end_to_end.throughput_rps",
-        "end_to_end",
-        "throughput_rps",
-        ">=",
-        budget,
+    return verdict(
         achieved,
-        "req/s",
         ok,
         f"throughput {achieved:.4g} req/s {'≥' if ok else '<'} {floor:.4g} req/s "
         f"(design rate {budget:.4g} less {THROUGHPUT_TOLERANCE:.0%} pacing tolerance)",
-        path,
     )
 
 
