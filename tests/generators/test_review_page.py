@@ -4,18 +4,15 @@ from __future__ import annotations
 
 import base64
 import json
-import shutil
-import subprocess
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 from tests.conftest import EXAMPLES
+from tests.security.chromium import CHROMIUM, browser
 
 from archkit import api
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 SPEC = next(p for p in EXAMPLES if p.stem == "recommendation")
 MEASURED = {
     "stages": {"rank": {"p50_ms": 30, "p99_ms": 140}, "gateway": {"p50_ms": 1, "p99_ms": 4}},
@@ -48,55 +45,9 @@ def test_chromium_shows_four_diagrams_without_errors_or_requests(page, tmp_path,
         pytest.skip("chromium is not installed")
     websocket = pytest.importorskip("websocket")
     profile = tmp_path / "profile"
-    proc = subprocess.Popen(
-        [
-            CHROMIUM,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            f"--user-data-dir={profile}",
-            "--remote-debugging-address=127.0.0.1",
-            "--remote-debugging-port=0",
-            "--window-size=1400,1000",
-            "about:blank",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        port_file = profile / "DevToolsActivePort"
-        deadline = time.monotonic() + 30
-        while not port_file.exists() or not port_file.read_text().strip():
-            assert time.monotonic() < deadline, "chromium did not start its DevTools endpoint"
-            time.sleep(0.1)
-        port = int(port_file.read_text().split()[0])
-        targets = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=10).read())
-        ws_url = next(t["webSocketDebuggerUrl"] for t in targets if t["type"] == "page")
-        ws = websocket.create_connection(ws_url, timeout=30)
-        seq = iter(range(1, 10_000))
-        events: list[dict] = []
-
-        def call(method: str, **params):
-            mid = next(seq)
-            ws.send(json.dumps({"id": mid, "method": method, "params": params}))
-            while True:
-                msg = json.loads(ws.recv())
-                if msg.get("id") == mid:
-                    assert "error" not in msg, msg
-                    return msg.get("result", {})
-                events.append(msg)
-
-        for domain in ("Page", "Runtime", "Log", "Network"):
-            call(f"{domain}.enable")
-        call("Page.navigate", url=page.as_uri())
-        while not any(e.get("method") == "Page.loadEventFired" for e in events):
-            events.append(json.loads(ws.recv()))
-        rects = call(
+    with browser(profile, flags=["--window-size=1400,1000"], timeout_s=30) as b:
+        b.load(page)
+        rects = b.call(
             "Runtime.evaluate",
             returnByValue=True,
             expression="""
@@ -104,19 +55,16 @@ def test_chromium_shows_four_diagrams_without_errors_or_requests(page, tmp_path,
               const r = s.getBoundingClientRect(); return [s.closest('section').id, r.width, r.height]; })
         """,
         )["result"]["value"]
-        shot = call("Page.captureScreenshot", format="png", captureBeyondViewport=True)
+        shot = b.call("Page.captureScreenshot", format="png", captureBeyondViewport=True)
         (artifacts_dir / "review-page.png").write_bytes(base64.b64decode(shot["data"]))
         time.sleep(0.3)
-        ws.settimeout(0.5)
+        b.ws.settimeout(0.5)
         try:
             while True:
-                events.append(json.loads(ws.recv()))
+                b.events.append(json.loads(b.ws.recv()))
         except websocket.WebSocketTimeoutException:
             pass  # no more events queued
-        ws.close()
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+        events = b.events
     console = [
         e
         for e in events

@@ -7,7 +7,7 @@ import shutil
 import subprocess
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -53,20 +53,26 @@ class Browser:
                 return dict(msg.get("result", {}))
             self.events.append(msg)
 
-    def visit(self, page: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-        """(PROBE's answer, the console/error/request events) of loading `page`."""
+    def load(self, page: Path) -> None:
+        """Navigate to `page` and wait for its load event; `events` then holds what it caused."""
         self.events = []
         self.call("Page.navigate", url=page.as_uri())
         deadline = time.monotonic() + 60
         while not any(e.get("method") == "Page.loadEventFired" for e in self.events):
             assert time.monotonic() < deadline, f"{page}: no load event"
             self.events.append(json.loads(self.ws.recv()))
+
+    def visit(self, page: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """(PROBE's answer, the console/error/request events) of loading `page`."""
+        self.load(page)
         found = self.call("Runtime.evaluate", expression=PROBE, returnByValue=True)["result"]["value"]
         return found, list(self.events)
 
 
 @contextmanager
-def browser(profile: Path) -> Iterator[Browser]:
+def browser(profile: Path, flags: Sequence[str] = (), timeout_s: float = 60) -> Iterator[Browser]:
+    """Chromium on a private profile with its DevTools endpoint on 127.0.0.1; `flags` are added
+    to FLAGS, `timeout_s` bounds its start and each DevTools answer."""
     import websocket
 
     proc = subprocess.Popen(
@@ -76,6 +82,7 @@ def browser(profile: Path) -> Iterator[Browser]:
             f"--user-data-dir={profile}",
             "--remote-debugging-address=127.0.0.1",
             "--remote-debugging-port=0",
+            *flags,
             "about:blank",
         ],
         stdout=subprocess.DEVNULL,
@@ -83,14 +90,14 @@ def browser(profile: Path) -> Iterator[Browser]:
     )
     try:
         port_file = profile / "DevToolsActivePort"
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + timeout_s
         while not port_file.exists() or not port_file.read_text().strip():
             assert time.monotonic() < deadline, "chromium did not start its DevTools endpoint"
             time.sleep(0.1)
         port = int(port_file.read_text().split()[0])
         targets = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=10).read())
         ws = websocket.create_connection(
-            next(t["webSocketDebuggerUrl"] for t in targets if t["type"] == "page"), timeout=60
+            next(t["webSocketDebuggerUrl"] for t in targets if t["type"] == "page"), timeout=timeout_s
         )
         b = Browser(ws)
         for domain in ("Page", "Runtime", "Log", "Network"):
