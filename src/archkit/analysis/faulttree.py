@@ -76,9 +76,7 @@ def _engine(
 ) -> Engine:
     f, order, heuristic = choose_order(compile_tree(tree, house))
     try:
-        eng = Engine(f, order, tree.limits.max_bdd_nodes, progress, modular)
-        eng.heuristic = heuristic
-        return eng
+        return Engine(f, order, tree.limits.max_bdd_nodes, progress, modular, heuristic=heuristic)
     except DiagramLimitError as exc:
         raise FaultTreeLimitError(tree.id, "max_bdd_nodes", exc.limit, "the BDD") from None
 

@@ -132,11 +132,12 @@ class Engine:
         progress: Progress | None = None,
         modular: bool = True,
         kernel: str = "auto",
+        heuristic: str = "",
     ) -> None:
         start = time.perf_counter()
         self.formula = f
         self.order = order
-        self.heuristic = ""  # which variable-order heuristic built `order` (set by the caller)
+        self.heuristic = heuristic  # which variable-order heuristic built `order`
         self.kernel = "python"  # which BDD implementation built the diagrams
         self.var_index = {v: 2 * i + 1 for i, v in enumerate(order)}
         self.names: dict[int, str] = {i: v for v, i in self.var_index.items()}
