@@ -378,17 +378,42 @@ def test_coalescing_merges_only_a_same_type_child_with_one_parent():
     }
 
 
+def _diagram(bdd, root: int) -> list[tuple[int, int, int]]:
+    """`root`'s diagram numbered in depth-first post-order (low child first): a reduced ordered
+    BDD is canonical, so two diagrams of one function over one order give the same list,
+    whatever ids their nodes had."""
+    label = {0: 0, 1: 1}
+    out: list[tuple[int, int, int]] = []
+    stack = [root]
+    while stack:
+        n = stack[-1]
+        if n in label:
+            stack.pop()
+            continue
+        kids = [c for c in (int(bdd.lo[n]), int(bdd.hi[n])) if c not in label]
+        if kids:
+            stack.extend(reversed(kids))
+            continue
+        stack.pop()
+        label[n] = len(out) + 2
+        out.append((int(bdd.var[n]), label[int(bdd.lo[n])], label[int(bdd.hi[n])]))
+    return out
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(random_trees(), st.sampled_from([(1, 1), (2, 3), (16, None)]))
+@given(random_trees(), st.sampled_from([(1, 1, 10**9), (2, 3, 10**9), (16, None, 10**9), (1, 2, 1)]))
 def test_compiled_kernel_builds_the_same_diagrams_as_python(tree, sizes):
     """ft_kernel runs the Python diagram's algorithm in numba: the same operations in the same
-    order create the same nodes with the same ids, so the diagrams must be identical, whatever
-    the start capacity (2 nodes, 8, 65,536: every growth path) and frame stack (1 row, 3)."""
-    from archkit.analysis import ft_kernel
+    order make the same nodes, so the diagrams must be identical whatever the start capacity
+    (2 nodes, 8, 65,536: every growth path), frame stack (1 row, 3), and garbage collection
+    (never, or after every gate: `COLLECT_AT` = 1). A finished compiled diagram keeps only its
+    root's nodes, so the diagrams are compared in a canonical numbering; before collection
+    could reorder them, the ids matched exactly."""
+    from archkit.analysis import ft_engine, ft_kernel
     from archkit.analysis.ft_engine import Engine
     from archkit.analysis.ft_model import choose_order, compile_tree
 
-    bits, rows = sizes
+    bits, rows, collect_at = sizes
     f, order, _ = choose_order(compile_tree(tree))
     py = Engine(f, order, 100_000, kernel="python")
 
@@ -397,13 +422,53 @@ def test_compiled_kernel_builds_the_same_diagrams_as_python(tree, sizes):
     def small(nvars, max_nodes):
         return real(nvars, max_nodes, cache_bits=4, capacity_bits=bits, stack_rows=rows)
 
-    with mock.patch.object(ft_kernel, "CompiledBdd", small):
+    with (
+        mock.patch.object(ft_kernel, "CompiledBdd", small),
+        mock.patch.object(ft_engine, "COLLECT_AT", collect_at),
+    ):
         nb = Engine(f, order, 100_000, kernel="compiled")
     assert nb.kernel == "compiled" and py.kernel == "python"
+    if collect_at > 1:
+        assert nb.node_count == py.node_count  # the same work, node for node
     for g, m in py.modules.items():
         n = nb.modules[g]
-        assert (n.root, n.nodes) == (m.root, m.nodes)
-        assert (n.bdd.var, n.bdd.lo, n.bdd.hi) == (m.bdd.var, m.bdd.lo, m.bdd.hi)
+        assert _diagram(n.bdd, n.root) == _diagram(m.bdd, m.root)
+        assert list(n.nodes) == list(range(2, n.root + 1))  # nothing but the root's diagram
+    p = {e: f.probabilities[e] for e in order}
+    top_py, vals_py, local_py = py.probability(p)
+    top_nb, vals_nb, local_nb = nb.probability(p)
+    assert top_nb == pytest.approx(top_py, rel=1e-12, abs=1e-15)
+    assert nb.gradient(vals_nb, local_nb) == pytest.approx(
+        py.gradient(vals_py, local_py), rel=1e-9, abs=1e-12
+    )
+
+
+def test_collection_frees_garbage_and_keeps_the_roots_functions():
+    """`CompiledBdd.collect` keeps exactly what the roots reach and renumbers it; the node budget
+    still counts every node made, freed ones included (it bounds the work)."""
+    from archkit.analysis import ft_kernel
+    from archkit.analysis.ft_bdd import Bdd, DiagramLimitError
+
+    def build(bdd):
+        x = [bdd.variable(2 * i + 1) for i in range(8)]
+        keep = bdd.disj(bdd.conj(x[0], x[3]), bdd.conj(x[5], x[7]))
+        bdd.xor(bdd.disj(x[1], x[2]), bdd.conj(x[4], x[6]))  # garbage
+        return keep, bdd.neg(keep)
+
+    py, nb = Bdd(8), ft_kernel.CompiledBdd(8, 100)
+    keep_py, neg_py = build(py)
+    keep, neg = build(nb)
+    made = len(nb)
+    keep, neg = nb.collect([keep, neg])
+    assert len(nb) < made and nb.created == made
+    assert _diagram(nb, keep) == _diagram(py, keep_py) and _diagram(nb, neg) == _diagram(py, neg_py)
+    live = set(py.reachable(keep_py)) | set(py.reachable(neg_py))
+    assert len(nb) == 2 + len(live)
+    nb.conj(keep, neg)  # FALSE: the cache was cleared, the table still finds every node
+    with pytest.raises(DiagramLimitError, match="more than 100 nodes"):
+        for i in range(100):
+            nb.xor(nb.variable(2 * (i % 8) + 1), nb.conj(keep, nb.variable(2 * ((i + 3) % 8) + 1)))
+            keep = nb.collect([keep])[0]
 
 
 def test_compiled_kernel_refuses_past_the_node_limit():

@@ -20,7 +20,7 @@ reads a diagram here serves both.
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from archkit.errors import ArchkitError
 
@@ -184,7 +184,9 @@ class Bdd:
         out.sort()
         return out
 
-    def probability(self, root: int, p: dict[int, float], nodes: list[int] | None = None) -> dict[int, float]:
+    def probability(
+        self, root: int, p: dict[int, float], nodes: Sequence[int] | None = None
+    ) -> dict[int, float]:
         """P(node) for every node under `root` (independent variables, Shannon expansion)."""
         val = {0: 0.0, 1: 1.0}
         var, lo, hi = self.var, self.lo, self.hi
@@ -194,7 +196,7 @@ class Bdd:
         return val
 
     def gradient(
-        self, root: int, p: dict[int, float], val: dict[int, float], nodes: list[int]
+        self, root: int, p: dict[int, float], val: dict[int, float], nodes: Sequence[int]
     ) -> dict[int, float]:
         """∂P(root)/∂p(v) for every variable v: Birnbaum importance, all variables in one pass.
 
@@ -222,6 +224,30 @@ class Bdd:
         self._and.clear()
         self._or.clear()
         self._xor.clear()
+
+    # Garbage collection: only the compiled diagram (`ft_kernel.CompiledBdd`) frees nodes.
+    collects = False
+
+    @property
+    def created(self) -> int:
+        """Nodes made since the start (this diagram frees none)."""
+        return len(self.var)
+
+    def collect(self, roots: list[int]) -> list[int]:
+        return roots
+
+    def finish(self, root: int) -> int:
+        """The diagram is built: free what only building needs; returns root's (new) id."""
+        self.drop_caches()
+        return root
+
+    def lists(self) -> None:
+        """Make `var`, `lo`, `hi` Python lists (they are: a compiled diagram converts)."""
+
+    def variables(self, nodes: Sequence[int]) -> set[int]:
+        """The variable indices that `nodes` test."""
+        var = self.var
+        return {var[n] for n in nodes}
 
 
 class Zbdd:

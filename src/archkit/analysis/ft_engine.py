@@ -21,7 +21,7 @@ one diagram of the whole tree (`modular=False`).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from archkit.analysis.ft_bdd import Bdd, DiagramLimitError, Zbdd
@@ -34,6 +34,9 @@ Progress = Callable[[str, int, int], None]
 # Nodes after which "auto" rebuilds a module with the compiled kernel: ~0.4 s of Python
 # diagram, as long as numba takes to load (measured on the Aralia trees, docs/benchmarks.md).
 SWITCH_AT = 100_000
+# Nodes before a compiled diagram first frees its garbage (~20 MB of arrays); then each time
+# the nodes double.
+COLLECT_AT = 1_000_000
 
 
 def combine(bdd: Bdd, kind: GateType, kids: list[int], k: int) -> int:
@@ -80,7 +83,7 @@ class Module:
     bdd: Bdd
     root: int = 0
     children: dict[int, str] = field(default_factory=dict)  # variable index -> child module
-    nodes: list[int] = field(default_factory=list)
+    nodes: Sequence[int] = field(default_factory=list)
 
 
 def find_modules(f: Formula) -> list[str]:
@@ -146,10 +149,12 @@ class Engine:
         firstpos = self._first_positions()
         self.modules: dict[str, Module] = {}
         self.constant: dict[str, int] = {}
+        self.created = 0  # nodes made, those garbage-collected while building included
         for done, g in enumerate(mods, 1):
             pos = firstpos.get(g)
             m = self._module(g, 2 * pos if pos is not None else -1, kernel, max_nodes)
-            m.bdd.drop_caches()
+            self.created += m.bdd.created
+            m.root = m.bdd.finish(m.root)
             m.nodes = m.bdd.reachable(m.root)
             if m.root < 2:
                 self.constant[g] = m.root
@@ -189,7 +194,8 @@ class Engine:
 
     @property
     def node_count(self) -> int:
-        return sum(len(m.bdd) for m in self.modules.values())
+        """Nodes the diagrams made, garbage-collected ones included (the work done)."""
+        return self.created
 
     def _first_positions(self) -> dict[str, int]:
         """Each gate's first variable position (gates over constants only have none)."""
@@ -217,6 +223,10 @@ class Engine:
     def _build(self, m: Module) -> int:
         f, bdd = self.formula, m.bdd
         val: dict[str, int] = {}
+        # uses[x]: parents of x in this module not built yet. A diagram whose uses reach 0 is
+        # garbage, which a collecting diagram frees once its nodes double (as CUDD does).
+        uses = self._uses(m) if bdd.collects else {}
+        collect_at = COLLECT_AT
         stack = [m.gate]
         while stack:
             node = stack[-1]
@@ -241,8 +251,32 @@ class Engine:
                     stack.extend(pending)
                     continue
                 val[node] = combine(bdd, kind, [val[x] for x in ins], k)
+                if uses:
+                    for x in ins:
+                        uses[x] -= 1
+                    if len(bdd) >= collect_at:
+                        live = [x for x in val if uses.get(x, 1) > 0]
+                        for x, r in zip(live, bdd.collect([val[x] for x in live]), strict=True):
+                            val[x] = r
+                        for x in [x for x in val if uses.get(x, 1) <= 0]:
+                            del val[x]
+                        collect_at = max(COLLECT_AT, 2 * len(bdd))
             stack.pop()
         return val[m.gate]
+
+    def _uses(self, m: Module) -> dict[str, int]:
+        """How many times each node is an input of a gate that module `m` builds itself."""
+        gates = self.formula.gates
+        uses: dict[str, int] = {}
+        seen = {m.gate}
+        stack = [m.gate]
+        while stack:
+            for x in gates[stack.pop()][1]:
+                uses[x] = uses.get(x, 0) + 1
+                if x not in seen and x in gates and x not in self.is_module:
+                    seen.add(x)
+                    stack.append(x)
+        return uses
 
     # ---- quantities
 
@@ -257,11 +291,7 @@ class Engine:
             if g in self.constant:
                 pm[g] = float(self.constant[g])
                 continue
-            q: dict[int, float] = {}
-            for n in m.nodes:
-                v = m.bdd.var[n]
-                if v not in q:
-                    q[v] = pm[m.children[v]] if v % 2 == 0 else p[self.names[v]]
+            q = {v: pm[m.children[v]] if v % 2 == 0 else p[self.names[v]] for v in m.bdd.variables(m.nodes)}
             vals[g] = m.bdd.probability(m.root, q, m.nodes)  # type: ignore[arg-type]
             local[g] = q
             pm[g] = vals[g][m.root]
@@ -292,6 +322,7 @@ class Engine:
             if g in self.constant:
                 expanded[g] = self.constant[g]
                 continue
+            m.bdd.lists()
             local = z.minsol(m.bdd, m.root, order, {})
             memo: dict[int, int] = {}
             expanded[g] = self._expand(z, local, m, expanded, memo)

@@ -19,6 +19,7 @@ table, and results through the cache, so a retry repeats little work).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -33,6 +34,8 @@ NONTERMINAL, NEG_A, NEG_B = -1, -2, -3  # `_terminal`'s answers besides a node i
 # The frame stack is as deep as a diagram is tall: 4 rows of 80 bytes per variable (module
 # variables sit between events) keep it under 64 MB up to here; a taller tree uses Python.
 MAX_VARS = 200_000
+# The operation cache grows to a quarter of the node arrays, up to 2^23 entries (96 MiB).
+MAX_CACHE = 1 << 23
 
 
 def _slot(x: int, y: int, z: int, mask: int) -> int:
@@ -179,6 +182,69 @@ def _rehash(var: Any, low: Any, high: Any, n: int, table: Any) -> None:
         table[i] = node
 
 
+def _collect(roots: Any, var: Any, low: Any, high: Any, n: int, newid: Any, stack: Any) -> int:
+    """Keep only the nodes reachable from `roots`, renumbered in place; returns the new count.
+
+    Mark from the roots, then slide every live node down to its rank among the live ones.
+    Children are always created before their parents, so ids ascend upward and a node's
+    children have their new ids before the node itself moves. `newid[old]` gives the new id
+    (undefined for a dead node).
+    """
+    mark = np.zeros(n, dtype=np.uint8)
+    mark[0] = mark[1] = 1
+    sp = 0
+    for r in roots:
+        if not mark[r]:
+            stack[sp] = r
+            sp += 1
+            mark[r] = 1
+    while sp > 0:
+        sp -= 1
+        x = stack[sp]
+        for c in (low[x], high[x]):
+            if not mark[c]:
+                mark[c] = 1
+                stack[sp] = c
+                sp += 1
+    newid[0], newid[1] = 0, 1
+    k = 2
+    for i in range(2, n):
+        if mark[i]:
+            newid[i] = k
+            var[k] = var[i]
+            low[k] = newid[low[i]]
+            high[k] = newid[high[i]]
+            k += 1
+    return k
+
+
+def _probability(var: Any, low: Any, high: Any, n: int, q: Any) -> Any:
+    """P(node) for every node 0..n-1 (ids ascend upward); `q[v]` is variable v's probability."""
+    val = np.empty(n, dtype=np.float64)
+    val[0], val[1] = 0.0, 1.0
+    for i in range(2, n):
+        p = q[var[i]]
+        val[i] = p * val[high[i]] + (1.0 - p) * val[low[i]]
+    return val
+
+
+def _gradient(var: Any, low: Any, high: Any, root: int, q: Any, val: Any) -> Any:
+    """∂P(root)/∂q[v] per variable index: `Bdd.gradient` over arrays, parents first."""
+    reach = np.zeros(root + 1, dtype=np.float64)
+    reach[root] = 1.0
+    grad = np.zeros(q.shape[0], dtype=np.float64)
+    for i in range(root, 1, -1):
+        r = reach[i]
+        if r == 0.0:
+            continue
+        v = var[i]
+        p = q[v]
+        grad[v] += r * (val[high[i]] - val[low[i]])
+        reach[high[i]] += r * p
+        reach[low[i]] += r * (1.0 - p)
+    return grad
+
+
 _compiled: dict[str, Any] = {}
 
 
@@ -196,7 +262,16 @@ def _kernel() -> dict[str, Any] | None:
         g["_terminal"] = numba.njit(cache=True)(_terminal)
         g["_apply"] = numba.njit(cache=True)(_apply)
         g["_rehash"] = numba.njit(cache=True)(_rehash)
-        _compiled.update(mk=g["_mk"], apply=g["_apply"], rehash=g["_rehash"])
+        for name in ("collect", "probability", "gradient"):
+            g["_" + name] = numba.njit(cache=True)(g["_" + name])
+        _compiled.update(
+            mk=g["_mk"],
+            apply=g["_apply"],
+            rehash=g["_rehash"],
+            collect=g["_collect"],
+            probability=g["_probability"],
+            gradient=g["_gradient"],
+        )
     return _compiled
 
 
@@ -233,8 +308,10 @@ class CompiledBdd(Bdd):
         # variable indices run to 2·nvars + 1 (module variables between events): frames for
         # every level, and room for a NOT pushed beneath an XOR
         self._stk = np.zeros((stack_rows or 4 * nvars + 16, 10), dtype=np.int64)
-        self.var = self._var  # type: ignore[assignment]  # an array while building, a list after
+        # arrays while building (and after `finish`), lists after `lists()`
+        self.var, self.lo, self.hi = self._var, self._lo, self._hi  # type: ignore[assignment]
         self.building = True
+        self.collected = 0  # nodes freed by `collect`
 
     def __len__(self) -> int:
         return int(self._meta[0]) if self.building else len(self.var)
@@ -248,7 +325,15 @@ class CompiledBdd(Bdd):
                 new = np.full(cap, fill, dtype=np.int32)
                 new[: old.shape[0]] = old
                 setattr(self, name, new)
-            self.var = self._var  # type: ignore[assignment]
+            self.var, self.lo, self.hi = self._var, self._lo, self._hi  # type: ignore[assignment]
+            if self._ck.shape[0] < min(cap // 4, MAX_CACHE):
+                # a cache far smaller than the diagram misses on most large operations: on
+                # das9701 (23M nodes held) 2^20 entries took 57 s, cap/4 = 2^23 took 34 s
+                # and 2^25 no less; CUDD grows its cache with its unique table likewise
+                size = min(cap // 4, MAX_CACHE)
+                self._ck = np.full(size, -1, dtype=np.int64)
+                self._cr = np.zeros(size, dtype=np.int32)
+                self._meta[3] = size - 1
         if 2 * (n + 1) > self._table.shape[0] or self._table.shape[0] < 2 * self._var.shape[0]:
             size = 2 * max(self._table.shape[0], self._var.shape[0])
             self._table = np.zeros(size, dtype=np.int32)
@@ -302,13 +387,87 @@ class CompiledBdd(Bdd):
     def xor(self, a: int, b: int) -> int:
         return self._run(XOR, a, b)
 
+    collects = True
+
+    def collect(self, roots: list[int]) -> list[int]:
+        """Free every node not reachable from `roots` and renumber the rest: the new ids of
+        `roots`. Every other id held outside is void afterwards; the operation cache is
+        cleared (its entries name old ids)."""
+        n = int(self._meta[0])
+        newid = np.zeros(n, dtype=np.int32)
+        stack = np.empty(n, dtype=np.int32)
+        k = int(
+            self._k["collect"](
+                np.asarray(roots, dtype=np.int64), self._var, self._lo, self._hi, n, newid, stack
+            )
+        )
+        self.collected += n - k
+        self._meta[0] = k
+        # the budget counts nodes made, freed ones too: it bounds the work, not just memory
+        self._meta[1] = self.max_nodes - self.collected
+        self._table[:] = 0
+        self._k["rehash"](self._var, self._lo, self._hi, k, self._table)
+        self._ck[:] = -1
+        return [int(newid[r]) for r in roots]
+
+    @property
+    def created(self) -> int:
+        """Nodes made since the start, the collected ones included."""
+        return len(self) + self.collected
+
+    def finish(self, root: int) -> int:
+        """Keep only `root`'s diagram and free the tables; returns root's new id. The diagram
+        stays in arrays: `probability` and `gradient` run compiled, and `lists()` hands it to
+        `Bdd`'s Python readers (minimal solutions) when they are asked for."""
+        if not self.building:
+            return root
+        (root,) = self.collect([root])
+        n = int(self._meta[0])
+        self._var, self._lo, self._hi = (a[:n].copy() for a in (self._var, self._lo, self._hi))
+        self.var, self.lo, self.hi = self._var, self._lo, self._hi  # type: ignore[assignment]
+        self.building = False
+        del self._table, self._ck, self._cr, self._stk
+        return root
+
     def drop_caches(self) -> None:
         """Hand the diagram to `Bdd`'s readers as lists and free the tables."""
-        if not self.building:
-            return
-        n = int(self._meta[0])
-        self.var = self._var[:n].tolist()
-        self.lo = self._lo[:n].tolist()
-        self.hi = self._hi[:n].tolist()
-        self.building = False
-        del self._var, self._lo, self._hi, self._table, self._ck, self._cr, self._stk
+        if self.building:
+            n = int(self._meta[0])
+            self._var, self._lo, self._hi = (a[:n] for a in (self._var, self._lo, self._hi))
+            self.building = False
+            del self._table, self._ck, self._cr, self._stk
+        self.lists()
+
+    def lists(self) -> None:
+        """The diagram as Python lists, which `Bdd`'s readers index fastest."""
+        if isinstance(self.var, np.ndarray):
+            self.var = self._var.tolist()
+            self.lo = self._lo.tolist()
+            self.hi = self._hi.tolist()
+
+    def reachable(self, root: int) -> Sequence[int]:  # type: ignore[override]
+        if isinstance(self.var, np.ndarray) and root == len(self) - 1:
+            return range(2, root + 1)  # a finished diagram is exactly root's
+        return super().reachable(root)
+
+    def variables(self, nodes: Sequence[int]) -> set[int]:
+        if isinstance(self.var, np.ndarray) and isinstance(nodes, range):
+            return set(np.unique(self._var[nodes.start : nodes.stop]).tolist())
+        return super().variables(nodes)
+
+    def _q(self, p: dict[int, float]) -> Any:
+        q = np.zeros(max(p, default=0) + 2, dtype=np.float64)
+        for v, x in p.items():
+            q[v] = x
+        return q
+
+    def probability(self, root: int, p: dict[int, float], nodes: Sequence[int] | None = None) -> Any:
+        if not isinstance(self.var, np.ndarray) or root != len(self) - 1:
+            return super().probability(root, p, nodes)
+        return self._k["probability"](self._var, self._lo, self._hi, root + 1, self._q(p))
+
+    def gradient(self, root: int, p: dict[int, float], val: Any, nodes: Sequence[int]) -> dict[int, float]:
+        if not isinstance(self.var, np.ndarray) or root != len(self) - 1:
+            return super().gradient(root, p, val, nodes)
+        g = self._k["gradient"](self._var, self._lo, self._hi, root, self._q(p), val)
+        return {v: float(g[v]) for v in p}
