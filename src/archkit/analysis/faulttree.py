@@ -62,7 +62,7 @@ class FaultTreeLimitError(FaultTreeError):
     def __init__(self, tree_id: str, limit: str, value: int, what: str) -> None:
         super().__init__(
             f"tree '{tree_id}': {what} needs more than {value:,} nodes "
-            f"(limit `limits.{limit}`; raise it in the tree's `limits`, ~0.5 s per million nodes)"
+            f"(limit `limits.{limit}`; raise it in the tree's `limits`, ~0.5–1 s per million nodes)"
         )
         self.limit = limit
         self.value = value

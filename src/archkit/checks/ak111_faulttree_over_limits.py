@@ -15,9 +15,9 @@ class FaultTreeOverLimits(Rule):
 archkit computes the top-event probability, the minimal cut sets and the importance of each
 event from binary decision diagrams. Their size depends on the tree and on the variable
 order; a tree whose diagrams need more nodes than `limits.max_bdd_nodes` (each million takes
-about half a second; memory holds only the live ones) is stopped instead of running without
-bound. Without this finding the diagram would be drawn
-without probability or cut sets and the runbook would fall back to document order, silently.
+half a second to a second; memory holds only the live ones) is stopped instead of running
+without bound. Without this finding the diagram would be drawn without probability or cut
+sets and the runbook would fall back to document order, silently.
 Raise the limit in the tree's `limits`, split the tree at independent sub-systems, or bound
 the cut sets with `limits.max_order`.
 """

@@ -712,7 +712,7 @@ class FaultTreeLimits(Node):
     """Bounds on the analysis, so that a huge tree is a finding instead of a hang."""
 
     max_bdd_nodes: PositiveInt = Field(
-        4_000_000, description="decision-diagram nodes made: the analysis's work (~0.5 s per million)"
+        4_000_000, description="decision-diagram nodes made: the analysis's work (~0.5–1 s per million)"
     )
     max_cut_sets: PositiveInt = Field(1_000_000, description="minimal cut sets listed (counts are exact)")
     max_order: PositiveInt | None = Field(None, description="drop cut sets with more events")
