@@ -1,7 +1,7 @@
 """Fault-tree analysis and rule generation timings; medians, CPU and wall time.
 
 Run: .venv/bin/python bench/bench_faulttree.py --runs 7
-     .venv/bin/python bench/bench_faulttree.py --aralia [--scram] [--timeout 120] [TREE ...]
+     .venv/bin/python bench/bench_faulttree.py --aralia [--scram] [--timeout 120] [--max-nodes N] [TREE ...]
      .venv/bin/python bench/bench_faulttree.py --orders [--budget 3000000] TREE ...
 
 `--aralia`: every tree of tests/analysis/faulttrees (the Aralia set, Baobab1/2, 200_event),
@@ -104,7 +104,7 @@ MODELS = {
 }
 
 
-def worker(files: list[str], order: int | None, cut_sets: bool) -> None:
+def worker(files: list[str], order: int | None, cut_sets: bool, max_nodes: int) -> None:
     """One analysis in this process; prints JSON with its figures and peak memory."""
     import json
 
@@ -112,6 +112,8 @@ def worker(files: list[str], order: int | None, cut_sets: bool) -> None:
 
     tree = import_mef([(f, Path(f).read_bytes()) for f in files])[0]
     tree.limits.max_cut_sets = 2_000_000
+    if max_nodes:
+        tree.limits.max_bdd_nodes = max_nodes
     t0 = time.perf_counter()
     try:
         a = analyse(tree, order=order, cut_sets=cut_sets)
@@ -176,7 +178,7 @@ def orders(names: list[str], budget: int, timeout: float) -> None:
         print(f"| {name} | " + " | ".join(cells) + f" | {choose_order(f)[2]} |", flush=True)
 
 
-def aralia(names: list[str], timeout: float, scram: bool) -> None:
+def aralia(names: list[str], timeout: float, scram: bool, max_nodes: int) -> None:
     import json
     import shutil
 
@@ -200,6 +202,7 @@ def aralia(names: list[str], timeout: float, scram: bool) -> None:
         cmd = [sys.executable, __file__, "--worker", *files, "--order", str(order or 0)] + (
             ["--cut-sets"] if cuts else []
         )
+        cmd += ["--max-nodes", str(max_nodes)]
         try:
             proc = run_killable(cmd, timeout)
             res = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -260,6 +263,7 @@ def main() -> None:
     ap.add_argument("--cut-sets", action="store_true")
     ap.add_argument("--orders", action="store_true")
     ap.add_argument("--budget", type=int, default=3_000_000)
+    ap.add_argument("--max-nodes", type=int, default=0, help="the trees' limits.max_bdd_nodes (0: theirs)")
     ap.add_argument("--order-worker", nargs=3)
     ap.add_argument("trees", nargs="*")
     args = ap.parse_args()
@@ -271,10 +275,10 @@ def main() -> None:
         orders(args.trees, args.budget, args.timeout)
         return
     if args.worker:
-        worker(args.worker, args.order or None, args.cut_sets)
+        worker(args.worker, args.order or None, args.cut_sets, args.max_nodes)
         return
     if args.aralia:
-        aralia(args.trees, args.timeout, args.scram)
+        aralia(args.trees, args.timeout, args.scram, args.max_nodes)
         return
     rows = []
     three = api.load(ROOT / "tests/analysis/faulttrees/three-motor.yaml").spec.faulttrees[0]
