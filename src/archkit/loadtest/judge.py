@@ -174,38 +174,27 @@ def judge(spec: Spec, measured: dict) -> list[Verdict]:
         key = "peak_throughput_rps" if b.peak_throughput_rps else "throughput_rps"
         knee = (measured.get("stress") or {}).get("knee_rps")
         if target is not None:
-            if knee is None:
-                out.append(
-                    Verdict(
-                        "stress.knee_rps",
-                        "stress",
-                        "knee_rps",
-                        ">=",
-                        target,
-                        None,
-                        "req/s",
-                        False,
-                        "no step met the P99 and error budgets: there is no knee",
-                        bp + (key,),
-                    )
+            ok = knee is not None and knee >= target * (1 - THROUGHPUT_TOLERANCE)
+            text = (
+                "no step met the P99 and error budgets: there is no knee"
+                if knee is None
+                else f"knee (highest throughput within budgets) {knee:.4g} req/s "
+                f"{'≥' if ok else '<'} {key} {target:.4g} req/s"
+            )
+            out.append(
+                Verdict(
+                    "stress.knee_rps",
+                    "stress",
+                    "knee_rps",
+                    ">=",
+                    target,
+                    knee,
+                    "req/s",
+                    ok,
+                    text,
+                    bp + (key,),
                 )
-            else:
-                ok = knee >= target * (1 - THROUGHPUT_TOLERANCE)
-                out.append(
-                    Verdict(
-                        "stress.knee_rps",
-                        "stress",
-                        "knee_rps",
-                        ">=",
-                        target,
-                        knee,
-                        "req/s",
-                        ok,
-                        f"knee (highest throughput within budgets) {knee:.4g} req/s "
-                        f"{'≥' if ok else '<'} {key} {target:.4g} req/s",
-                        bp + (key,),
-                    )
-                )
+            )
     return [v for v in out if v is not None]
 
 

@@ -21,6 +21,11 @@ def expect(rec: Recorder, at: tuple[str, str, Any, str], same: bool, ok: str, dr
         rec.drift(code, label, node, fld, drift)
 
 
+def _queue_policy(dyn: dict, key: str) -> int:
+    """A dynamic_batching default_queue_policy field; 0 (Triton's "no limit") when unset."""
+    return int(((dyn.get("default_queue_policy") or {}).get(key, 0)) or 0)
+
+
 class ConfigCheck(Check):
     """A check of one model's configuration as Triton reports it."""
 
@@ -116,7 +121,7 @@ class DynamicBatching(ConfigCheck):
                     f"{sorted(b.preferred_batch_sizes)}",
                 )
             if b.max_queue_size is not None:
-                qs = int(((dyn.get("default_queue_policy") or {}).get("max_queue_size", 0)) or 0)
+                qs = _queue_policy(dyn, "max_queue_size")
                 have_q = f"queues up to {qs} request(s)" if qs else "has an unbounded queue"
                 expect(
                     rec,
@@ -144,7 +149,7 @@ class QueueTimeout(ConfigCheck):
             return
         dyn = config.get("dynamic_batching")
         if dyn is not None and b.queue_timeout_us is not None:
-            qt = int(((dyn.get("default_queue_policy") or {}).get("default_timeout_microseconds", 0)) or 0)
+            qt = _queue_policy(dyn, "default_timeout_microseconds")
             expect(
                 rec,
                 ("VT228", label, b, "queue_timeout_us"),
