@@ -234,6 +234,7 @@ class Bdd:
         return len(self.var)
 
     def collect(self, roots: list[int]) -> list[int]:
+        """Free what `roots` do not reach; their new ids (here: the same, nothing is freed)."""
         return roots
 
     def finish(self, root: int) -> int:

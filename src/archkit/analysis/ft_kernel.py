@@ -15,6 +15,10 @@ Every function returns a node id >= 0, or `LIMIT` (-1) when the node budget is s
 `FULL` (-2) when the arrays or the table must grow first (or `DEEP`, -3, the frame stack);
 `CompiledBdd` grows them and asks again (nodes already made are found again through the
 table, and results through the cache, so a retry repeats little work).
+
+Garbage: between gates the engine hands `collect` the diagrams still needed; every other node
+is dropped and the live ones slide down, keeping their order (children before parents), as a
+mark-and-compact collector does. The node budget still counts every node ever made.
 """
 
 from __future__ import annotations
@@ -281,8 +285,9 @@ def available(nvars: int) -> bool:
 
 
 class CompiledBdd(Bdd):
-    """`Bdd` whose construction runs in `ft_kernel`; reading it (probability, gradient, minimal
-    solutions) is `Bdd`'s own code over plain lists once `drop_caches` has run."""
+    """`Bdd` whose construction runs in `ft_kernel`. `collect` frees garbage while building;
+    `finish` keeps the finished diagram in arrays, where probability and gradient run compiled;
+    minimal solutions are `Bdd`'s own code over the lists that `lists()` makes."""
 
     def __init__(
         self,
