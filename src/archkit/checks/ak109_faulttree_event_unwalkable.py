@@ -1,6 +1,7 @@
 """AK109: a fault-tree leaf event cannot be walked: no check, no expectation, or a broken regex."""
 
 import re
+import warnings
 
 from archkit.checks.registry import Rule, register
 from archkit.diagnostics import Severity
@@ -34,12 +35,24 @@ stops the walk: at 3 a.m. the on-call engineer is left to guess.
                         "expect, expect_regex or expect_exit_code to judge it by",
                     )
                 if e.expect_regex is not None:
-                    try:
-                        re.compile(e.expect_regex)
-                    except re.error as exc:
+                    with warnings.catch_warnings(record=True) as caught:
+                        # Python warns (FutureWarning) where a pattern's meaning will change,
+                        # e.g. "[[" read as a nested set: a finding here, not a stray line
+                        warnings.simplefilter("always")
+                        re.purge()  # a cached pattern would not warn again
+                        try:
+                            re.compile(e.expect_regex)
+                        except re.error as exc:
+                            yield ctx.at(
+                                e,
+                                "expect_regex",
+                                f"event '{e.id}': expect_regex does not compile: {exc}",
+                                severity=Severity.ERROR,
+                            )
+                    for w in caught:
                         yield ctx.at(
                             e,
                             "expect_regex",
-                            f"event '{e.id}': expect_regex does not compile: {exc}",
-                            severity=Severity.ERROR,
+                            f"event '{e.id}': expect_regex may change meaning in a later Python "
+                            f"({w.message}); escape a literal '[' or '-' as \\[ or \\-",
                         )
