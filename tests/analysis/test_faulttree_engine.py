@@ -407,8 +407,8 @@ def test_compiled_kernel_builds_the_same_diagrams_as_python(tree, sizes):
     order make the same nodes, so the diagrams must be identical whatever the start capacity
     (2 nodes, 8, 65,536: every growth path), frame stack (1 row, 3), and garbage collection
     (never, or after every gate: `COLLECT_AT` = 1). A finished compiled diagram keeps only its
-    root's nodes, so the diagrams are compared in a canonical numbering; before collection
-    could reorder them, the ids matched exactly."""
+    root's nodes, and collection renumbers them, so the diagrams are compared in a canonical
+    numbering."""
     from archkit.analysis import ft_engine, ft_kernel
     from archkit.analysis.ft_engine import Engine
     from archkit.analysis.ft_model import choose_order, compile_tree
@@ -464,7 +464,9 @@ def test_collection_frees_garbage_and_keeps_the_roots_functions():
     assert _diagram(nb, keep) == _diagram(py, keep_py) and _diagram(nb, neg) == _diagram(py, neg_py)
     live = set(py.reachable(keep_py)) | set(py.reachable(neg_py))
     assert len(nb) == 2 + len(live)
-    nb.conj(keep, neg)  # FALSE: the cache was cleared, the table still finds every node
+    assert nb.conj(keep, neg) == 0  # the cache was cleared and answers afresh
+    assert nb.mk(int(nb.var[keep]), int(nb.lo[keep]), int(nb.hi[keep])) == keep  # the table was rebuilt
+    assert len(nb) == 2 + len(live)
     with pytest.raises(DiagramLimitError, match="more than 100 nodes"):
         for i in range(100):
             nb.xor(nb.variable(2 * (i % 8) + 1), nb.conj(keep, nb.variable(2 * ((i + 3) % 8) + 1)))
