@@ -261,21 +261,9 @@ def _kernel() -> dict[str, Any] | None:
             return None
         g = globals()
         # the functions resolve each other as globals: compile the callees first
-        g["_slot"] = numba.njit(cache=True)(_slot)
-        g["_mk"] = numba.njit(cache=True)(_mk)
-        g["_terminal"] = numba.njit(cache=True)(_terminal)
-        g["_apply"] = numba.njit(cache=True)(_apply)
-        g["_rehash"] = numba.njit(cache=True)(_rehash)
-        for name in ("collect", "probability", "gradient"):
+        for name in ("slot", "mk", "terminal", "apply", "rehash", "collect", "probability", "gradient"):
             g["_" + name] = numba.njit(cache=True)(g["_" + name])
-        _compiled.update(
-            mk=g["_mk"],
-            apply=g["_apply"],
-            rehash=g["_rehash"],
-            collect=g["_collect"],
-            probability=g["_probability"],
-            gradient=g["_gradient"],
-        )
+            _compiled[name] = g["_" + name]
     return _compiled
 
 
@@ -433,15 +421,6 @@ class CompiledBdd(Bdd):
         self.building = False
         del self._table, self._ck, self._cr, self._stk
         return root
-
-    def drop_caches(self) -> None:
-        """Hand the diagram to `Bdd`'s readers as lists and free the tables."""
-        if self.building:
-            n = int(self._meta[0])
-            self._var, self._lo, self._hi = (a[:n] for a in (self._var, self._lo, self._hi))
-            self.building = False
-            del self._table, self._ck, self._cr, self._stk
-        self.lists()
 
     def lists(self) -> None:
         """The diagram as Python lists, which `Bdd`'s readers index fastest."""
