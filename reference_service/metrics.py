@@ -69,7 +69,14 @@ class Metrics:
             "Seconds from launching Triton to both models ready, for the latest (re)start",
             registry=r,
         )
-        self.triton_restarts = Counter("ocr_triton_restarts", "Triton restarts by the supervisor", registry=r)
+        self.triton_restarts = Counter(
+            "ocr_triton_restarts", "Triton restarts by the supervisor after a crash while serving", registry=r
+        )
+        self.triton_start_failures = Counter(
+            "ocr_triton_start_failures",
+            "Triton workers that exited before both models were ready (retried by the supervisor)",
+            registry=r,
+        )
         self.drift_p_value = Gauge(
             "ocr_confidence_drift_p_value",
             "KS p-value: recent per-page confidence vs the golden set's (low: inputs drifted)",

@@ -62,7 +62,8 @@ class TritonSupervisor:
         self.threads = threads
         self.proc: subprocess.Popen | None = None
         self.metrics = None  # set by the gateway
-        self.restarts = 0
+        self.restarts = 0  # launches after the first, crashes and failed starts alike
+        self._served = False  # the current worker has reported ready at least once
         self._launched_at = 0.0
         self._stopping = False
         self._task: asyncio.Task | None = None
@@ -100,6 +101,7 @@ class TritonSupervisor:
         env = worker_env(self.run_dir)
         env["PYTHONPATH"] = os.pathsep.join(p for p in [str(repo_root), env.get("PYTHONPATH", "")] if p)
         self._launched_at = time.monotonic()
+        self._served = False
         self.proc = subprocess.Popen(
             cmd,
             env=env,
@@ -140,6 +142,7 @@ class TritonSupervisor:
 
     def mark_ready(self) -> None:
         """Called by the gateway when both models first report ready after a (re)start."""
+        self._served = True
         self._note_stub_dirs()
         if self._launched_at and self.metrics is not None:
             self.metrics.cold_start.set(time.monotonic() - self._launched_at)
@@ -156,8 +159,16 @@ class TritonSupervisor:
             await asyncio.sleep(0.5)
             if self.proc is None or self.proc.poll() is None:
                 continue
+            # A worker that dies before it ever served failed to start; one that dies after
+            # crashed. Only a crash counts as a restart (ocr_triton_restarts_total, which the
+            # runbook's triton-restarting check reads): PyTriton's multi-instance start can
+            # lose a race on a loaded machine (a second instance connects to the first's
+            # handshake socket between its bind and listen: ECONNREFUSED; its wait is 1 s), and
+            # the retry below recovers it without the service ever having been down.
+            crashed = self._served
             LOG.warning(
-                "triton worker exited with %s; restarting in %.0f s; last log lines:\n%s",
+                "triton worker %s with %s; restarting in %.0f s; last log lines:\n%s",
+                "exited" if crashed else "failed to start",
                 self.proc.returncode,
                 backoff,
                 self.log_tail(),
@@ -168,7 +179,8 @@ class TritonSupervisor:
                 return
             self.restarts += 1
             if self.metrics is not None:
-                self.metrics.triton_restarts.inc()
+                counter = self.metrics.triton_restarts if crashed else self.metrics.triton_start_failures
+                counter.inc()
             self._launch()
             backoff = min(backoff * 2, 10.0)
 
