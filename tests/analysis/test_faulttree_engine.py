@@ -329,7 +329,7 @@ def test_cli_text_report_names_the_longest_part(cli):
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(random_trees())
 def test_every_variable_order_heuristic_gives_the_same_answer(tree):
-    """`choose_order` picks one of five (formula, order) candidates by a static score; each
+    """`choose_order` picks one of six (formula, order) candidates by a static score; each
     must be exact on its own, coalescing included, since a different tree picks another.
     The default pick is held to enumeration by the test above."""
     from archkit.analysis import faulttree
@@ -337,8 +337,8 @@ def test_every_variable_order_heuristic_gives_the_same_answer(tree):
 
     base = analyse(tree)
     names = [c[0] for c in order_candidates(compile_tree(tree))]
-    assert len(names) == 5 and base.variable_order in names
-    for i in range(5):
+    assert len(names) == 6 and base.variable_order in names
+    for i in range(6):
 
         def pick(f, i=i):
             name, form, order = order_candidates(f)[i]
@@ -376,6 +376,52 @@ def test_coalescing_merges_only_a_same_type_child_with_one_parent():
         "shared": ("or", ["e", "f"]),
         "x": ("and", ["h", "i", "g"]),
     }
+
+
+def test_heaviest_first_order_and_cut_width_on_a_hand_tree():
+    """top = OR(light, heavy, z) with light = AND(a, b) and heavy = OR(c, d, AND(e, f, g)).
+
+    SCRAM's topological order visits child gates in document order (light's events first);
+    heaviest first takes heavy's subtree first, and the top's own event z comes last either
+    way. The cut width is the most gates open across one point of the order."""
+    from archkit.analysis.ft_model import compile_tree, cut_width, span_sum, topological_order
+
+    tree = FaultTree(
+        id="t",
+        top="top",
+        gates=[
+            Gate(id="top", type="or", inputs=["light", "heavy", "z"]),
+            Gate(id="light", type="and", inputs=["a", "b"]),
+            Gate(id="heavy", type="or", inputs=["c", "d", "inner"]),
+            Gate(id="inner", type="and", inputs=["e", "f", "g"]),
+        ],
+        events=[BasicEvent(id=e, probability=0.1) for e in "abcdefgz"],
+    )
+    f = compile_tree(tree)
+    assert topological_order(f) == list("abefgcdz")
+    assert topological_order(f, heaviest_first=True) == list("efgcdabz")
+    # a b e f g c d z: top spans 0–7, light 0–1, heavy 2–6, inner 2–4; between e and f
+    # (and f and g) top, heavy and inner are open: 3
+    assert cut_width(f, list("abefgcdz")) == 3
+    assert span_sum(f, list("abefgcdz")) == 7 + 1 + 4 + 2
+    # interleaving light's events with heavy's keeps light open across heavy's: 4
+    assert cut_width(f, list("aefgcdbz")) == 4
+
+
+@settings(max_examples=200, deadline=None)
+@given(random_trees())
+def test_cut_width_and_span_sum_bound_each_other(tree):
+    """The span sum counts, over every point of the order, the gates open across it; the cut
+    width is the largest of those counts. So width ≤ sum ≤ width × (points), and neither
+    exceeds what the gates allow; every candidate order is a permutation of the tree's events."""
+    from archkit.analysis.ft_model import compile_tree, cut_width, order_candidates, span_sum
+
+    f = compile_tree(tree)
+    for _name, form, order in order_candidates(f):
+        assert sorted(order) == sorted(form.variables)
+        w, s = cut_width(form, order), span_sum(form, order)
+        assert 0 <= w <= len(form.gates)
+        assert w <= s <= w * max(len(order) - 1, 0)
 
 
 def _diagram(bdd, root: int) -> list[tuple[int, int, int]]:
@@ -482,7 +528,7 @@ def test_compiled_kernel_refuses_past_the_node_limit():
     f, order, _ = choose_order(compile_tree(import_mef([(str(path), path.read_bytes())])[0]))
     with pytest.raises(DiagramLimitError, match="more than 50,000 nodes"):
         Engine(f, order, 50_000, kernel="compiled")
-    assert Engine(f, order, 4_000_000, kernel="compiled").node_count == 211_893
+    assert Engine(f, order, 4_000_000, kernel="compiled").node_count == 201_783
 
 
 def test_auto_kernel_switches_to_compiled_for_a_large_module():

@@ -5,7 +5,7 @@ Pure functions over `archkit.spec.model.FaultTree`; no I/O. The engine (`ft_bdd`
 
 - The tree is flattened into a Boolean formula (every MEF gate type, house events,
   common-cause groups), optionally coalesced, and compiled into reduced ordered BDDs, one
-  per module, under the variable order `ft_model.choose_order` picks from five heuristics.
+  per module, under the variable order `ft_model.choose_order` picks from six heuristics.
 - The top-event probability is exact and independent of cut sets: one bottom-up pass of
   Shannon expansion over the BDD, P(f) = p(x)·P(f|x=1) + (1-p(x))·P(f|x=0), with basic
   events independent.

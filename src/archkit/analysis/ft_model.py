@@ -208,6 +208,32 @@ def compile_tree(tree: FaultTree, house: dict[str, bool] | None = None) -> Formu
     return Formula(tree.id, top, gates, order, probs, states, ccf_of)
 
 
+def _weights(f: Formula) -> dict[str, int]:
+    """Each node's weight: 1 for an event, 0 for a constant, the sum of its inputs' for a gate.
+
+    A shared event is counted once per path through the gates (a set union per gate would cost
+    quadratic memory; an upper bound on the variables beneath suffices to rank inputs), capped
+    so a deep DAG cannot overflow. Iterative post-order: trees can be deep.
+    """
+    gates = f.gates
+    weight: dict[str, int] = {}
+    stack = [f.top]
+    while stack:
+        n = stack[-1]
+        if n in weight or n not in gates:
+            stack.pop()
+            if n not in gates:
+                weight.setdefault(n, 0 if n in f.constants else 1)
+            continue
+        pending = [x for x in gates[n][1] if x not in weight]
+        if pending:
+            stack.extend(pending)
+        else:
+            stack.pop()
+            weight[n] = min(sum(weight[x] for x in gates[n][1]), 1 << 40)
+    return weight
+
+
 def variable_order(f: Formula) -> list[str]:
     """The BDD's variable order: a weighted depth-first heuristic.
 
@@ -219,29 +245,8 @@ def variable_order(f: Formula) -> list[str]:
     distinct variables beneath them (ties: document order), so small, often shared modules
     come first and large subtrees last; measured in bench/bench_faulttree.py.
     """
-    weight: dict[str, int] = {}
+    weight = _weights(f)
     gates = f.gates
-
-    def size(node: str) -> int:
-        # iterative post-order: number of variables beneath a gate (shared ones counted once
-        # per gate through a set union would cost quadratic memory; an upper bound suffices)
-        stack = [node]
-        while stack:
-            n = stack[-1]
-            if n in weight or n not in gates:
-                stack.pop()
-                if n not in gates:
-                    weight.setdefault(n, 0 if n in f.constants else 1)
-                continue
-            pending = [x for x in gates[n][1] if x not in weight]
-            if pending:
-                stack.extend(pending)
-            else:
-                stack.pop()
-                weight[n] = min(sum(weight[x] for x in gates[n][1]), 1 << 40)
-        return weight[node]
-
-    size(f.top)
     order: list[str] = []
     seen: set[str] = set()
     stack = [f.top]
@@ -261,8 +266,11 @@ def variable_order(f: Formula) -> list[str]:
 # --------------------------------------------------------------------------- preprocessing
 
 
-def _post_order(f: Formula) -> list[str]:
-    """Gates reachable from the top, children before parents (iterative: trees can be deep)."""
+def _post_order(f: Formula, weight: dict[str, int] | None = None) -> list[str]:
+    """Gates reachable from the top, children before parents (iterative: trees can be deep).
+
+    Children in document order, or with `weight` heaviest first (ties: document order).
+    """
     gates = f.gates
     done: set[str] = set()
     out: list[str] = []
@@ -272,6 +280,8 @@ def _post_order(f: Formula) -> list[str]:
         if i == 0 and g in done:
             continue
         ins = gates[g][1]
+        if weight is not None:
+            ins = sorted(ins, key=lambda x: -weight[x])
         while i < len(ins) and (ins[i] not in gates or ins[i] in done):
             i += 1
         if i < len(ins):
@@ -327,12 +337,19 @@ def coalesced(f: Formula) -> Formula:
     return Formula(f.tree_id, f.top, new, f.variables, f.probabilities, f.constants, f.ccf_of)
 
 
-def topological_order(f: Formula) -> list[str]:
-    """SCRAM's order: a gate's child gates first (depth-first), then its own basic events."""
+def topological_order(f: Formula, heaviest_first: bool = False) -> list[str]:
+    """SCRAM's order: a gate's child gates first (depth-first), then its own basic events.
+
+    `heaviest_first` visits a gate's child gates by decreasing weight (`_weights`), the
+    reverse of the weighted depth-first order's rule: the large shared subtrees take the top
+    of the order and each gate's own events follow their heavy siblings. On das9701 that
+    builds the diagram in 14.1 million nodes against 47.2 million in document order, and on
+    edf9204 in 1.1 million against 2.9 (bench/bench_faulttree.py, docs/benchmarks.md).
+    """
     gates = f.gates
     order: list[str] = []
     seen: set[str] = set()
-    for g in _post_order(f):
+    for g in _post_order(f, _weights(f) if heaviest_first else None):
         for x in gates[g][1]:
             if x not in gates and x not in f.constants and x not in seen:
                 seen.add(x)
@@ -340,18 +357,13 @@ def topological_order(f: Formula) -> list[str]:
     return order
 
 
-def span_sum(f: Formula, order: list[str]) -> int:
-    """Σ over gates of the distance between the first and last variable beneath it.
-
-    A static estimate of the BDD's width (each gate's variables should sit close together,
-    the intuition behind every depth-first heuristic; Bouissou et al., ESREL 1997): used only
-    to choose between candidate orders.
-    """
+def _spans(f: Formula, order: list[str]) -> list[tuple[int, int]]:
+    """Per gate over variables, the positions of the first and last variable beneath it."""
     pos = {v: i for i, v in enumerate(order)}
     gates = f.gates
     lo: dict[str, int] = {}
     hi: dict[str, int] = {}
-    total = 0
+    out: list[tuple[int, int]] = []
     for g in _post_order(f):
         a, b = 1 << 60, -1
         for x in gates[g][1]:
@@ -361,8 +373,37 @@ def span_sum(f: Formula, order: list[str]) -> int:
                 a, b = min(a, pos[x]), max(b, pos[x])
         lo[g], hi[g] = a, b
         if b >= 0:
-            total += b - a
-    return total
+            out.append((a, b))
+    return out
+
+
+def span_sum(f: Formula, order: list[str]) -> int:
+    """Σ over gates of the distance between the first and last variable beneath it.
+
+    A static estimate of the BDD's width (each gate's variables should sit close together,
+    the intuition behind every depth-first heuristic; Bouissou et al., ESREL 1997): used only
+    to choose between candidate orders.
+    """
+    return sum(b - a for a, b in _spans(f, order))
+
+
+def cut_width(f: Formula, order: list[str]) -> int:
+    """The most gates whose variables lie both above and below one point of the order.
+
+    Berman ("Circuit width, register allocation, and ordered binary decision diagrams", IEEE
+    Trans. CAD 10(8), 1991) bounds an ordered BDD's width by an exponential in the circuit's
+    cut width under the order: the gates open across a level are what the diagram must
+    remember there. `span_sum` is the same count summed over every point instead of its peak.
+    """
+    delta = [0] * (len(order) + 1)
+    for a, b in _spans(f, order):
+        delta[a] += 1
+        delta[b] -= 1
+    peak = now = 0
+    for d in delta:
+        now += d
+        peak = max(peak, now)
+    return peak
 
 
 def order_candidates(f: Formula) -> list[tuple[str, Formula, list[str]]]:
@@ -374,6 +415,7 @@ def order_candidates(f: Formula) -> list[tuple[str, Formula, list[str]]]:
         ("topological", f, topological_order(f)),
         ("depth-first, coalesced", fc, list(fc.variables)),
         ("topological, coalesced", fc, topological_order(fc)),
+        ("topological heaviest first, coalesced", fc, topological_order(fc, heaviest_first=True)),
     ]
 
 
@@ -381,11 +423,15 @@ def choose_order(f: Formula) -> tuple[Formula, list[str], str]:
     """The formula (as given or coalesced), its variable order, and the heuristic's name.
 
     No static order suits every tree: on the Aralia set the weighted depth-first order is
-    the only one that builds cea9601 within 3,000,000 nodes, while edf9203 needs a plain
-    depth-first order over the coalesced gates (842,158 nodes; the weighted order passes
-    3,000,000) and edf9204 the topological one (2,901,077; every other candidate passes
-    3,000,000). Each candidate is scored by `span_sum` and the lowest wins (ties: the first
-    listed); measured per tree in bench/bench_faulttree.py and docs/benchmarks.md.
+    the only one that builds cea9601 within 3,000,000 nodes, edf9203 needs a plain
+    depth-first order over the coalesced gates (842,158 nodes), and das9701 the topological
+    order with heaviest child gates first (14.1 million nodes; 76.8 million under the
+    depth-first-coalesced order the span score picked). Each candidate is scored by its peak
+    `cut_width`, then by `span_sum`, and the lowest wins (ties: the first listed). Over the
+    42 Aralia trees some candidate builds, the span score alone (over the first five) made
+    87.7 million nodes in all, the cut width then span 22.8 million; neither chose a
+    candidate that fails where another succeeds (bench/bench_faulttree.py --orders,
+    docs/benchmarks.md).
     """
-    name, form, order = min(order_candidates(f), key=lambda c: span_sum(c[1], c[2]))
+    name, form, order = min(order_candidates(f), key=lambda c: (cut_width(c[1], c[2]), span_sum(c[1], c[2])))
     return form, order, name
