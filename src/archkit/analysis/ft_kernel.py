@@ -41,7 +41,8 @@ NONTERMINAL, NEG_A, NEG_B = -1, -2, -3  # `_terminal`'s answers besides a node i
 # The frame stack is as deep as a diagram is tall: 4 rows of 80 bytes per variable (module
 # variables sit between events) keep it under 64 MB up to here; a taller tree uses Python.
 MAX_VARS = 200_000
-# The operation cache grows to a quarter of the node arrays, up to 2^23 entries (128 MiB: a key and a result of 8 bytes each).
+# The operation cache grows to a quarter of the node arrays, up to 2^23 entries (128 MiB: a
+# key and a result of 8 bytes each).
 MAX_CACHE = 1 << 23
 
 

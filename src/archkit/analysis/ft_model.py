@@ -274,14 +274,17 @@ def _post_order(f: Formula, weight: dict[str, int] | None = None) -> list[str]:
     gates = f.gates
     done: set[str] = set()
     out: list[str] = []
+    ranked: dict[str, list[str]] = {}
     stack = [(f.top, 0)] if f.top in gates else []
     while stack:
         g, i = stack.pop()
         if i == 0 and g in done:
             continue
         ins = gates[g][1]
-        if weight is not None:
-            ins = sorted(ins, key=lambda x: -weight[x])
+        if weight is not None:  # sorted once per gate, not on every return to its frame
+            if g not in ranked:
+                ranked[g] = sorted(ins, key=lambda x: -weight[x])
+            ins = ranked[g]
         while i < len(ins) and (ins[i] not in gates or ins[i] in done):
             i += 1
         if i < len(ins):
