@@ -35,7 +35,7 @@ Progress = Callable[[str, int, int], None]
 # diagram, as long as numba takes to load (measured on the Aralia trees, docs/benchmarks.md).
 SWITCH_AT = 100_000
 # Nodes before a compiled diagram first frees its garbage (~20 MB of arrays); then each time
-# the nodes double.
+# the nodes double (quadruple after a pass that freed less than half; `Engine._build`).
 COLLECT_AT = 1_000_000
 
 
@@ -224,7 +224,7 @@ class Engine:
         f, bdd = self.formula, m.bdd
         val: dict[str, int] = {}
         # uses[x]: parents of x in this module not built yet. A diagram whose uses reach 0 is
-        # garbage, which a collecting diagram frees once its nodes double (as CUDD does).
+        # garbage, which a collecting diagram frees once its nodes grow (as CUDD does).
         uses = self._uses(m) if bdd.collects else {}
         collect_at = COLLECT_AT
         stack = [m.gate]

@@ -46,15 +46,15 @@ MAX_VARS = 200_000
 MAX_CACHE = 1 << 23
 
 
+def _hash(x: int, y: int, z: int) -> int:
+    """A 64-bit hash of three ids (multiplicative, as in Knuth's scheme). For a node (v, lo,
+    hi) its low bits index the unique table and bits 32–62 are the entry's tag."""
+    return (int(x) * 0x9E3779B1) ^ (int(y) * 0x85EBCA77) ^ (int(z) * 0xC2B2AE3D)
+
+
 def _slot(x: int, y: int, z: int, mask: int) -> int:
-    """A hash of three ids (multiplicative, as in Knuth's scheme), masked to a table index."""
-    return ((int(x) * 0x9E3779B1) ^ (int(y) * 0x85EBCA77) ^ (int(z) * 0xC2B2AE3D)) & int(mask)
-
-
-def _hash(v: int, lo: int, hi: int) -> int:
-    """A node's 64-bit hash (multiplicative, as in Knuth's scheme): low bits index the unique
-    table, bits 32–62 are the entry's tag."""
-    return (int(v) * 0x9E3779B1) ^ (int(lo) * 0x85EBCA77) ^ (int(hi) * 0xC2B2AE3D)
+    """`_hash` masked to a table index (the operation cache's slot)."""
+    return _hash(x, y, z) & int(mask)
 
 
 def _mk(v: int, lo: int, hi: int, var: Any, low: Any, high: Any, meta: Any, table: Any) -> int:
@@ -276,8 +276,8 @@ def _kernel() -> dict[str, Any] | None:
         g = globals()
         # the functions resolve each other as globals: compile the callees first
         for name in (
-            "slot",
             "hash",
+            "slot",
             "mk",
             "terminal",
             "apply",
