@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from archkit.analysis.faulttree import FaultTreeLimitError, analyse
+from archkit.analysis.faulttree import FaultTreeError, FaultTreeLimitError, analyse, minimal_cut_sets
 from archkit.analysis.ft_mef import MefError, export_mef, import_mef
 from archkit.cli import _load_commands, app
 from archkit.spec import load_file
@@ -270,6 +270,60 @@ def test_limit_is_an_error_naming_the_limit():
     tree.limits.max_bdd_nodes = 100
     with pytest.raises(FaultTreeLimitError, match="limits.max_bdd_nodes"):
         analyse(tree)
+
+
+def test_cut_sets_over_their_limit_keep_the_probability():
+    """The ZBDD has its own budget: over it, the BDD's probability and importance stand and the
+    result says which limit stopped the cut sets (Baobab2: 4,805 sets)."""
+    tree = mef(SCRAM / "baobab2.xml", SCRAM / "baobab2-basic-events.xml")
+    whole = analyse(tree)
+    tree.limits.max_zbdd_nodes = 200
+    a = analyse(tree)
+    assert a.probability == whole.probability and a.birnbaum == whole.birnbaum
+    assert a.cut_sets == [] and not a.cut_sets_listed_all
+    assert a.cut_sets_refused is not None and "limits.max_zbdd_nodes" in a.cut_sets_refused
+    assert "--order" in a.cut_sets_refused
+    with pytest.raises(FaultTreeError, match="max_zbdd_nodes"):
+        minimal_cut_sets(tree)
+    assert analyse(tree, order=2).counts_by_order == whole.counts_by_order[:3]
+
+
+def test_a_non_coherent_tree_with_one_module_is_built_once(monkeypatch):
+    """A tree with negation takes its cut sets from one diagram of the whole tree; when the top
+    is its only module, the diagram built for the probability is that one (no second build)."""
+    from archkit.analysis import faulttree as ft
+
+    built: list[bool] = []
+    real = ft._engine
+
+    def counting(tree, house, progress, modular=True):
+        built.append(modular)
+        return real(tree, house, progress, modular)
+
+    monkeypatch.setattr(ft, "_engine", counting)
+    shared = Gate(id="top", type="and", inputs=["x", "n"])
+    one = FaultTree(
+        id="one",
+        top="top",
+        gates=[shared, Gate(id="n", type="not", inputs=["x2"]), Gate(id="x", type="or", inputs=["a", "x2"])],
+        events=[BasicEvent(id="a", probability=0.1), BasicEvent(id="x2", probability=0.2)],
+    )
+    a = analyse(one)
+    assert built == [True] and not a.coherent and a.modules == 1
+    assert a.cut_sets == [frozenset(["a"])]  # a with x2 working: the positive part of a·¬x2
+    two = FaultTree(
+        id="two",
+        top="top",
+        gates=[
+            Gate(id="top", type="or", inputs=["m", "k"]),
+            Gate(id="m", type="and", inputs=["a", "b"]),
+            Gate(id="k", type="not", inputs=["c"]),
+        ],
+        events=[BasicEvent(id=e, probability=0.1) for e in "abc"],
+    )
+    built.clear()
+    analyse(two)
+    assert built == [True, False]
 
 
 # ---------------------------------------------------------------- MEF safety and errors

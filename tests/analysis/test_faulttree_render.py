@@ -53,3 +53,19 @@ def test_render_draws_the_reason_on_the_diagram_and_review_page(spec_file: Path)
     review = files["review.html"]
     review = review.decode() if isinstance(review, bytes) else review
     assert "analysis refused" in review
+
+
+def test_cut_sets_over_their_limit_are_reported_and_drawn_beside_the_probability(tmp_path: Path) -> None:
+    """Over `limits.max_zbdd_nodes` the probability still comes from the BDD: `check` reports
+    the cut-set limit (AK111) and the diagram shows the probability with the reason."""
+    path = tmp_path / "zbdd.yaml"
+    path.write_text(SPEC.replace("max_bdd_nodes: 5", "max_zbdd_nodes: 3"), encoding="utf-8")
+    spec = api.load(path).spec
+    found = [d for d in api.check_spec(spec) if d.code == "AK111"]
+    assert found and "limits.max_zbdd_nodes" in found[0].message and found[0].line == 6
+    if shutil.which("dot") is None:
+        pytest.skip("Graphviz is installed by `make setup`")
+    files, _ = generate(spec, str(path), only=["faulttree"], formats=("svg",))
+    source = files["faulttree/big.dot"]
+    assert "cut sets not found" in source and "max_zbdd_nodes" in source
+    assert "analysis refused" not in source and "0.0001" in source  # P(top) = 0.1^4

@@ -59,10 +59,15 @@ Progress = Callable[[str, int, int], None]
 class FaultTreeLimitError(FaultTreeError):
     """The tree needs more than one of its `limits` allow; names the limit and how to raise it."""
 
-    def __init__(self, tree_id: str, limit: str, value: int, what: str) -> None:
+    def __init__(
+        self, tree_id: str, limit: str, value: int, what: str, unit: str = "nodes", other: str = ""
+    ) -> None:
+        cost = "~2 s and ~130 MB a million" if limit == "max_zbdd_nodes" else "~0.5 s a million"
         super().__init__(
-            f"tree '{tree_id}': {what} needs more than {value:,} nodes "
-            f"(limit `limits.{limit}`; raise it in the tree's `limits`, ~0.5–1 s per million nodes)"
+            f"tree '{tree_id}': {what} needs more than {value:,} {unit} "
+            f"(limit `limits.{limit}`; raise it in the tree's `limits`, {cost}"
+            + (f"; {other}" if other else "")
+            + ")"
         )
         self.limit = limit
         self.value = value
@@ -105,6 +110,8 @@ class FaultTreeAnalysis:
     unused_events: list[str] = field(default_factory=list)
     counts_by_order: list[int] = field(default_factory=list)  # index = order; exact
     cut_sets_listed_all: bool = True  # False when the listing hit a limit or a cut-off
+    # why no cut sets were found (`limits.max_zbdd_nodes`); the probability and importance stand
+    cut_sets_refused: str | None = None
     coherent: bool = True
     order_limit: int | None = None
     cutoff: float | None = None
@@ -143,6 +150,7 @@ class FaultTreeAnalysis:
             "order_limit": self.order_limit,
             "cutoff": self.cutoff,
             "cut_sets_listed_all": self.cut_sets_listed_all,
+            "cut_sets_refused": self.cut_sets_refused,
             "cut_sets": [sorted(c) for c in self.cut_sets],
             "single_points_of_failure": self.single_points_of_failure,
             "approximations": {"rare_event": self.rare_event, "mcub": self.mcub},
@@ -200,7 +208,9 @@ def analyse(
 
     `order` and `cutoff` default to the tree's `limits.max_order` and `limits.cutoff`;
     `house` switches house events. Raises FaultTreeError for a tree that cannot be analysed
-    and FaultTreeLimitError (a FaultTreeError) when a diagram outgrows `limits`.
+    and FaultTreeLimitError (a FaultTreeError) when the BDD outgrows `limits.max_bdd_nodes`.
+    Cut sets that outgrow `limits.max_zbdd_nodes` are not found: the result keeps the
+    probability and importance, and `cut_sets_refused` says why and how to raise the limit.
     """
     order = order if order is not None else tree.limits.max_order
     cutoff = cutoff if cutoff is not None else tree.limits.cutoff
@@ -230,7 +240,17 @@ def analyse(
         _importance(res, p, top, eng.gradient(vals, local))
         res.seconds["importance"] = round(time.perf_counter() - t0, 4)
     if cut_sets:
-        _cut_sets(tree, eng, res, p, order, cutoff, house, progress)
+        t0 = time.perf_counter()
+        try:
+            _cut_sets(tree, eng, res, p, order, cutoff, house, progress)
+        except FaultTreeLimitError as exc:
+            res.seconds["cut_sets"] = round(time.perf_counter() - t0, 4)
+            if exc.limit != "max_zbdd_nodes":
+                raise
+            # the probability and importance came from the BDD alone: keep them (das9701's
+            # 26.3 million minimal failure sets took 34 s and 2.2 GB in Python)
+            res.cut_sets_refused = str(exc)
+            res.cut_sets_listed_all = False
     return res
 
 
@@ -245,13 +265,23 @@ def _cut_sets(
     progress: Progress | None,
 ) -> None:
     t0 = time.perf_counter()
-    if not eng.formula.coherent:  # see ft_engine: modules are substituted only where positive
+    # see ft_engine: modules are substituted only where positive, so a non-coherent tree takes
+    # its cut sets from one diagram of the whole tree; with no module below the top, the
+    # diagram built for the probability is that one already (das9701: 7 s saved of 14)
+    if not eng.formula.coherent and len(eng.modules) > 1:
         eng = _engine(tree, house, progress, modular=False)
-    z = Zbdd(tree.limits.max_bdd_nodes)
+    z = Zbdd(tree.limits.max_zbdd_nodes)
     try:
         root = eng.cut_sets(z, order)
     except DiagramLimitError as exc:
-        raise FaultTreeLimitError(tree.id, "max_bdd_nodes", exc.limit, "the cut-set ZBDD") from None
+        raise FaultTreeLimitError(
+            tree.id,
+            "max_zbdd_nodes",
+            exc.limit,
+            "finding the minimal cut sets",
+            "ZBDD nodes and memoised steps",
+            "or bound the cut sets by order: `limits.max_order`, `--order N`",
+        ) from None
     res.zbdd_nodes = len(z)
     res.seconds["cut_sets"] = round(time.perf_counter() - t0, 4)
     t0 = time.perf_counter()
@@ -293,9 +323,13 @@ def _sort_key(cs: frozenset[str]) -> tuple[int, list[str]]:
 def minimal_cut_sets(tree: FaultTree) -> list[frozenset[str]]:
     """The tree's minimal cut sets, sorted by size, then by their sorted event ids.
 
-    Raises FaultTreeError when the tree references an unknown id or has a cycle.
+    Raises FaultTreeError when the tree references an unknown id or has a cycle, or when
+    its diagrams outgrow the tree's limits.
     """
-    return analyse(tree).cut_sets
+    a = analyse(tree)
+    if a.cut_sets_refused is not None:
+        raise FaultTreeError(a.cut_sets_refused)
+    return a.cut_sets
 
 
 def single_points_of_failure(cut_sets: Iterable[frozenset[str]]) -> list[str]:

@@ -6,7 +6,7 @@ from archkit.checks.registry import Rule, register
 
 @register
 class FaultTreeOverLimits(Rule):
-    """A fault tree's decision diagrams outgrow `limits.max_bdd_nodes`: no probability, no cut sets."""
+    """A fault tree's decision diagrams outgrow `limits.max_bdd_nodes` or `max_zbdd_nodes`."""
 
     code = "AK111"
     name = "faulttree-over-limits"
@@ -14,9 +14,10 @@ class FaultTreeOverLimits(Rule):
     rationale = """
 archkit computes the top-event probability, the minimal cut sets and the importance of each
 event from binary decision diagrams. Their size depends on the tree and on the variable
-order; a tree whose diagrams need more nodes than `limits.max_bdd_nodes` (each million takes
-half a second to a second; memory holds only the live ones) is stopped instead of running
-without bound. Without this finding the diagram would be drawn without probability or cut
+order; a tree whose BDD needs more nodes than `limits.max_bdd_nodes` (each million takes about
+half a second; memory holds only the live ones), or whose minimal cut sets need more ZBDD
+nodes than `limits.max_zbdd_nodes` (about two seconds a million), is stopped instead of
+running without bound. Without this finding the diagram would be drawn without probability or cut
 sets and the runbook would fall back to document order, silently.
 Raise the limit in the tree's `limits`, split the tree at independent sub-systems, or bound
 the cut sets with `limits.max_order`.
@@ -25,13 +26,21 @@ the cut sets with `limits.max_order`.
     def check(self, ctx):
         for tree in ctx.spec.faulttrees:
             try:
-                analyse(tree)
+                a = analyse(tree)
             except FaultTreeLimitError as exc:
-                yield ctx.at(
-                    tree,
-                    "limits" if "limits" in tree.model_fields_set else "id",
-                    str(exc),
-                    hint=f"set faulttrees[].limits.{exc.limit} above {exc.value:,}, or limits.max_order",
-                )
+                yield self._finding(ctx, tree, str(exc), exc.limit, exc.value)
             except FaultTreeError:
                 continue  # structure: AK108 reports it
+            else:
+                if a.cut_sets_refused is not None:  # the probability stands; the cut sets do not
+                    limit = tree.limits.max_zbdd_nodes
+                    yield self._finding(ctx, tree, a.cut_sets_refused, "max_zbdd_nodes", limit)
+
+    @staticmethod
+    def _finding(ctx, tree, message: str, limit: str, value: int):
+        return ctx.at(
+            tree,
+            "limits" if "limits" in tree.model_fields_set else "id",
+            message,
+            hint=f"set faulttrees[].limits.{limit} above {value:,}, or limits.max_order",
+        )

@@ -113,7 +113,10 @@ def _text_report(tree: Any, a: Any, top_n: int) -> list[str]:
         limits.append(f"probability >= {a.cutoff:g}")
     by_order = ", ".join(f"{i}: {c:,}" for i, c in enumerate(a.counts_by_order) if c)
     lim = f" [{'; '.join(limits)}]" if limits else ""
-    lines.append(f"  {kind}: {a.cut_set_count:,}{lim}" + (f" (by order {by_order})" if by_order else ""))
+    if a.cut_sets_refused is not None:
+        lines.append(f"  {kind}: not found: {a.cut_sets_refused}")
+    else:
+        lines.append(f"  {kind}: {a.cut_set_count:,}{lim}" + (f" (by order {by_order})" if by_order else ""))
     if a.rare_event is not None:
         lines.append(f"  approximations: rare event {_fmt(a.rare_event)}, MCUB {_fmt(a.mcub)}")
     if a.fussell_vesely:
@@ -200,6 +203,7 @@ def faulttree(
             reports.append({"tree": t.id, "error": str(exc)})
             continue
         prog.done()
+        failed = failed or a.cut_sets_refused is not None  # a partial answer is not a pass
         d = a.to_dict()
         if format is FtFormat.json:
             d["cut_sets"] = d["cut_sets"][:list_cut_sets] if list_cut_sets else []

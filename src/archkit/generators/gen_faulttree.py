@@ -211,7 +211,11 @@ def tree_view(ctx: RenderContext, tree: FaultTree) -> dict[str, Any]:
         "cut_title": cut_title,
         "more_cut_sets": more,
         "analysed": a is not None,
-        "refused": html_lines(f"analysis refused: {refused}", 70, 600) if refused else "",
+        "refused": html_lines(f"analysis refused: {refused}", 70, 600)
+        if refused
+        else html_lines(f"cut sets not found: {a.cut_sets_refused}", 70, 600)
+        if a is not None and a.cut_sets_refused
+        else "",
         "spof_count": len(spofs),
         "ccf": ccf,
     }

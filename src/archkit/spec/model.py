@@ -711,8 +711,15 @@ class CcfGroup(Node):
 class FaultTreeLimits(Node):
     """Bounds on the analysis, so that a huge tree is a finding instead of a hang."""
 
+    # 16M: the most any Aralia tree but one needs (das9701: 14.1M made, 7 s, 465 MiB;
+    # docs/benchmarks.md); the compiled kernel holds ~30 bytes per live node
     max_bdd_nodes: PositiveInt = Field(
-        4_000_000, description="decision-diagram nodes made: the analysis's work (~0.5–1 s per million)"
+        16_000_000, description="BDD nodes made: the probability's work (~0.5 s per million)"
+    )
+    # the cut-set ZBDD is Python lists and dicts (~150 bytes a node): 4M nodes is ~1 GB
+    max_zbdd_nodes: PositiveInt = Field(
+        4_000_000,
+        description="cut-set ZBDD nodes and memoised steps: the cut sets' work (~2 s, ~130 MB a million)",
     )
     max_cut_sets: PositiveInt = Field(1_000_000, description="minimal cut sets listed (counts are exact)")
     max_order: PositiveInt | None = Field(None, description="drop cut sets with more events")
