@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from archkit.analysis.faulttree import FaultTreeError, FaultTreeLimitError, analyse, minimal_cut_sets
+from archkit.analysis.ft_bdd import DiagramLimitError
 from archkit.analysis.ft_mef import MefError, export_mef, import_mef
 from archkit.cli import _load_commands, app
 from archkit.spec import load_file
@@ -541,6 +542,75 @@ def test_compiled_kernel_builds_the_same_diagrams_as_python(tree, sizes):
     assert nb.gradient(vals_nb, local_nb) == pytest.approx(
         py.gradient(vals_py, local_py), rel=1e-9, abs=1e-12
     )
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(random_trees(), st.sampled_from([None, 0, 1, 2, 3]), st.sampled_from([(1, 1), (2, 3), (16, None)]))
+def test_compiled_minimal_solutions_equal_the_python_ones(tree, order, sizes):
+    """`ft_kernel.minimal_solutions` is `Zbdd.minsol` on arrays: over the same compiled diagram
+    both give the same family of sets, for every order limit, whatever the start capacity (2
+    nodes: every growth path) and frame stacks (1 row: every deepening)."""
+    from archkit.analysis import ft_kernel
+    from archkit.analysis.ft_bdd import Zbdd
+    from archkit.analysis.ft_engine import Engine
+    from archkit.analysis.ft_model import choose_order, compile_tree
+
+    bits, rows = sizes
+    f, order_vars, _ = choose_order(compile_tree(tree))
+    eng = Engine(f, order_vars, 100_000, modular=False, kernel="compiled")
+    m = eng.top
+    if m.root < 2:
+        return
+    out = ft_kernel.minimal_solutions(m.bdd, m.root, order, 10**6, capacity_bits=bits, stack_rows=rows)
+    assert out is not None
+    var, lo, hi, root = out
+    z = Zbdd()
+    new = [0, 1]
+    for i in range(2, len(var)):
+        new.append(z.mk(int(var[i]), new[int(lo[i])], new[int(hi[i])]))
+    compiled = {tuple(s) for s, _p in z.sets(new[root])}
+    if root > 1:  # a node past the terminals is over a budget of one
+        with pytest.raises(DiagramLimitError):
+            ft_kernel.minimal_solutions(m.bdd, m.root, order, 1)
+    m.bdd.lists()
+    zp = Zbdd()
+    python = {tuple(s) for s, _p in zp.sets(zp.minsol(m.bdd, m.root, order, {}))}
+    assert compiled == python
+
+
+@pytest.mark.parametrize(
+    ("files", "order"),
+    [
+        ((SCRAM / "baobab2.xml", SCRAM / "baobab2-basic-events.xml"), None),
+        ((ARALIA / "baobab1.xml",), None),
+        ((ARALIA / "jbd9601.xml",), 3),
+        ((ARALIA / "das9205.xml",), None),
+    ],
+    ids=["baobab2", "aralia-baobab1", "jbd9601-order3", "das9205"],
+)
+def test_compiled_minimal_solutions_on_benchmark_trees(files, order):
+    """Random trees are small; these share events across many gates, so `without` meets
+    families with the same top variable at every depth. Both passes must give the same sets."""
+    from archkit.analysis import ft_kernel
+    from archkit.analysis.ft_bdd import Zbdd
+    from archkit.analysis.ft_engine import Engine
+    from archkit.analysis.ft_model import choose_order, compile_tree
+
+    f, order_vars, _ = choose_order(compile_tree(mef(*files)))
+    eng = Engine(f, order_vars, 4_000_000, modular=False, kernel="compiled")
+    m = eng.top
+    out = ft_kernel.minimal_solutions(m.bdd, m.root, order, 10**7)
+    assert out is not None
+    var, lo, hi, root = out
+    z = Zbdd(10**7)
+    new = [0, 1]
+    for i in range(2, len(var)):
+        new.append(z.mk(int(var[i]), new[int(lo[i])], new[int(hi[i])]))
+    m.bdd.lists()
+    zp = Zbdd(10**7)
+    python = zp.minsol(m.bdd, m.root, order, {})
+    assert z.count_by_order(new[root]) == zp.count_by_order(python)
+    assert {tuple(s) for s, _ in z.sets(new[root])} == {tuple(s) for s, _ in zp.sets(python)}
 
 
 def test_collection_frees_garbage_and_keeps_the_roots_functions():

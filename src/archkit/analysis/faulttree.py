@@ -62,7 +62,7 @@ class FaultTreeLimitError(FaultTreeError):
     def __init__(
         self, tree_id: str, limit: str, value: int, what: str, unit: str = "nodes", other: str = ""
     ) -> None:
-        cost = "~2 s and ~130 MB a million" if limit == "max_zbdd_nodes" else "~0.5 s a million"
+        cost = "up to ~2 s and ~130 MB a million" if limit == "max_zbdd_nodes" else "~0.5 s a million"
         super().__init__(
             f"tree '{tree_id}': {what} needs more than {value:,} {unit} "
             f"(limit `limits.{limit}`; raise it in the tree's `limits`, {cost}"

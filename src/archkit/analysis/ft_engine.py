@@ -326,12 +326,28 @@ class Engine:
             if g in self.constant:
                 expanded[g] = self.constant[g]
                 continue
-            m.bdd.lists()
-            local = z.minsol(m.bdd, m.root, order, {})
+            local = self._minsol(z, m, order)
             memo: dict[int, int] = {}
             expanded[g] = self._expand(z, local, m, expanded, memo)
         root = expanded[self.formula.top]
         return z.restrict_order(root, order) if order is not None else root
+
+    def _minsol(self, z: Zbdd, m: Module, order: int | None) -> int:
+        """Module m's minimal solutions in z: compiled (`ft_kernel.minimal_solutions`) for a
+        compiled diagram, then copied into z; otherwise `Zbdd.minsol` over Python lists."""
+        if self.kernel == "compiled":
+            from archkit.analysis import ft_kernel
+
+            if isinstance(m.bdd, ft_kernel.CompiledBdd):
+                out = ft_kernel.minimal_solutions(m.bdd, m.root, order, z.max_nodes - len(z))
+                if out is not None:
+                    var, lo, hi = (a.tolist() for a in out[:3])
+                    new = [0, 1]
+                    for i in range(2, len(var)):  # children first: ids ascend upward
+                        new.append(z.mk(var[i], new[lo[i]], new[hi[i]]))
+                    return new[out[3]]
+        m.bdd.lists()
+        return z.minsol(m.bdd, m.root, order, {})
 
     def _expand(self, z: Zbdd, n: int, m: Module, expanded: dict[str, int], memo: dict[int, int]) -> int:
         if n < 2:

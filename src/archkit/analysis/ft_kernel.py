@@ -1,4 +1,5 @@
-"""The BDD's apply loop on plain arrays, compiled by numba: the fault-tree engine's hot path.
+"""The BDD's apply loop and the cut sets' minimal-solutions pass on plain arrays, compiled by
+numba: the fault-tree engine's hot paths.
 
 `ft_bdd.Bdd` spends ~4 µs of Python per node it creates (edf9204: 2.9 million nodes, 12 s).
 The same algorithm — hash-consed nodes in a unique table, Shannon expansion, memoised
@@ -60,6 +61,11 @@ def _slot(x: int, y: int, z: int, mask: int) -> int:
 def _mk(v: int, lo: int, hi: int, var: Any, low: Any, high: Any, meta: Any, table: Any) -> int:
     if lo == hi:
         return lo
+    return _insert(v, lo, hi, var, low, high, meta, table)
+
+
+def _insert(v: int, lo: int, hi: int, var: Any, low: Any, high: Any, meta: Any, table: Any) -> int:
+    """Node (v, lo, hi) found in, or added to, the unique table; FULL or LIMIT (meta[1])."""
     n = int(meta[0])
     if n >= var.shape[0] or 2 * (n + 1) > table.shape[0]:
         return FULL
@@ -263,6 +269,162 @@ def _gradient(var: Any, low: Any, high: Any, root: int, q: Any, val: Any) -> Any
     return grad
 
 
+# ---- minimal solutions into a ZBDD (Rauzy 1993), the cut-set pass of `Engine.cut_sets`
+#
+# `ft_bdd.Zbdd.minsol` over arrays: the Python pass took 11.8 s and ~1.3 GB on das9701's
+# 2.8-million-node diagram (0.8 million ZBDD nodes, 7.6 million `without` steps). ZBDD nodes are
+# int32 triples like the BDD's; `zmeta` holds [node count, node budget, table mask, cache mask,
+# steps taken]. The budget counts nodes plus `without` steps, as `Zbdd` counts its memo, but a
+# step here weighs 1/STEP_WEIGHT: it takes a tenth of the Python step's time (das9701's whole
+# pass: 1.15 s against 11.8 s) and no memory (the step cache is fixed), while a node is 12 bytes.
+STEP_WEIGHT = 8
+
+
+def _zmk(v: int, lo: int, hi: int, var: Any, low: Any, high: Any, meta: Any, table: Any) -> int:
+    """A ZBDD node: (v, lo, 0) is lo (zero suppression); otherwise as `_mk`, whose node budget
+    `meta[1]` `_without` lowers as it takes steps."""
+    if hi == 0:
+        return lo
+    return _insert(v, lo, hi, var, low, high, meta, table)
+
+
+def _without(p: int, q: int, var: Any, low: Any, high: Any, meta: Any, table: Any, wc: Any, stk: Any) -> int:
+    """The sets of family p that contain no set of family q (`Zbdd.without`), on a frame stack.
+
+    A frame is a row of `stk`: 0 p, 1 q, 2 phase, 3 cache slot, 4 a kept result. Phases: 0 new;
+    1/2 vp < vq, low then high done; 4 vp > vq; 5/6/7 vp == vq: without(lo p, lo q), then
+    b = without(hi p, lo q), then without(b, hi q).
+    """
+    sp = 0
+    stk[0, 0], stk[0, 1], stk[0, 2] = p, q, 0
+    while True:
+        p, q = stk[sp, 0], stk[sp, 1]
+        if q == 0 or p == 0:
+            ret = p
+        elif q == 1 or p == q:
+            ret = 0
+        elif p == 1:
+            ret = 1
+        else:
+            slot = 2 * _slot(p, q, 7, meta[3])
+            key = (int(p) << 32) | int(q)
+            if wc[slot] == key:
+                ret = wc[slot + 1]
+            else:
+                meta[4] += 1
+                if meta[4] % STEP_WEIGHT == 0:  # the nodes may take what the steps left
+                    meta[1] -= 1
+                    if meta[0] > meta[1]:
+                        return LIMIT
+                stk[sp, 3] = slot
+                vp, vq = var[p], var[q]
+                if vp < vq:
+                    stk[sp, 2] = 1
+                    a, b = low[p], q
+                elif vp > vq:
+                    stk[sp, 2] = 4
+                    a, b = p, low[q]
+                else:
+                    stk[sp, 2] = 5
+                    a, b = low[p], low[q]
+                sp += 1
+                if sp >= stk.shape[0]:
+                    return DEEP
+                stk[sp, 0], stk[sp, 1], stk[sp, 2] = a, b, 0
+                continue
+        # `ret` answers frame sp: resume the frames above until one needs another child
+        while True:
+            sp -= 1
+            if sp < 0:
+                return ret
+            p, q, ph = stk[sp, 0], stk[sp, 1], stk[sp, 2]
+            if ph == 1:
+                stk[sp, 4], stk[sp, 2] = ret, 2
+                a, b = high[p], q
+            elif ph == 5:
+                stk[sp, 4], stk[sp, 2] = ret, 6
+                a, b = high[p], low[q]
+            elif ph == 6:
+                stk[sp, 2] = 7
+                a, b = ret, high[q]
+            else:
+                if ph == 2 or ph == 7:
+                    r = _zmk(var[p], stk[sp, 4], ret, var, low, high, meta, table)
+                    if r < 0:
+                        return r
+                else:  # 4
+                    r = ret
+                wc[stk[sp, 3]] = (int(p) << 32) | int(q)
+                wc[stk[sp, 3] + 1] = r
+                ret = r
+                continue
+            sp += 1
+            stk[sp, 0], stk[sp, 1], stk[sp, 2] = a, b, 0
+            break
+
+
+def _minsol(
+    f: int,
+    k: int,
+    bvar: Any,
+    blo: Any,
+    bhi: Any,
+    memo: Any,
+    var: Any,
+    low: Any,
+    high: Any,
+    meta: Any,
+    table: Any,
+    wc: Any,
+    stk: Any,
+    wstk: Any,
+) -> int:
+    """Minimal solutions of BDD node f with at most k events (k < 0: all), `Zbdd.minsol`:
+    minsol(ite(x, f1, f0)) = x·(minsol(f1) ∖ minsol(f0)) + minsol(f0). `memo[f·(k+1) + k']`
+    (k' the events still allowed; one column when k < 0) keeps each answer, -1 unknown.
+    Frames: 0 f, 1 k', 2 phase (0 new, 1 low done, 2 high done), 3 the low answer."""
+    cols = k + 1 if k >= 0 else 1
+    sp = 0
+    stk[0, 0], stk[0, 1], stk[0, 2] = f, k, 0
+    while True:
+        f, kk = stk[sp, 0], stk[sp, 1]
+        if f < 2:
+            ret = f
+        elif kk == 0:  # only the empty set may remain: f with every variable false
+            while f > 1:
+                f = blo[f]
+            ret = f
+        else:
+            m = memo[f * cols + (kk if k >= 0 else 0)]
+            if m >= 0:
+                ret = m
+            else:
+                stk[sp, 2] = 1
+                sp += 1
+                if sp >= stk.shape[0]:
+                    return DEEP
+                stk[sp, 0], stk[sp, 1], stk[sp, 2] = blo[f], kk, 0
+                continue
+        while True:
+            sp -= 1
+            if sp < 0:
+                return ret
+            f, kk = stk[sp, 0], stk[sp, 1]
+            if stk[sp, 2] == 1:
+                stk[sp, 3], stk[sp, 2] = ret, 2
+                sp += 1
+                stk[sp, 0], stk[sp, 1], stk[sp, 2] = bhi[f], kk - 1 if kk > 0 else kk, 0
+                break
+            w = _without(ret, stk[sp, 3], var, low, high, meta, table, wc, wstk)
+            if w < 0:
+                return w
+            r = _zmk(bvar[f], stk[sp, 3], w, var, low, high, meta, table)
+            if r < 0:
+                return r
+            memo[f * cols + (kk if k >= 0 else 0)] = r
+            ret = r
+
+
 _compiled: dict[str, Any] = {}
 
 
@@ -278,6 +440,7 @@ def _kernel() -> dict[str, Any] | None:
         for name in (
             "hash",
             "slot",
+            "insert",
             "mk",
             "terminal",
             "apply",
@@ -285,6 +448,9 @@ def _kernel() -> dict[str, Any] | None:
             "collect",
             "probability",
             "gradient",
+            "zmk",
+            "without",
+            "minsol",
         ):
             g["_" + name] = numba.njit(cache=True)(g["_" + name])
             _compiled[name] = g["_" + name]
@@ -298,8 +464,8 @@ def available(nvars: int) -> bool:
 
 class CompiledBdd(Bdd):
     """`Bdd` whose construction runs in `ft_kernel`. `collect` frees garbage while building;
-    `finish` keeps the finished diagram in arrays, where probability and gradient run compiled;
-    minimal solutions are `Bdd`'s own code over the lists that `lists()` makes."""
+    `finish` keeps the finished diagram in arrays, where probability, gradient and minimal
+    solutions (`minimal_solutions`) run compiled; `lists()` hands it to `Bdd`'s Python readers."""
 
     def __init__(
         self,
@@ -476,3 +642,87 @@ class CompiledBdd(Bdd):
             return super().gradient(root, p, val, nodes)
         g = self._k["gradient"](self._var, self._lo, self._hi, root, self._q(p), val)
         return {v: float(g[v]) for v in p}
+
+
+# the minimal-solutions memo holds an int32 per diagram node and order still allowed
+MAX_MEMO = 1 << 25
+last_steps = [0]  # `without` steps of the last pass, for benchmarks
+
+
+def minimal_solutions(
+    bdd: CompiledBdd,
+    root: int,
+    order: int | None,
+    budget: int,
+    capacity_bits: int = 16,
+    stack_rows: int | None = None,
+) -> tuple[Any, Any, Any, int] | None:
+    """The minimal solutions of a finished compiled diagram as ZBDD arrays (var, lo, hi) and
+    the root's id: `Zbdd.minsol` compiled. `budget` bounds ZBDD nodes plus `without` steps
+    (`DiagramLimitError` past it), as the Python ZBDD counts its nodes and memo. None when
+    the diagram is not a finished compiled one, or its memo would pass MAX_MEMO entries.
+    (`capacity_bits` and `stack_rows` start the arrays small in tests, to exercise growth.)"""
+    k = _kernel()
+    if k is None or bdd.building or not isinstance(bdd.var, np.ndarray):
+        return None
+    n = int(bdd.var.shape[0])
+    cols = order + 1 if order is not None else 1
+    if n * cols > MAX_MEMO:
+        return None
+    memo = np.full(n * cols, -1, dtype=np.int32)
+    cap = 1 << capacity_bits
+    zv = np.full(cap, TERMINAL, dtype=np.int32)
+    zl = np.zeros(cap, dtype=np.int32)
+    zh = np.zeros(cap, dtype=np.int32)
+    zl[1] = zh[1] = 1
+    table = np.zeros(2 * cap, dtype=np.int64)
+    cache_bits = min(20, capacity_bits)
+    wc = np.full(2 << cache_bits, -1, dtype=np.int64)
+    meta = np.array([2, budget, 2 * cap - 1, (1 << cache_bits) - 1, 0], dtype=np.int64)
+    levels = stack_rows or 2 * int(np.max(bdd.var[2:], initial=0)) + 16  # a frame a level
+    stk = np.zeros((levels, 5), dtype=np.int64)
+    wstk = np.zeros((2 * levels, 5), dtype=np.int64)
+    while True:
+        meta[1], meta[4] = budget, 0  # a retry repeats steps the cache lost: count them afresh
+        r = int(
+            k["minsol"](
+                root,
+                order if order is not None else -1,
+                bdd.var,
+                bdd.lo,
+                bdd.hi,
+                memo,
+                zv,
+                zl,
+                zh,
+                meta,
+                table,
+                wc,
+                stk,
+                wstk,
+            )
+        )
+        if r >= 0:
+            m = int(meta[0])
+            last_steps[0] = int(meta[4])
+            return zv[:m], zl[:m], zh[:m], r
+        if r == LIMIT:
+            raise DiagramLimitError("the cut-set ZBDD", budget)
+        if r == DEEP:
+            stk = np.zeros((2 * stk.shape[0], 5), dtype=np.int64)
+            wstk = np.zeros((2 * wstk.shape[0], 5), dtype=np.int64)
+            continue
+        m = int(meta[0])  # FULL: double the node arrays and the table, rehash
+        if m >= zv.shape[0]:
+            cap = 2 * zv.shape[0]
+            zv = np.concatenate([zv, np.full(cap // 2, TERMINAL, dtype=np.int32)])
+            zl = np.concatenate([zl, np.zeros(cap // 2, dtype=np.int32)])
+            zh = np.concatenate([zh, np.zeros(cap // 2, dtype=np.int32)])
+            if wc.shape[0] // 2 < min(cap // 4, MAX_CACHE):
+                size = min(cap // 4, MAX_CACHE)
+                wc = np.full(2 * size, -1, dtype=np.int64)
+                meta[3] = size - 1
+        size = 2 * max(table.shape[0], zv.shape[0])
+        table = np.zeros(size, dtype=np.int64)
+        meta[2] = size - 1
+        k["rehash"](zv, zl, zh, m, table)
