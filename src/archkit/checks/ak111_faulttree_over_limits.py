@@ -16,9 +16,10 @@ archkit computes the top-event probability, the minimal cut sets and the importa
 event from binary decision diagrams. Their size depends on the tree and on the variable
 order; a tree whose BDD needs more nodes than `limits.max_bdd_nodes` (each million takes about
 half a second; memory holds only the live ones), or whose minimal cut sets need more ZBDD
-nodes than `limits.max_zbdd_nodes` (about two seconds a million), is stopped instead of
-running without bound. Without this finding the diagram would be drawn without probability or cut
-sets and the runbook would fall back to document order, silently.
+nodes and steps than `limits.max_zbdd_nodes` (up to two seconds a million), is stopped
+instead of running without bound. Over the first there is no probability, over the second no
+cut sets (the probability and importance stand); without this finding the diagram would lack
+them and the runbook would fall back to a weaker order, silently.
 Raise the limit in the tree's `limits`, split the tree at independent sub-systems, or bound
 the cut sets with `limits.max_order`.
 """

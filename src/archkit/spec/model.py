@@ -716,10 +716,11 @@ class FaultTreeLimits(Node):
     max_bdd_nodes: PositiveInt = Field(
         16_000_000, description="BDD nodes made: the probability's work (~0.5 s per million)"
     )
-    # the cut-set ZBDD is Python lists and dicts (~150 bytes a node): 4M nodes is ~1 GB
+    # counted with the minimal-solutions steps: a Python pass takes ~2 s and ~130 MB a million
+    # (das9701's stopped at 4M after 8 s, 530 MB); a compiled one far less (`ft_kernel`)
     max_zbdd_nodes: PositiveInt = Field(
         4_000_000,
-        description="cut-set ZBDD nodes and memoised steps: the cut sets' work (~2 s, ~130 MB a million)",
+        description="cut-set ZBDD nodes and minimal-solution steps: the cut sets' work (up to ~2 s a million)",
     )
     max_cut_sets: PositiveInt = Field(1_000_000, description="minimal cut sets listed (counts are exact)")
     max_order: PositiveInt | None = Field(None, description="drop cut sets with more events")
