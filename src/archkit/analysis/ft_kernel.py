@@ -271,7 +271,7 @@ def _gradient(var: Any, low: Any, high: Any, root: int, q: Any, val: Any) -> Any
 
 # ---- minimal solutions into a ZBDD (Rauzy 1993), the cut-set pass of `Engine.cut_sets`
 #
-# `ft_bdd.Zbdd.minsol` over arrays: the Python pass took 11.8 s and ~1.3 GB on das9701's
+# `ft_bdd.Zbdd.minsol` over arrays: the Python pass took 11.8 s on das9701's
 # 2.8-million-node diagram (0.8 million ZBDD nodes, 7.6 million `without` steps). ZBDD nodes are
 # int32 triples like the BDD's; `zmeta` holds [node count, node budget, table mask, cache mask,
 # steps taken]. The budget counts nodes plus `without` steps, as `Zbdd` counts its memo, but a
