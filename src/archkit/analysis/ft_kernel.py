@@ -462,6 +462,37 @@ def available(nvars: int) -> bool:
     return nvars <= MAX_VARS and _kernel() is not None
 
 
+def _grown(
+    k: dict[str, Any], var: Any, lo: Any, hi: Any, table: Any, cache: Any, meta: Any
+) -> tuple[Any, ...]:
+    """After FULL: (var, lo, hi, table, cache) with the node arrays doubled once full, the
+    cache grown with them, and the unique table at least twice the arrays, rehashed. Shared by
+    the BDD (`CompiledBdd`) and the minimal-solutions ZBDD, whose `meta` agree on [0] the node
+    count, [2] the table mask and [3] the cache mask."""
+    n = int(meta[0])
+    if n >= var.shape[0]:
+        cap = 2 * var.shape[0]
+        grown = []
+        for old, fill in ((var, TERMINAL), (lo, 0), (hi, 0)):
+            new = np.full(cap, fill, dtype=np.int32)
+            new[: old.shape[0]] = old
+            grown.append(new)
+        var, lo, hi = grown
+        if cache.shape[0] // 2 < min(cap // 4, MAX_CACHE):
+            # a cache far smaller than the diagram misses on most large operations: on
+            # das9701 (23M nodes held) 2^20 entries took 57 s, cap/4 = 2^23 took 34 s
+            # and 2^25 no less; CUDD grows its cache with its unique table likewise
+            size = min(cap // 4, MAX_CACHE)
+            cache = np.full(2 * size, -1, dtype=np.int64)
+            meta[3] = size - 1
+    if 2 * (n + 1) > table.shape[0] or table.shape[0] < 2 * var.shape[0]:
+        size = 2 * max(table.shape[0], var.shape[0])
+        table = np.zeros(size, dtype=np.int64)
+        meta[2] = size - 1
+        k["rehash"](var, lo, hi, n, table)
+    return var, lo, hi, table, cache
+
+
 class CompiledBdd(Bdd):
     """`Bdd` whose construction runs in `ft_kernel`. `collect` frees garbage while building;
     `finish` keeps the finished diagram in arrays, where probability, gradient and minimal
@@ -499,27 +530,10 @@ class CompiledBdd(Bdd):
         return int(self._meta[0]) if self.building else len(self.var)
 
     def _grow(self) -> None:
-        n = int(self._meta[0])
-        if n >= self._var.shape[0]:
-            cap = 2 * self._var.shape[0]
-            for name, fill in (("_var", TERMINAL), ("_lo", 0), ("_hi", 0)):
-                old = getattr(self, name)
-                new = np.full(cap, fill, dtype=np.int32)
-                new[: old.shape[0]] = old
-                setattr(self, name, new)
-            self.var, self.lo, self.hi = self._var, self._lo, self._hi  # type: ignore[assignment]
-            if self._cache.shape[0] // 2 < min(cap // 4, MAX_CACHE):
-                # a cache far smaller than the diagram misses on most large operations: on
-                # das9701 (23M nodes held) 2^20 entries took 57 s, cap/4 = 2^23 took 34 s
-                # and 2^25 no less; CUDD grows its cache with its unique table likewise
-                size = min(cap // 4, MAX_CACHE)
-                self._cache = np.full(2 * size, -1, dtype=np.int64)
-                self._meta[3] = size - 1
-        if 2 * (n + 1) > self._table.shape[0] or self._table.shape[0] < 2 * self._var.shape[0]:
-            size = 2 * max(self._table.shape[0], self._var.shape[0])
-            self._table = np.zeros(size, dtype=np.int64)
-            self._meta[2] = size - 1
-            self._k["rehash"](self._var, self._lo, self._hi, n, self._table)
+        self._var, self._lo, self._hi, self._table, self._cache = _grown(
+            self._k, self._var, self._lo, self._hi, self._table, self._cache, self._meta
+        )
+        self.var, self.lo, self.hi = self._var, self._lo, self._hi  # type: ignore[assignment]
 
     def _run(self, op: int, a: int, b: int) -> int:
         while True:
@@ -712,17 +726,4 @@ def minimal_solutions(
             stk = np.zeros((2 * stk.shape[0], 5), dtype=np.int64)
             wstk = np.zeros((2 * wstk.shape[0], 5), dtype=np.int64)
             continue
-        m = int(meta[0])  # FULL: double the node arrays and the table, rehash
-        if m >= zv.shape[0]:
-            cap = 2 * zv.shape[0]
-            zv = np.concatenate([zv, np.full(cap // 2, TERMINAL, dtype=np.int32)])
-            zl = np.concatenate([zl, np.zeros(cap // 2, dtype=np.int32)])
-            zh = np.concatenate([zh, np.zeros(cap // 2, dtype=np.int32)])
-            if wc.shape[0] // 2 < min(cap // 4, MAX_CACHE):
-                size = min(cap // 4, MAX_CACHE)
-                wc = np.full(2 * size, -1, dtype=np.int64)
-                meta[3] = size - 1
-        size = 2 * max(table.shape[0], zv.shape[0])
-        table = np.zeros(size, dtype=np.int64)
-        meta[2] = size - 1
-        k["rehash"](zv, zl, zh, m, table)
+        zv, zl, zh, table, wc = _grown(k, zv, zl, zh, table, wc, meta)  # FULL
