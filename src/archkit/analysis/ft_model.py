@@ -398,8 +398,12 @@ def cut_width(f: Formula, order: list[str]) -> int:
     cut width under the order: the gates open across a level are what the diagram must
     remember there. `span_sum` is the same count summed over every point instead of its peak.
     """
-    delta = [0] * (len(order) + 1)
-    for a, b in _spans(f, order):
+    return _width(_spans(f, order), len(order))
+
+
+def _width(spans: list[tuple[int, int]], points: int) -> int:
+    delta = [0] * (points + 1)
+    for a, b in spans:
         delta[a] += 1
         delta[b] -= 1
     peak = now = 0
@@ -407,6 +411,12 @@ def cut_width(f: Formula, order: list[str]) -> int:
         now += d
         peak = max(peak, now)
     return peak
+
+
+def _score(f: Formula, order: list[str]) -> tuple[int, int]:
+    """(`cut_width`, `span_sum`) from one walk of the gates' spans."""
+    spans = _spans(f, order)
+    return _width(spans, len(order)), sum(b - a for a, b in spans)
 
 
 def order_candidates(f: Formula) -> list[tuple[str, Formula, list[str]]]:
@@ -436,5 +446,5 @@ def choose_order(f: Formula) -> tuple[Formula, list[str], str]:
     candidate that fails where another succeeds (bench/bench_faulttree.py --orders,
     docs/benchmarks.md).
     """
-    name, form, order = min(order_candidates(f), key=lambda c: (cut_width(c[1], c[2]), span_sum(c[1], c[2])))
+    name, form, order = min(order_candidates(f), key=lambda c: _score(c[1], c[2]))
     return form, order, name
