@@ -563,13 +563,9 @@ def test_compiled_minimal_solutions_equal_the_python_ones(tree, order, sizes):
         return
     out = ft_kernel.minimal_solutions(m.bdd, m.root, order, 10**6, capacity_bits=bits, stack_rows=rows)
     assert out is not None
-    var, lo, hi, root = out
     z = Zbdd()
-    new = [0, 1]
-    for i in range(2, len(var)):
-        new.append(z.mk(int(var[i]), new[int(lo[i])], new[int(hi[i])]))
-    compiled = {tuple(s) for s, _p in z.sets(new[root])}
-    if root > 1:  # a node past the terminals is over a budget of one
+    compiled = {tuple(s) for s, _p in z.sets(ft_kernel.into_zbdd(z, out))}
+    if out[3] > 1:  # a node past the terminals is over a budget of one
         with pytest.raises(DiagramLimitError):
             ft_kernel.minimal_solutions(m.bdd, m.root, order, 1)
     m.bdd.lists()
@@ -601,16 +597,13 @@ def test_compiled_minimal_solutions_on_benchmark_trees(files, order):
     m = eng.top
     out = ft_kernel.minimal_solutions(m.bdd, m.root, order, 10**7)
     assert out is not None
-    var, lo, hi, root = out
     z = Zbdd(10**7)
-    new = [0, 1]
-    for i in range(2, len(var)):
-        new.append(z.mk(int(var[i]), new[int(lo[i])], new[int(hi[i])]))
+    root = ft_kernel.into_zbdd(z, out)
     m.bdd.lists()
     zp = Zbdd(10**7)
     python = zp.minsol(m.bdd, m.root, order, {})
-    assert z.count_by_order(new[root]) == zp.count_by_order(python)
-    assert {tuple(s) for s, _ in z.sets(new[root])} == {tuple(s) for s, _ in zp.sets(python)}
+    assert z.count_by_order(root) == zp.count_by_order(python)
+    assert {tuple(s) for s, _ in z.sets(root)} == {tuple(s) for s, _ in zp.sets(python)}
 
 
 def test_collection_frees_garbage_and_keeps_the_roots_functions():

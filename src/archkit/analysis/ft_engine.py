@@ -341,11 +341,7 @@ class Engine:
             if isinstance(m.bdd, ft_kernel.CompiledBdd):
                 out = ft_kernel.minimal_solutions(m.bdd, m.root, order, z.max_nodes - len(z))
                 if out is not None:
-                    var, lo, hi = (a.tolist() for a in out[:3])
-                    new = [0, 1]
-                    for i in range(2, len(var)):  # children first: ids ascend upward
-                        new.append(z.mk(var[i], new[lo[i]], new[hi[i]]))
-                    return new[out[3]]
+                    return ft_kernel.into_zbdd(z, out)
         m.bdd.lists()
         return z.minsol(m.bdd, m.root, order, {})
 

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from archkit.analysis.ft_bdd import TERMINAL, Bdd, DiagramLimitError
+from archkit.analysis.ft_bdd import TERMINAL, Bdd, DiagramLimitError, Zbdd
 
 __all__ = ["CompiledBdd", "available"]
 
@@ -727,3 +727,13 @@ def minimal_solutions(
             wstk = np.zeros((2 * wstk.shape[0], 5), dtype=np.int64)
             continue
         zv, zl, zh, table, wc = _grown(k, zv, zl, zh, table, wc, meta)  # FULL
+
+
+def into_zbdd(z: Zbdd, out: tuple[Any, Any, Any, int]) -> int:
+    """`minimal_solutions`' arrays copied into the Python ZBDD z (which expands modules,
+    counts and lists); returns the root's id in z."""
+    var, lo, hi = (a.tolist() for a in out[:3])
+    new = [0, 1]
+    for i in range(2, len(var)):  # children first: ids ascend upward
+        new.append(z.mk(var[i], new[lo[i]], new[hi[i]]))
+    return new[out[3]]
