@@ -132,3 +132,13 @@ def golden(update_golden) -> Golden:
 def artifacts_dir() -> Path:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     return ARTIFACTS
+
+
+@pytest.fixture(autouse=True)
+def _fresh_fault_tree_memo():
+    """Each test starts with `faulttree.analyse` remembering nothing: a test that patches the
+    engine must see it run, and no test may pass on an answer an earlier test left behind."""
+    from archkit.analysis import faulttree
+
+    faulttree.clear_memo()
+    yield

@@ -399,6 +399,7 @@ def test_every_variable_order_heuristic_gives_the_same_answer(tree):
             name, form, order = order_candidates(f)[i]
             return form, order, name
 
+        faulttree.clear_memo()  # analyse remembers the tree; each order must run
         with mock.patch.object(faulttree, "choose_order", pick):
             a = analyse(tree)
         assert a.variable_order == names[i]
@@ -651,12 +652,13 @@ def test_compiled_kernel_refuses_past_the_node_limit():
 def test_auto_kernel_switches_to_compiled_for_a_large_module():
     """The "auto" kernel starts every module in Python and rebuilds one that outgrows SWITCH_AT
     nodes with the compiled kernel: same nodes, same answer, and the report says which ran."""
-    from archkit.analysis import ft_engine
+    from archkit.analysis import faulttree, ft_engine
 
     path = ARALIA / "baobab2.xml"
     tree = import_mef([(str(path), path.read_bytes())])[0]
     small = analyse(tree, cut_sets=False)
     assert small.bdd_kernel == "python"
+    faulttree.clear_memo()  # the patched kernel must run, not the remembered answer
     with mock.patch.object(ft_engine, "SWITCH_AT", 200):
         big = analyse(tree)
     assert big.bdd_kernel == "compiled"

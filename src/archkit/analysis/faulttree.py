@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -195,6 +196,18 @@ def _importance(res: FaultTreeAnalysis, p: dict[str, float], top: float, grad: d
         res.rrw[name] = top / down if down > 0 else math.inf
 
 
+# One run of archkit asks for the same analysis several times: `render` for the diagram and
+# for the runbook plan, `check` for AK111, each ~21 s on a tree of das9701's size (and ~10 s
+# to refuse nus9601). The key is the tree's whole value, so an edited tree is a new entry.
+_MEMO: OrderedDict[tuple[Any, ...], FaultTreeAnalysis | FaultTreeError] = OrderedDict()
+MEMO_SIZE = 8
+
+
+def clear_memo() -> None:
+    """Forget the analyses `analyse` remembered (tests that count engine builds start here)."""
+    _MEMO.clear()
+
+
 def analyse(
     tree: FaultTree,
     *,
@@ -211,7 +224,42 @@ def analyse(
     and FaultTreeLimitError (a FaultTreeError) when the BDD outgrows `limits.max_bdd_nodes`.
     Cut sets that outgrow `limits.max_zbdd_nodes` are not found: the result keeps the
     probability and importance, and `cut_sets_refused` says why and how to raise the limit.
+
+    The last MEMO_SIZE answers (refusals included) are remembered by the tree's value and
+    the arguments; callers share the result, so they must not change it. `seconds` are
+    those of the analysis that ran.
     """
+    key = (
+        repr(tree.model_dump()),  # not JSON: a spec string may hold a lone surrogate
+        order,
+        cutoff,
+        tuple(sorted(house.items())) if house else None,
+        cut_sets,
+    )
+    hit = _MEMO.get(key)
+    if hit is None:
+        try:
+            hit = _analyse(tree, order, cutoff, house, cut_sets, progress)
+        except FaultTreeError as exc:
+            hit = exc
+        _MEMO[key] = hit
+        while len(_MEMO) > MEMO_SIZE:
+            _MEMO.popitem(last=False)
+    else:
+        _MEMO.move_to_end(key)
+    if isinstance(hit, FaultTreeError):
+        raise hit
+    return hit
+
+
+def _analyse(
+    tree: FaultTree,
+    order: int | None,
+    cutoff: float | None,
+    house: dict[str, bool] | None,
+    cut_sets: bool,
+    progress: Progress | None,
+) -> FaultTreeAnalysis:
     order = order if order is not None else tree.limits.max_order
     cutoff = cutoff if cutoff is not None else tree.limits.cutoff
     eng = _engine(tree, house, progress)
