@@ -266,27 +266,51 @@ def _order(orders: dict[str, RunbookOrder], tree: FaultTree) -> RunbookOrder:
     return found if found is not None and found.tree is tree else runbook_order(tree)
 
 
-def _event_link(tree: FaultTree, event_id: str) -> str:
-    e = next((x for x in tree.events if x.id == event_id), None)
-    return f"[{md_text(e.label if e is not None and e.label else event_id)}](#{check_anchor(event_id)})"
+def _event_link(labels: dict[str, str | None], event_id: str) -> str:
+    return f"[{md_text(labels.get(event_id) or event_id)}](#{check_anchor(event_id)})"
 
 
-def cause_text(tree: FaultTree, event_id: str, analysis: FaultTreeAnalysis | None) -> str:
+SHOWN_WAYS = 5  # combinations a cause names before "or N more"
+SHOWN_CUT_SETS = 50  # the page's cut-set table; the rest are counted
+
+
+def _cut_sets_by_event(analysis: FaultTreeAnalysis) -> dict[str, tuple[int, list[frozenset[str]]]]:
+    """Per event: how many listed cut sets hold it, and the first SHOWN_WAYS of them.
+
+    One pass over the cut sets, which `analyse` lists smallest first (then by their sorted
+    ids): das9701 lists a million, and a scan per event took minutes."""
+    seen: dict[str, tuple[int, list[frozenset[str]]]] = {}
+    for c in analysis.cut_sets:
+        for x in c:
+            n, first = seen.get(x, (0, []))
+            if n < SHOWN_WAYS:
+                first.append(c)
+            seen[x] = (n + 1, first)
+    return seen
+
+
+def cause_text(
+    labels: dict[str, str | None],
+    event_id: str,
+    analysis: FaultTreeAnalysis | None,
+    by_event: dict[str, tuple[int, list[frozenset[str]]]],
+) -> str:
     """What a failed check means for the top event, read from the minimal cut sets.
 
     An event in a cut set of order one causes the top event alone; an input of an AND gate
     causes it only when the other events of one of its cut sets have failed too, so the text
     names them (and the on-call engineer checks those before acting on this one).
+    `labels` maps event ids to labels; `by_event` is `_cut_sets_by_event(analysis)`.
     """
     if analysis is None:
         return "this event may be the cause; the tree could not be analysed, so read its gates by hand."
-    sets = sorted((c for c in analysis.cut_sets if event_id in c), key=lambda c: (len(c), sorted(c)))
+    count, sets = by_event.get(event_id, (0, []))
     if not sets:
         return "this event alone does not cause the top event (it is in no minimal cut set): look further."
     if len(sets[0]) == 1:
         return "this event is the cause."
-    ways = [" and ".join(_event_link(tree, x) for x in sorted(c - {event_id})) for c in sets[:5]]
-    more = f" (or {len(sets) - 5} more combinations, see the cut sets)" if len(sets) > 5 else ""
+    ways = [" and ".join(_event_link(labels, x) for x in sorted(c - {event_id})) for c in sets]
+    more = f" (or {count - len(sets)} more combinations, see the cut sets)" if count > len(sets) else ""
     return (
         "this event is the cause only together with "
         + "; or with ".join(ways)
@@ -297,6 +321,10 @@ def cause_text(tree: FaultTree, event_id: str, analysis: FaultTreeAnalysis | Non
 
 def _tree_page(spec: Spec, order: RunbookOrder, alerts: list[Alert]) -> dict[str, Any]:
     tree, events, analysis, error = order.tree, order.events, order.analysis, order.error
+    labels: dict[str, str | None] = {}
+    for x in tree.events:
+        labels.setdefault(x.id, x.label)  # the first of duplicate ids, as before
+    by_event = _cut_sets_by_event(analysis) if analysis else {}
     checks = []
     for i, e in enumerate(events, 1):
         checks.append(
@@ -318,14 +346,14 @@ def _tree_page(spec: Spec, order: RunbookOrder, alerts: list[Alert]) -> dict[str
                 if analysis and analysis.probability is not None
                 else "—",
                 "mismatch": e.mismatch_means,
-                "cause": cause_text(tree, e.id, analysis),
+                "cause": cause_text(labels, e.id, analysis, by_event),
                 # a remedy is prose that may quote commands, not a script: not labelled as shell
                 "remedy": fence(e.remedy, "text") if e.remedy else None,
             }
         )
     cut_sets = []
     if analysis:
-        for c in analysis.cut_sets:
+        for c in analysis.cut_sets[:SHOWN_CUT_SETS]:
             cut_sets.append(
                 {
                     "events": ", ".join(code(x) for x in sorted(c)),
@@ -340,8 +368,8 @@ def _tree_page(spec: Spec, order: RunbookOrder, alerts: list[Alert]) -> dict[str
         "checks": checks,
         "error": error,
         "analysis": analysis,
-        "cut_sets": cut_sets[:50],
-        "more_cut_sets": max(0, len(cut_sets) - 50),
+        "cut_sets": cut_sets,
+        "more_cut_sets": max(0, len(analysis.cut_sets) - SHOWN_CUT_SETS) if analysis else 0,
         "probability": _num(analysis.probability) if analysis else "—",
         "rare_event": _num(analysis.rare_event) if analysis else "—",
         "spofs": [f"[{md_text(x)}](#{check_anchor(x)})" for x in analysis.single_points_of_failure]
