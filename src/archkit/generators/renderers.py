@@ -132,17 +132,27 @@ def clean_svg(svg: str | bytes, base: Path | None = None) -> str:
 # --------------------------------------------------------------------------- running renderers
 
 
+DOT_TIMEOUT_S = 300.0  # one diagram's layout
+
+
 def run_dot(source: str, fmt: str) -> bytes:
     """One `dot -T<fmt>` call; icons referenced as `resources/...` resolve against `diagrams`."""
     root = icon_root()
-    proc = subprocess.run(
-        [find_dot(), f"-T{fmt}"],
-        input=source.encode("utf-8"),
-        capture_output=True,
-        cwd=str(root) if root else None,
-        timeout=300,
-        check=False,
-    )
+    try:
+        proc = subprocess.run(
+            [find_dot(), f"-T{fmt}"],
+            input=source.encode("utf-8"),
+            capture_output=True,
+            cwd=str(root) if root else None,
+            timeout=DOT_TIMEOUT_S,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        # a layout that never ends is one diagram not rendered, not a failed render
+        raise RendererError(
+            f"dot -T{fmt} did not finish within {DOT_TIMEOUT_S:g} s "
+            f"({source.count(chr(10)):,} lines of DOT): the diagram is too large to lay out"
+        ) from None
     err = proc.stderr.decode("utf-8", "replace")
     if proc.returncode != 0 or "Error" in err:
         raise RendererError(f"dot failed ({proc.returncode}): {err.strip()[:2000]}")
