@@ -37,7 +37,7 @@ GATE_TEXT = {"or": "OR", "and": "AND", "not": "NOT", "xor": "XOR", "nand": "NAND
 SPOF_RED = "#d62728"
 MAX_CUT_SETS_SHOWN = 12
 # Gates, events and house events one diagram draws. Graphviz lays out a few hundred such
-# labelled boxes in seconds; das9701's 5,000 (an Aralia benchmark tree) ran past `run_dot`'s
+# labelled boxes in seconds; das9701's 3,485 (an Aralia benchmark tree) ran past `run_dot`'s
 # 300 s, and no reviewer reads a diagram that size. Past it the diagram shows the top of the
 # tree, nearest nodes first, and says what it left out; the analysis always covers the whole.
 MAX_DRAWN = 300
