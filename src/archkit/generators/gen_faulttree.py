@@ -115,6 +115,11 @@ def _event_label(e: BasicEvent, p: float | None, spof: bool) -> str:
     return '<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="1">' + "".join(rows) + "</TABLE>>"
 
 
+def _edges_of(g: Gate) -> list[str]:
+    """What a gate's edges lead to: its inputs, then an inhibit gate's condition."""
+    return list(g.inputs) + ([g.condition] if g.type is GateType.INHIBIT and g.condition else [])
+
+
 def _drawn(tree: FaultTree) -> set[str] | None:
     """The ids the diagram draws, or None for all of them: breadth-first from the top (inputs
     in their order, a gate's condition last) until MAX_DRAWN, when the tree has more."""
@@ -122,8 +127,7 @@ def _drawn(tree: FaultTree) -> set[str] | None:
         return None
     inputs: dict[str, list[str]] = {}
     for g in tree.gates:
-        extra = [g.condition] if g.type is GateType.INHIBIT and g.condition else []
-        inputs.setdefault(g.id, list(g.inputs) + extra)
+        inputs.setdefault(g.id, _edges_of(g))
     known = set(inputs) | {e.id for e in tree.events} | {h.id for h in tree.house_events}
     seen = {tree.top}
     queue = [tree.top]
@@ -191,21 +195,20 @@ def tree_view(ctx: RenderContext, tree: FaultTree) -> dict[str, Any]:
     for i, g in enumerate(tree.gates):
         if ids[g.id] != f"g{i}" or not shown(g.id):
             continue
-        extra = [g.condition] if g.type is GateType.INHIBIT and g.condition else []
-        left = sum(1 for x in list(g.inputs) + extra if x in ids and not shown(x))
+        targets = _edges_of(g)
+        left = sum(1 for x in targets if x in ids and not shown(x))
         if left:
             fold = f"f{len(folded)}"
             folded.append({"id": fold, "label": f"{left} more input{'s' if left > 1 else ''} not drawn"})
             edges.append({"src": ids[g.id], "dst": fold, "spof": False, "condition": False})
-        for inp in list(g.inputs) + extra:
+        for inp in targets:
             if inp in ids and not shown(inp):
                 continue
             if inp not in ids:
                 ids[inp] = f"x{len(missing)}"
                 missing.append({"id": ids[inp], "label": f"undefined {inp}"})
-            edges.append(
-                {"src": ids[g.id], "dst": ids[inp], "spof": spof_below(inp), "condition": inp in extra}
-            )
+            condition = g.type is GateType.INHIBIT and inp == g.condition
+            edges.append({"src": ids[g.id], "dst": ids[inp], "spof": spof_below(inp), "condition": condition})
     cut_rows = []
     if a is not None:
         for cs in a.cut_sets[:MAX_CUT_SETS_SHOWN]:
