@@ -135,6 +135,28 @@ def artifacts_dir() -> Path:
 
 
 @pytest.fixture(autouse=True)
+def _servers_only_in_live_tests(request, monkeypatch):
+    """Under pytest-xdist (`make test` runs the tests not marked `live` on every core) a test that
+    binds a fixed port must be marked `live`: live tests run one at a time, after the others, so
+    their ports and measured times never compete with a parallel test. Port 0 (the kernel picks
+    a free one, as archkit's PlantUML server does for every render) is allowed."""
+    if not os.environ.get("PYTEST_XDIST_WORKER") or request.node.get_closest_marker("live"):
+        yield
+        return
+    import socket
+
+    bind = socket.socket.bind
+
+    def guarded(sock, address):
+        if sock.family in (socket.AF_INET, socket.AF_INET6) and address[1] != 0:
+            raise AssertionError(f"{request.node.nodeid} binds port {address[1]}: mark it pytest.mark.live")
+        return bind(sock, address)
+
+    monkeypatch.setattr(socket.socket, "bind", guarded)
+    yield
+
+
+@pytest.fixture(autouse=True)
 def _fresh_fault_tree_memo():
     """Each test starts with `faulttree.analyse` remembering nothing: a test that patches the
     engine must see it run, and no test may pass on an answer an earlier test left behind."""

@@ -19,7 +19,11 @@ from tests.conftest import ROOT
 
 from .conftest import SERVICE_PY
 
-pytestmark = pytest.mark.skipif(not SERVICE_PY.exists(), reason="reference_service/.venv is missing")
+# live: the worker restarts are timed, so these run one at a time with the other live tests
+pytestmark = [
+    pytest.mark.live,
+    pytest.mark.skipif(not SERVICE_PY.exists(), reason="reference_service/.venv is missing"),
+]
 
 SCRIPT = r"""
 import asyncio, json, subprocess, sys, tempfile

@@ -173,6 +173,7 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+@pytest.mark.live
 @pytest.mark.skipif(not Path(PROMETHEUS).exists(), reason="prometheus is not installed (make setup)")
 def test_two_specs_with_the_same_stage_ids_do_not_collide_in_one_prometheus() -> None:
     a, b = _spec(DEMO), _spec(STARTER)

@@ -22,9 +22,10 @@ from archkit.verify.prometheus_slo import check_slo_buckets
 
 PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
 DEMO = Path(__file__).parent / "data" / "slo-demo.yaml"
-pytestmark = pytest.mark.skipif(
-    not Path(PROMETHEUS).exists(), reason="prometheus is not installed (make setup)"
-)
+pytestmark = [
+    pytest.mark.live,
+    pytest.mark.skipif(not Path(PROMETHEUS).exists(), reason="prometheus is not installed (make setup)"),
+]
 
 # what prometheus_client writes for buckets (0.05, 0.1, 0.25, 0.5, 1, 2.5): note "1.0", not "1"
 METRICS = "".join(

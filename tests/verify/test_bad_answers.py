@@ -20,6 +20,8 @@ from archkit.spec import load_text
 from archkit.verify.prometheus import check_prometheus
 from archkit.verify.triton import check_triton
 
+pytestmark = pytest.mark.live  # servers on 127.0.0.1, and the bounded times are measured
+
 SPEC = load_text(
     "apiVersion: archkit/v1\nmetadata: {name: t}\n"
     "dataflow:\n  stages:\n    - {id: m, kind: model, service: triton, model: {name: ocr, version: '1', server: triton}}\n"

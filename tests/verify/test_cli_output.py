@@ -136,6 +136,7 @@ def test_broken_spec_exits_2():
     assert ": AK101 error " in res.output and "the spec has errors" in res.output
 
 
+@pytest.mark.live
 def test_live_through_the_cli(tmp_path):
     from tests.verify.cluster_fixtures import cluster_objects
     from tests.verify.k8s_standin import StandIn

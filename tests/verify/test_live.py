@@ -20,6 +20,8 @@ from archkit.verify.state import KINDS, read_live
 from tests.verify.cluster_fixtures import INDUSTRIAL_SPEC, cluster_objects
 from tests.verify.k8s_standin import RESOURCES, StandIn
 
+pytestmark = pytest.mark.live  # the stand-in API server listens on 127.0.0.1
+
 SPEC = load_file(INDUSTRIAL_SPEC).spec
 OBJECTS = cluster_objects()
 
