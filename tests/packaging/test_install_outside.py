@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -123,6 +124,23 @@ def test_wheel_renders_outside_the_repository_byte_identical(user_venv):
     assert list((out / "faulttree").glob("*.svg")), "no fault-tree diagram"
     assert (work / "spec.yaml").read_bytes() == (base / "reference" / "spec.yaml").read_bytes()
     assert _tree(out) == _tree(base / "reference" / "out")
+
+
+def test_wheel_carries_the_apache_license_and_no_test_data(user_venv):
+    """The wheel is archkit's Apache-2.0 code alone: the licence text in its metadata, and none of
+    the test trees copied from SCRAM's GPL-3.0 repository (tests/analysis/faulttrees/README.md)."""
+    _, base = user_venv
+    wheel = next((base / "dist").glob("archkit-*.whl"))
+    with zipfile.ZipFile(wheel) as whl:
+        names = whl.namelist()
+        licence = [n for n in names if n.endswith(".dist-info/licenses/LICENSE")]
+        assert len(licence) == 1, names
+        assert whl.read(licence[0]) == (ROOT / "LICENSE").read_bytes()
+        assert "License-Expression: Apache-2.0" in whl.read(licence[0].split("/")[0] + "/METADATA").decode()
+    assert (ROOT / "LICENSE").read_text(encoding="utf-8").split()[:3] == ["Apache", "License", "Version"]
+    data = {p.name for p in (ROOT / "tests" / "analysis" / "faulttrees").rglob("*.xml")}
+    assert len(data) > 40
+    assert not [n for n in names if n.startswith("tests/") or n.rsplit("/", 1)[-1] in data]
 
 
 @pytest.mark.slow
