@@ -664,3 +664,28 @@ def test_auto_kernel_switches_to_compiled_for_a_large_module():
     assert big.bdd_kernel == "compiled"
     assert (big.probability, big.bdd_nodes) == (small.probability, small.bdd_nodes)
     assert big.probability == pytest.approx(REF["baobab2"]["probability"], rel=1e-5)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    ids=st.lists(st.text(min_size=1, max_size=4), max_size=25, unique=True),
+    picks=st.lists(st.lists(st.integers(0, 24), max_size=7), max_size=40),
+    gap=st.integers(1, 3),
+)
+def test_cut_sets_are_listed_by_size_then_by_their_sorted_ids(ids, picks, gap):
+    """The numpy ordering of listed cut sets is `_sort_key`'s (size, then the sorted event ids)
+    for any ids, diagram variables numbered unlike the ids' order and with gaps, and the
+    empty set (a top event that is always true, even in a tree with no events)."""
+    from archkit.analysis.faulttree import _in_report_order, _sort_key
+
+    names = {gap * i + 1: name for i, name in enumerate(reversed(ids))}
+    variables = sorted(names)
+    seen: set[frozenset[int]] = set()
+    sets = []
+    for pick in picks:
+        vs = frozenset(variables[i % len(variables)] for i in pick) if variables else frozenset()
+        if vs not in seen:  # a family of sets holds each set once
+            seen.add(vs)
+            sets.append(sorted(vs))
+    expected = sorted((frozenset(names[v] for v in vs) for vs in sets), key=_sort_key)
+    assert _in_report_order(sets, names) == expected
