@@ -157,6 +157,7 @@ def tree_view(ctx: RenderContext, tree: FaultTree) -> dict[str, Any]:
         ids.setdefault(e.id, f"e{i}")
     for i, h in enumerate(tree.house_events):
         ids.setdefault(h.id, f"h{i}")
+    defined = len(ids)  # the tree's distinct ids, before undefined inputs get theirs below
     gates = []
     for i, g in enumerate(tree.gates):
         if ids[g.id] == f"g{i}" and shown(g.id):
@@ -234,11 +235,8 @@ def tree_view(ctx: RenderContext, tree: FaultTree) -> dict[str, Any]:
     if a is not None and a.single_points_of_failure and not spofs:
         sub.append("every event alone fails the top event: no redundancy to mark")
     if drawn is not None:
-        total = len(
-            {g.id for g in tree.gates} | {e.id for e in tree.events} | {h.id for h in tree.house_events}
-        )
         sub.append(
-            f"drawn: the {len(drawn):,} gates and events nearest the top of {total:,} "
+            f"drawn: the {len(drawn):,} gates and events nearest the top of {defined:,} "
             f"(the figures cover the whole tree; `archkit faulttree` lists it)"
         )
     cut_title = "minimal cut sets" if a is None or a.coherent else "minimal failure sets (tree with negation)"
