@@ -46,7 +46,13 @@ def _click(b: Browser, selector: str) -> None:
 
 
 def _settle(b: Browser, seconds: float = 0.5) -> None:
-    _eval(b, f"new Promise(r => setTimeout(r, {int(seconds * 1000)}))")
+    # awaitPromise: without it Runtime.evaluate returns the pending promise at once and the
+    # "pause" is no pause at all, which a busy CI machine exposed (the wheel poll ran out in ms)
+    b.call(
+        "Runtime.evaluate",
+        expression=f"new Promise(r => setTimeout(r, {int(seconds * 1000)}))",
+        awaitPromise=True,
+    )
 
 
 def test_review_page_zooms_pans_and_follows_a_node_link(tmp_path):
@@ -85,16 +91,17 @@ def test_review_page_zooms_pans_and_follows_a_node_link(tmp_path):
         assert zoomed > 1.9 * fit, (zoomed, fit)
         # pan: a wheel over the view scrolls it sideways
         _eval(b, f"document.querySelector('{view}').scrollIntoView({{block: 'center'}})")
+        _settle(b)
         x, y = _centre(b, view)
         b.call("Input.dispatchMouseEvent", type="mouseWheel", x=x, y=y, deltaX=400, deltaY=0)
-        # Chromium scrolls smoothly: poll for up to 3 s instead of one fixed pause
+        # Chromium scrolls smoothly: poll for up to 6 s instead of one fixed pause
         scrolled = 0.0
-        for _ in range(12):
+        for _ in range(24):
             _settle(b, 0.25)
             scrolled = _eval(b, f"document.querySelector('{view}').scrollLeft")
             if scrolled > 100:
                 break
-        assert scrolled > 100
+        assert scrolled > 100, scrolled
         # full-size view opens over the page
         _click(b, "label[for=z-dataflow-full]")
         _settle(b)
