@@ -26,6 +26,7 @@ from archkit.analysis.ft_mef import MefError, export_mef, import_mef
 from archkit.cli import _load_commands, app
 from archkit.spec import load_file
 from archkit.spec.model import BasicEvent, CcfGroup, FaultTree, Gate, HouseEvent
+from tests.conftest import ROOT
 
 HERE = Path(__file__).parent / "faulttrees"
 ARALIA = HERE / "aralia"
@@ -371,6 +372,22 @@ def test_cli_import_writes_a_new_spec_and_never_overwrites(cli, tmp_path):
     assert data["cut_set_count"] == REF["chinese"]["products"]
     exported = cli.invoke(app, ["faulttree", "export", str(out), "--tree", "chinese"])
     assert exported.exit_code == 0 and "<define-fault-tree" in exported.output
+
+
+def test_cli_names_the_trees_a_spec_has_when_tree_is_wrong(cli, tmp_path):
+    spec = ROOT / "examples" / "recommendation.yaml"
+    for args in (["faulttree", str(spec)], ["faulttree", "export", str(spec)]):
+        res = cli.invoke(app, [*args, "--tree", "nope"])
+        assert res.exit_code == 2
+        assert "no fault tree 'nope'" in res.output and "the spec has: ranker-unavailable" in res.output
+    bare = tmp_path / "bare.yaml"
+    bare.write_text(
+        "apiVersion: archkit/v1\nmetadata: {name: x}\ndataflow: {stages: [{id: a, kind: model}], edges: []}\n",
+        encoding="utf-8",
+    )
+    for args in (["faulttree", str(bare), "--tree", "nope"], ["faulttree", "export", str(bare)]):
+        res = cli.invoke(app, args)
+        assert res.exit_code == 2 and "declares no fault trees" in res.output, res.output
 
 
 def test_cli_text_report_names_the_longest_part(cli):

@@ -36,6 +36,13 @@ def _read(path: Path) -> bytes:
     return data
 
 
+def _no_such_tree(tree: str | None, target: object, trees: list[Any]) -> str:
+    """The error for a --tree the spec lacks, naming the trees it has (as `runbook` does)."""
+    if not trees:
+        return f"{target} declares no fault trees"
+    return f"no fault tree {tree!r} in {target}; the spec has: {', '.join(t.id for t in trees)}"
+
+
 def _trees(target: Path, mission: float | None) -> list[Any]:
     from archkit.analysis.ft_mef import MefError, import_mef
 
@@ -182,9 +189,10 @@ def faulttree(
         raise fail(f"unexpected argument {files[0]}; analyse one SPEC at a time", 2)
     trees = _trees(Path(target), mission_time)
     if tree is not None:
-        trees = [t for t in trees if t.id == tree]
-        if not trees:
-            raise fail(f"no fault tree {tree!r} in {target}", 2)
+        chosen = [t for t in trees if t.id == tree]
+        if not chosen:
+            raise fail(_no_such_tree(tree, target, trees), 2)
+        trees = chosen
     if not trees:
         raise fail(f"{target} declares no fault trees", 2)
     switches = _house(house)
@@ -275,7 +283,7 @@ def _export(files: list[Path], tree: str | None, output: Path | None) -> None:
             "the spec has several fault trees; choose one with --tree: " + ", ".join(t.id for t in trees), 2
         )
     if not chosen:
-        raise fail(f"no fault tree {tree!r} in {files[0]}", 2)
+        raise fail(_no_such_tree(tree, files[0], trees), 2)
     text = export_mef(chosen[0])
     if output is None:
         typer.echo(text, nl=False)
