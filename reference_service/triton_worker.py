@@ -124,6 +124,68 @@ def access_token() -> str | None:
     return os.environ.get(TOKEN_ENV) or None
 
 
+# PyTriton 0.7.0 starts a model's instances side by side, one Triton python-backend stub each.
+# The first stub serves the model's config on a unix socket; the others wait for the socket
+# file and connect once. The file appears at bind(), before listen(), so on a loaded machine
+# a second instance can connect in between, get ECONNREFUSED, and fail the model's load; the
+# worker then exits and the supervisor starts it again, which doubled a chaos test's recovery
+# (CI, 2026-12-02: 13 s lost to the failed start, then the backoff). The stub runs PyTriton's
+# own communication.py, copied into the model repository at load time, so the fix has to
+# travel in that copy: retry the connect on ECONNREFUSED until the function's own deadline,
+# and give the deadline 10 s instead of 1 s. Upstream text that does not match leaves the file
+# as it is (the supervisor's restart still recovers).
+_HANDSHAKE_FIXES = (
+    (b"timeout_s: float = 1.0) -> dict:", b"timeout_s: float = 10.0) -> dict:"),
+    (
+        b"        sock.connect(socket_path.as_posix())\n",
+        b"        while True:  # reference_service: retry a connect that races the server's listen()\n"
+        b"            try:\n"
+        b"                sock.connect(socket_path.as_posix())\n"
+        b"                break\n"
+        b"            except ConnectionRefusedError:\n"
+        b"                if time.time() >= should_stop_before_s:\n"
+        b"                    raise\n"
+        b"                time.sleep(0.01)\n",
+    ),
+)
+
+
+def patched_communication(original: bytes) -> bytes | None:
+    """PyTriton's communication.py with the handshake retry, or None when its text has changed."""
+    text = original
+    for old, new in _HANDSHAKE_FIXES:
+        if text.count(old) != 1:
+            return None
+        text = text.replace(old, new)
+    return text
+
+
+def _retry_handshakes() -> None:
+    """Make the stubs' copy of communication.py retry the handshake (see above)."""
+    from pytriton.models.model import Model
+
+    source = Path(sys.modules[Model.__module__].__file__ or "").parent.parent / "proxy" / "communication.py"
+    fixed = patched_communication(source.read_bytes())
+    if fixed is None:
+        LOG.warning("PyTriton's communication.py is not the expected text; handshake retry not applied")
+        return
+    get_files, generate = Model.get_proxy_model_files, Model.generate_model
+
+    def get_proxy_model_files(self):
+        files = get_files(self)
+        key = f"file:{self.model_version}/communication.py"
+        if key in files:
+            files[key] = fixed
+        return files
+
+    def generate_model(self, model_repository):
+        generate(self, model_repository)
+        (model_repository / self.model_name / str(self.model_version) / "communication.py").write_bytes(fixed)
+
+    Model.get_proxy_model_files = get_proxy_model_files
+    Model.generate_model = generate_model
+
+
 def _watch_parent(parent: int) -> None:
     """Stop when the supervising ``serve`` process is gone (no orphaned Triton)."""
     while True:
@@ -182,6 +244,7 @@ def main(argv: list[str] | None = None) -> None:
     backend = choose(profile.backends) if args.backend == "auto" else args.backend
     print(f"triton-worker: {profile.name} profile, backend {backend}", file=sys.stderr, flush=True)
     security = TritonSecurityConfig(access_token=access_token())
+    _retry_handshakes()
     with Triton(config=config, workspace=args.workspace, security_config=security) as triton:
         triton.bind(
             model_name=det.name,
