@@ -157,15 +157,26 @@ class TritonSupervisor:
         backoff = 1.0
         while not self._stopping:
             await asyncio.sleep(0.5)
-            if self.proc is None or self.proc.poll() is None:
+            if self.proc is None:
+                continue
+            if self.proc.poll() is None:
+                if not self._served:
+                    # a start that fails leaves its models' /tmp/folder copies too: note them
+                    # while its stubs run, not only once it is ready
+                    self._note_stub_dirs()
                 continue
             # A worker that dies before it ever served failed to start; one that dies after
             # crashed. Only a crash counts as a restart (ocr_triton_restarts_total, which the
-            # runbook's triton-restarting check reads): PyTriton's multi-instance start can
-            # lose a race on a loaded machine (a second instance connects to the first's
-            # handshake socket between its bind and listen: ECONNREFUSED; its wait is 1 s), and
-            # the retry below recovers it without the service ever having been down.
+            # runbook's triton-restarting check reads). A start can fail with the service never
+            # down: PyTriton's multi-instance start can lose a race on a loaded machine (a
+            # second instance connects to the first's handshake socket between its bind and
+            # listen: ECONNREFUSED). triton_worker ships a retry for that race; this restart
+            # stays the fallback for any other failed start.
             crashed = self._served
+            if crashed:
+                # it had served: a new failure, not the next step of a start loop, so the
+                # shortest wait (a crash a day after the last one must not wait 10 s)
+                backoff = 1.0
             LOG.warning(
                 "triton worker %s with %s; restarting in %.0f s; last log lines:\n%s",
                 "exited" if crashed else "failed to start",
