@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import time
 from pathlib import Path
@@ -159,12 +160,26 @@ def test_stress_against_the_reference_service(reference, tmp_path) -> None:
 
 
 def test_chaos_kill_triton_answers_503_and_recovers(reference, tmp_path) -> None:
-    """Kills the Triton worker (found by its command line); the service's supervisor restarts it."""
+    """Kills the Triton worker (found by its command line); the service's supervisor restarts it.
+
+    Every request bypasses the gateway's result cache (Cache-Control: no-cache, as most of
+    specs/ocr-reference.yaml's mix does): the earlier tests in this module leave a share of the
+    60 golden pages cached, and a second of cache hits reads as a healthy second, so recovery
+    could be judged while Triton was still down and the 503s fell outside the measured window
+    (CI, 2026-12-02: 0 fallback answers)."""
     spec = _spec(reference, tmp_path)
+    data = yaml.safe_load(spec.read_text())
+    data["loadtest"]["scenarios"][0]["headers"] = {"Cache-Control": "no-cache"}
+    spec.write_text(yaml.safe_dump(data, sort_keys=False))
     target = f"triton=~--http-port {reference['triton_http']} --grpc-port"
-    res = api.loadtest(spec, "chaos", duration=25, services=[target], prometheus=False, plots=False).result
+    res = api.loadtest(
+        spec, "chaos", duration=25, rate=1, services=[target], prometheus=False, plots=False
+    ).result
     (f,) = res.measured["chaos"]
-    assert f["applied"] and any("restarted as pid" in n for n in f["notes"]), f
-    assert f["fallback_status"] == 503 and f["fallback_answers"] > 0, f
-    assert f["recovery_s"] is not None, res.measured["seconds"]
+    seen = json.dumps({"fault": f, "seconds": res.measured["seconds"]})  # whole, should it fail
+    assert f["applied"] and any("restarted as pid" in n for n in f["notes"]), seen
+    assert f["fallback_status"] == 503 and f["fallback_answers"] > 0, seen
+    assert f["recovery_s"] is not None, seen
+    # no healthy second while Triton was down: its restart alone is 1 s' wait and a model load
+    assert f["recovery_s"] >= 2.0, seen
     assert {v.id: v.passed for v in res.verdicts} == {"chaos.0.fallback": True, "chaos.0.recovered": True}
