@@ -129,11 +129,11 @@ def access_token() -> str | None:
 # file and connect once. The file appears at bind(), before listen(), so on a loaded machine
 # a second instance can connect in between, get ECONNREFUSED, and fail the model's load; the
 # worker then exits and the supervisor starts it again, which doubled a chaos test's recovery
-# (CI, 2026-12-02: 13 s lost to the failed start, then the backoff). The stub runs PyTriton's
-# own communication.py, copied into the model repository at load time, so the fix has to
-# travel in that copy: retry the connect on ECONNREFUSED until the function's own deadline,
-# and give the deadline 10 s instead of 1 s. Upstream text that does not match leaves the file
-# as it is (the supervisor's restart still recovers).
+# (a clean-clone `make test`, 2026-12-02: 13 s lost to the failed start, then the backoff).
+# The stub runs PyTriton's own communication.py, copied into the model repository at load
+# time, so the fix has to travel in that copy: retry the connect on ECONNREFUSED until the
+# function's own deadline, and give the deadline 10 s instead of 1 s. Upstream text that does
+# not match leaves the file as it is (the supervisor's restart still recovers).
 _HANDSHAKE_FIXES = (
     (b"timeout_s: float = 1.0) -> dict:", b"timeout_s: float = 10.0) -> dict:"),
     (

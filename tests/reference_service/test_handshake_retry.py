@@ -4,7 +4,7 @@ A model's second instance connects to the first's unix socket as soon as the fil
 file exists from bind(), before listen(). Here a server binds, waits, and only then listens and
 answers. PyTriton's own client (in the reference service's venv) must fail with ECONNREFUSED,
 and the copy the worker ships to the stubs must wait for the listen and read the config. When
-PyTriton's text changes so that the fix no longer applies, the first test fails and says so.
+PyTriton's text changes so that the fix no longer applies, the test fails and says so.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.skipif(
 )
 
 SCRIPT = r"""
-import importlib.util, json, socket, sys, tempfile, threading, time
+import importlib.util, json, shutil, socket, sys, tempfile, threading, time
 from pathlib import Path
 import pytriton.models.model as model
 from reference_service.triton_worker import patched_communication
@@ -66,6 +66,7 @@ for name, path in (("upstream", source), ("fixed", work / "fixed_communication.p
         t.join(5)
     except ConnectionRefusedError:
         print(name, "REFUSED")  # its server thread still waits in accept(); it is a daemon
+shutil.rmtree(work, ignore_errors=True)
 """
 
 
