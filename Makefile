@@ -60,10 +60,10 @@ $(PLANTUML_JAR): | $(STAMPS)/apt
 # config in pyproject.toml), then the suite. `make lint` runs the same four without the tests.
 # The suite runs in two passes. First the tests that start no server, on every core (pytest-xdist,
 # at most 4 workers): most of them wait on real tools (dot, the JVM, promtool, pip), so on CI's two
-# cores this part takes ~250-280 s instead of ~420 s. Then the `live` tests one at a time, so a server's ports and a
-# measured latency never compete with a parallel test (tests/conftest.py fails a parallel test that
-# binds a fixed port). Both passes always run; a pass that selects nothing (exit 5, e.g. PYTEST_ARGS
-# names one file) counts as passed unless both do.
+# cores this part takes ~250-280 s instead of ~420 s. Then the `live` tests one at a time, so a
+# server's ports and a measured latency never compete with a parallel test (tests/conftest.py
+# fails a parallel test that binds a fixed port). Both passes always run; a pass that selects
+# nothing (exit 5, e.g. PYTEST_ARGS names one file) counts as passed unless both do.
 TEST_WORKERS ?= auto
 test: lint
 	@rc=0; \

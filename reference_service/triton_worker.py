@@ -150,6 +150,13 @@ _HANDSHAKE_FIXES = (
 )
 
 
+def communication_source() -> Path:
+    """The installed PyTriton's communication.py, which it copies to every stub."""
+    import pytriton.models.model
+
+    return Path(pytriton.models.model.__file__).parent.parent / "proxy" / "communication.py"
+
+
 def patched_communication(original: bytes) -> bytes | None:
     """PyTriton's communication.py with the handshake retry, or None when its text has changed."""
     text = original
@@ -164,8 +171,7 @@ def _retry_handshakes() -> None:
     """Make the stubs' copy of communication.py retry the handshake (see above)."""
     from pytriton.models.model import Model
 
-    source = Path(sys.modules[Model.__module__].__file__ or "").parent.parent / "proxy" / "communication.py"
-    fixed = patched_communication(source.read_bytes())
+    fixed = patched_communication(communication_source().read_bytes())
     if fixed is None:
         LOG.warning("PyTriton's communication.py is not the expected text; handshake retry not applied")
         return

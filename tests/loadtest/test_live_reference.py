@@ -62,9 +62,12 @@ def reference(tmp_path_factory):
         stop(proc, timeout=20)
 
 
-def _spec(reference, tmp_path: Path) -> Path:
-    """tests/loadtest/specs/ocr-local.yaml pointed at this run's ports."""
+def _spec(reference, tmp_path: Path, headers: dict[str, str] | None = None) -> Path:
+    """tests/loadtest/specs/ocr-local.yaml pointed at this run's ports (its scenario sending
+    `headers`, when given)."""
     data = yaml.safe_load((HERE / "specs" / "ocr-local.yaml").read_text())
+    if headers:
+        data["loadtest"]["scenarios"][0]["headers"] = headers
     data["loadtest"]["target"]["host"] = f"http://127.0.0.1:{reference['http']}"
     data["observability"]["scrape"][0]["port"] = reference["http"]
     data["observability"]["scrape"][1]["port"] = reference["metrics"]
@@ -167,10 +170,7 @@ def test_chaos_kill_triton_answers_503_and_recovers(reference, tmp_path) -> None
     60 golden pages cached, and a second of cache hits reads as a healthy second, so recovery
     could be judged while Triton was still down and the 503s fell outside the measured window
     (CI, 2026-12-02: 0 fallback answers)."""
-    spec = _spec(reference, tmp_path)
-    data = yaml.safe_load(spec.read_text())
-    data["loadtest"]["scenarios"][0]["headers"] = {"Cache-Control": "no-cache"}
-    spec.write_text(yaml.safe_dump(data, sort_keys=False))
+    spec = _spec(reference, tmp_path, headers={"Cache-Control": "no-cache"})
     target = f"triton=~--http-port {reference['triton_http']} --grpc-port"
     res = api.loadtest(
         spec, "chaos", duration=25, rate=1, services=[target], prometheus=False, plots=False

@@ -22,10 +22,9 @@ pytestmark = pytest.mark.skipif(
 SCRIPT = r"""
 import importlib.util, json, shutil, socket, sys, tempfile, threading, time
 from pathlib import Path
-import pytriton.models.model as model
-from reference_service.triton_worker import patched_communication
+from reference_service.triton_worker import communication_source, patched_communication
 
-source = Path(model.__file__).parent.parent / "proxy" / "communication.py"
+source = communication_source()
 fixed = patched_communication(source.read_bytes())
 if fixed is None:
     print("NOT-APPLIED")

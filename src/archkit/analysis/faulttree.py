@@ -409,9 +409,10 @@ def _no_cycle_collection() -> Iterator[None]:
 
 def _in_report_order(sets: list[list[int]], names: dict[int, str]) -> list[frozenset[str]]:
     """The cut sets (as diagram variables) by size, then by their sorted event ids (as
-    `sorted(key=lambda c: (len(c), sorted(c)))` would order them). Each event's rank among the sorted ids stands in for its id, so one numpy sort of a
-    sets × size matrix replaces a Python sort per set (das9701's million sets: those sorts were
-    4.6 s of the 13.2 s its listing took under cProfile)."""
+    `sorted(key=lambda c: (len(c), sorted(c)))` would order them). Each event's rank among the
+    sorted ids stands in for its id, so one numpy sort of a sets × size matrix replaces a Python
+    sort per set (das9701's million sets: those sorts were 4.6 s of the 13.2 s its listing took
+    under cProfile)."""
     if not sets:
         return []
     import numpy as np  # here, not at the top: `archkit check` on a spec without trees never needs it

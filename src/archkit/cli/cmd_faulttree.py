@@ -187,14 +187,10 @@ def faulttree(
         return
     if files:
         raise fail(f"unexpected argument {files[0]}; analyse one SPEC at a time", 2)
-    trees = _trees(Path(target), mission_time)
-    if tree is not None:
-        chosen = [t for t in trees if t.id == tree]
-        if not chosen:
-            raise fail(_no_such_tree(tree, target, trees), 2)
-        trees = chosen
+    every = _trees(Path(target), mission_time)
+    trees = [t for t in every if tree is None or t.id == tree]
     if not trees:
-        raise fail(f"{target} declares no fault trees", 2)
+        raise fail(_no_such_tree(tree, target, every), 2)
     switches = _house(house)
     reports: list[dict[str, Any]] = []
     lines: list[str] = []
