@@ -3,7 +3,10 @@
 For each model of the reference service at batch 1, on the same inputs, calibrate's mean service
 time (compute input + infer + output from Triton's statistics, per request) must agree with
 perf_analyzer's server compute time within 10 %. The two run in turns, five times each, and the
-medians are compared: on a shared 2-core machine a neighbour's burst lands in one run, not in all.
+median of the five paired ratios is compared: on a shared 2-core machine a neighbour's burst lands
+in one run, not in all, and a load that drifts across the rounds moves both runs of a round alike,
+so it cancels in that round's ratio. (A clean-clone run once read medians of 61.7 and 53.0 ms,
+16 % apart, while its five paired ratios were 1.18, 1.02, 1.11, 1.02 and 0.99: median 1.02.)
 """
 
 from __future__ import annotations
@@ -85,8 +88,8 @@ def test_calibrate_agrees_with_perf_analyzer_at_batch_1(triton, model, tmp_path)
     for _ in range(ROUNDS):
         ours.append(calibrate_ms(triton, model, tmp_path))
         theirs.append(pa_compute_ms(triton, model, tmp_path))
-    a, b = statistics.median(ours), statistics.median(theirs)
-    assert a == pytest.approx(b, rel=0.10), {"calibrate_ms": ours, "perf_analyzer_ms": theirs}
+    ratio = statistics.median(a / b for a, b in zip(ours, theirs, strict=True))
+    assert ratio == pytest.approx(1.0, rel=0.10), {"calibrate_ms": ours, "perf_analyzer_ms": theirs}
 
 
 def test_statistics_need_the_token(triton) -> None:
