@@ -29,7 +29,7 @@ from .cache import make_cache
 from .drift import DriftMonitor, reference_confidences
 from .metrics import Metrics
 from .models import DET_FILE, REC_FILE
-from .settings import Settings
+from .settings import PROFILES, Settings
 from .triton_client import TritonClient, TritonOverloaded, TritonUnavailable
 
 LOG = logging.getLogger("reference_service.gateway")
@@ -410,16 +410,26 @@ def create_app(settings: Settings, supervisor=None) -> FastAPI:
     async def metrics():
         return Response(generate_latest(met.registry), media_type=CONTENT_TYPE_LATEST)
 
+    runtime: dict[str, str] = {}
+
     @app.get("/v1/models")
     async def models():
         from .models import model_sha256
 
+        if not runtime:
+            # The same choice the Triton worker makes (`--backend auto`, the same environment):
+            # the golden outputs differ by precision, so rollback verification needs it.
+            from .runtimes import choose, default_precision
+
+            backend = choose(PROFILES[s.profile].backends)
+            runtime.update(backend=backend, precision=default_precision(backend))
         return {
             "pipeline": PIPELINE_VERSION,
             "models": [
                 {"name": s.detector.name, "file": DET_FILE, "sha256": model_sha256(DET_FILE)},
                 {"name": s.recogniser.name, "file": REC_FILE, "sha256": model_sha256(REC_FILE)},
             ],
+            "runtime": dict(runtime),
         }
 
     @app.post("/v1/ocr")

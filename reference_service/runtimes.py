@@ -2,7 +2,8 @@
 
 - ``onnxruntime``: ONNX Runtime's CPU (or CUDA) execution provider; the first version.
 - ``openvino``: OpenVINO's CPU plugin on the same ONNX file, in bf16 where the CPU has
-  AVX-512 BF16 (this machine does). Measured on one core (MEASUREMENTS.md, "ablation"):
+  AVX-512 BF16 (the Intel Xeon these numbers come from does), else f32 (an AMD EPYC
+  without AVX-512 does not). Measured on one core (MEASUREMENTS.md, "ablation"):
   recogniser at 48x800 55 -> 23 ms, detector at 576x960 135 -> 66 ms, at the same golden-set
   accuracy; it fuses PP-LCNet's affine + hard-swish chains into the convolutions, which
   ONNX Runtime leaves as separate element-wise passes (a third of its time).
@@ -94,8 +95,7 @@ class OpenVinoRunner:
         import openvino as ov
 
         core = ov.Core()
-        caps = core.get_property("CPU", "OPTIMIZATION_CAPABILITIES")
-        self.precision = precision or ("bf16" if "BF16" in caps else "f32")
+        self.precision = precision or ("bf16" if _openvino_bf16(core) else "f32")
         self.model = core.read_model(str(path))
         config = {
             "INFERENCE_NUM_THREADS": threads,
@@ -217,6 +217,33 @@ class TorchRunner:
 
     def metadata(self, key: str) -> str:
         return next(p.value for p in self.onnx_model.metadata_props if p.key == key)
+
+
+def _openvino_bf16(core=None) -> bool:
+    """Whether OpenVINO's CPU plugin offers bf16 here (AVX-512 BF16 or AMX; an AVX2-only CPU does not)."""
+    import openvino as ov
+
+    return "BF16" in (core or ov.Core()).get_property("CPU", "OPTIMIZATION_CAPABILITIES")
+
+
+def default_precision(backend: str) -> str:
+    """The precision ``make_runner`` gives ``backend`` on this machine, without loading a model.
+
+    The outputs depend on it (bf16 and f32 read some golden lines differently), so rollback
+    verification compares a service with the golden outputs of the precision it runs.
+    """
+    want = os.environ.get(PRECISION_ENV, "").strip()
+    if backend == "onnxruntime":
+        return "f32"  # OrtRunner has no precision switch
+    if want:
+        return want
+    if backend == "openvino":
+        return "bf16" if _openvino_bf16() else "f32"
+    if backend == "torch":
+        import torch
+
+        return "f16" if torch.cuda.is_available() else "f32"
+    raise ValueError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
 
 
 def make_runner(path: Path, backend: str, threads: int = 1) -> Runner:

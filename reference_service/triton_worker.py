@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .runtimes import BACKENDS, choose
+from .runtimes import BACKENDS, choose, default_precision
 from .settings import PROFILES, ModelSettings, auto_profile
 
 LOG = logging.getLogger("reference_service.triton")
@@ -248,7 +248,11 @@ def main(argv: list[str] | None = None) -> None:
         profile.recogniser, instances=args.rec_instances or profile.recogniser.instances
     )
     backend = choose(profile.backends) if args.backend == "auto" else args.backend
-    print(f"triton-worker: {profile.name} profile, backend {backend}", file=sys.stderr, flush=True)
+    print(
+        f"triton-worker: {profile.name} profile, backend {backend} ({default_precision(backend)})",
+        file=sys.stderr,
+        flush=True,
+    )
     security = TritonSecurityConfig(access_token=access_token())
     _retry_handshakes()
     with Triton(config=config, workspace=args.workspace, security_config=security) as triton:

@@ -85,3 +85,52 @@ def test_rollback_verification_passes(service):
     )
     assert out.returncode == 0, out.stdout + out.stderr
     assert "rollback verified" in out.stdout
+
+
+def _verify_rollback(service, *extra: str):
+    import subprocess
+
+    from .conftest import ROOT, SERVICE_PY
+
+    cmd = [str(SERVICE_PY), "-m", "reference_service", "verify-rollback", "--url", service.url]
+    cmd += ["--triton-url", service.triton_http, *extra]
+    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=180, check=False)
+
+
+def test_rollback_verification_holds_a_service_to_its_own_precisions_outputs(service, tmp_path):
+    """The golden outputs are kept per precision (bf16 where the CPU has AVX-512 BF16, f32
+    elsewhere): a changed page of the running precision fails, another precision's outputs
+    are never used in its place, and --record keeps the other precisions' outputs."""
+    import json
+    import urllib.request
+
+    from .conftest import ROOT
+
+    with urllib.request.urlopen(f"{service.url}/v1/models", timeout=10) as r:
+        precision = json.loads(r.read())["runtime"]["precision"]
+    golden = json.loads((ROOT / "reference_service/golden/expected_outputs.json").read_text())
+    assert precision in golden["outputs"], sorted(golden["outputs"])
+    first = sorted(golden["outputs"][precision])[0]
+
+    changed = json.loads(json.dumps(golden))
+    changed["outputs"][precision][first]["text"] += " (changed)"
+    path = tmp_path / "changed.json"
+    path.write_text(json.dumps(changed))
+    out = _verify_rollback(service, "--expected", str(path), "--limit", "1")
+    assert out.returncode == 1 and f"FAIL {first}: text changed" in out.stdout, out.stdout
+
+    other = {k: v for k, v in golden["outputs"].items() if k != precision}
+    path.write_text(json.dumps({"models": golden["models"], "outputs": other}))
+    out = _verify_rollback(service, "--expected", str(path), "--limit", "1")
+    assert out.returncode == 1, out.stdout
+    assert f"no golden outputs at {precision}" in out.stdout, out.stdout
+
+    other["other-precision"] = {"kept": True}
+    path.write_text(json.dumps({"models": golden["models"], "outputs": other}))
+    out = _verify_rollback(service, "--expected", str(path), "--record")
+    assert out.returncode == 0, out.stdout + out.stderr
+    recorded = json.loads(path.read_text())
+    assert recorded["outputs"]["other-precision"] == {"kept": True}
+    texts = {n: o["text"] for n, o in recorded["outputs"][precision].items()}
+    assert texts == {n: o["text"] for n, o in golden["outputs"][precision].items()}
+    assert [p.name for p in tmp_path.iterdir()] == ["changed.json"]  # no temporary file left
