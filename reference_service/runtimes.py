@@ -2,8 +2,8 @@
 
 - ``onnxruntime``: ONNX Runtime's CPU (or CUDA) execution provider; the first version.
 - ``openvino``: OpenVINO's CPU plugin on the same ONNX file, in bf16 where the CPU has
-  AVX-512 BF16 (the Intel Xeon these numbers come from does), else f32 (an AMD EPYC
-  without AVX-512 does not). Measured on one core (MEASUREMENTS.md, "ablation"):
+  AVX-512 BF16 (the AMD EPYC these numbers come from, Zen 4, does), else f32 (a Zen 2 EPYC,
+  AVX2 only, does not). Measured on one core (MEASUREMENTS.md, "ablation"):
   recogniser at 48x800 55 -> 23 ms, detector at 576x960 135 -> 66 ms, at the same golden-set
   accuracy; it fuses PP-LCNet's affine + hard-swish chains into the convolutions, which
   ONNX Runtime leaves as separate element-wise passes (a third of its time).
