@@ -21,7 +21,7 @@ def test_golden_set_has_at_least_50_documents_with_truth_and_expected_outputs():
     fonts = {d["font"] for d in docs.values()}
     assert len(fonts) >= 6
     by_precision = json.loads((GOLDEN / "expected_outputs.json").read_text())["outputs"]
-    assert sorted(by_precision) == ["bf16", "f32"]  # OpenVINO's two CPU precisions
+    assert {"bf16", "f32"} <= set(by_precision)  # OpenVINO's two CPU precisions
     for name, doc in docs.items():
         path = GOLDEN / name
         assert path.exists() and path.stat().st_size < 200_000, name
