@@ -410,26 +410,21 @@ def create_app(settings: Settings, supervisor=None) -> FastAPI:
     async def metrics():
         return Response(generate_latest(met.registry), media_type=CONTENT_TYPE_LATEST)
 
-    runtime: dict[str, str] = {}
-
     @app.get("/v1/models")
     async def models():
         from .models import model_sha256
+        from .runtimes import choose, default_precision
 
-        if not runtime:
-            # The same choice the Triton worker makes (`--backend auto`, the same environment):
-            # the golden outputs differ by precision, so rollback verification needs it.
-            from .runtimes import choose, default_precision
-
-            backend = choose(PROFILES[s.profile].backends)
-            runtime.update(backend=backend, precision=default_precision(backend))
+        # The same choice the Triton worker makes (`--backend auto`, the same environment):
+        # the golden outputs differ by precision, so rollback verification needs it.
+        backend = choose(PROFILES[s.profile].backends)
         return {
             "pipeline": PIPELINE_VERSION,
             "models": [
                 {"name": s.detector.name, "file": DET_FILE, "sha256": model_sha256(DET_FILE)},
                 {"name": s.recogniser.name, "file": REC_FILE, "sha256": model_sha256(REC_FILE)},
             ],
-            "runtime": dict(runtime),
+            "runtime": {"backend": backend, "precision": default_precision(backend)},
         }
 
     @app.post("/v1/ocr")

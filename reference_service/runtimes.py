@@ -17,6 +17,7 @@ instances, not threads, use the cores (on 2 cores a shared thread pool oversubsc
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 from typing import Protocol
@@ -94,8 +95,8 @@ class OpenVinoRunner:
     def __init__(self, path: Path, threads: int = 1, precision: str | None = None) -> None:
         import openvino as ov
 
+        self.precision = precision or default_precision(self.backend)
         core = ov.Core()
-        self.precision = precision or ("bf16" if _openvino_bf16(core) else "f32")
         self.model = core.read_model(str(path))
         config = {
             "INFERENCE_NUM_THREADS": threads,
@@ -219,15 +220,17 @@ class TorchRunner:
         return next(p.value for p in self.onnx_model.metadata_props if p.key == key)
 
 
-def _openvino_bf16(core=None) -> bool:
+@functools.cache  # the CPU does not change under a running process
+def _openvino_bf16() -> bool:
     """Whether OpenVINO's CPU plugin offers bf16 here (AVX-512 BF16 or AMX; an AVX2-only CPU does not)."""
     import openvino as ov
 
-    return "BF16" in (core or ov.Core()).get_property("CPU", "OPTIMIZATION_CAPABILITIES")
+    return "BF16" in ov.Core().get_property("CPU", "OPTIMIZATION_CAPABILITIES")
 
 
 def default_precision(backend: str) -> str:
-    """The precision ``make_runner`` gives ``backend`` on this machine, without loading a model.
+    """The precision ``make_runner`` gives ``backend`` on this machine, without loading a model:
+    $OCR_PRECISION, else the backend's default. The gateway reports it, so both use this rule.
 
     The outputs depend on it (bf16 and f32 read some golden lines differently), so rollback
     verification compares a service with the golden outputs of the precision it runs.
@@ -247,8 +250,8 @@ def default_precision(backend: str) -> str:
 
 
 def make_runner(path: Path, backend: str, threads: int = 1) -> Runner:
-    """A runner for the ONNX file at ``path`` (precision from $OCR_PRECISION when set)."""
-    precision = os.environ.get(PRECISION_ENV, "").strip() or None
+    """A runner for the ONNX file at ``path`` at ``default_precision(backend)``."""
+    precision = default_precision(backend)
     if backend == "openvino":
         return OpenVinoRunner(path, threads, precision)
     if backend == "torch":

@@ -108,17 +108,16 @@ def main(argv: list[str] | None = None) -> int:
     expected = json.loads(args.expected.read_text())
     if models != expected["models"]:
         problems.append(f"model identity changed: {models} != {expected['models']}")
-    by_precision = expected["outputs"]
-    if precision not in by_precision:
-        have = ", ".join(sorted(by_precision)) or "none"
+    wanted = expected["outputs"].get(precision)
+    if wanted is None:
+        have = ", ".join(sorted(expected["outputs"])) or "none"
         problems.append(
             f"no golden outputs at {precision}, the precision this service runs (recorded: {have}); "
             "record them with --record on a known-good release"
         )
-        print("\n".join(f"FAIL {p}" for p in problems))
-        return 1
+        names = []
     for n in names[: args.limit or None]:
-        want = by_precision[precision][n]
+        want = wanted[n]
         got = _ocr(args.url, (GOLDEN / n).read_bytes())
         if got["text"] != want["text"]:
             problems.append(f"{n}: text changed: {got['text']!r} != {want['text']!r}")
@@ -144,6 +143,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _write_atomically(path: Path, text: str) -> None:
+    # archkit.atomic.write_atomic's job, but this file runs on the standard library alone
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
         with os.fdopen(fd, "w") as f:

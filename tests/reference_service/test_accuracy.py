@@ -58,35 +58,6 @@ def test_blank_page_returns_no_lines(service):
     assert r.json()["lines"] == [] and r.json()["text"] == ""
 
 
-def test_rollback_verification_passes(service):
-    """The rollback check (seed 000 §5.12): models loaded, golden outputs unchanged."""
-    import subprocess
-
-    from .conftest import ROOT, SERVICE_PY
-
-    out = subprocess.run(
-        [
-            str(SERVICE_PY),
-            "-m",
-            "reference_service",
-            "verify-rollback",
-            "--url",
-            service.url,
-            "--triton-url",
-            service.triton_http,
-            "--limit",
-            "6",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=False,
-    )
-    assert out.returncode == 0, out.stdout + out.stderr
-    assert "rollback verified" in out.stdout
-
-
 def _verify_rollback(service, *extra: str):
     import subprocess
 
@@ -95,6 +66,13 @@ def _verify_rollback(service, *extra: str):
     cmd = [str(SERVICE_PY), "-m", "reference_service", "verify-rollback", "--url", service.url]
     cmd += ["--triton-url", service.triton_http, *extra]
     return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=180, check=False)
+
+
+def test_rollback_verification_passes(service):
+    """The rollback check (seed 000 §5.12): models loaded, golden outputs unchanged."""
+    out = _verify_rollback(service, "--limit", "6")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "rollback verified" in out.stdout
 
 
 def test_rollback_verification_holds_a_service_to_its_own_precisions_outputs(service, tmp_path):
