@@ -4,7 +4,7 @@ Run: .venv/bin/python bench/bench_faulttree.py --runs 7
      .venv/bin/python bench/bench_faulttree.py --aralia [--scram] [--timeout 120] [--max-nodes N] [TREE ...]
      .venv/bin/python bench/bench_faulttree.py --orders [--budget 3000000] TREE ...
 
-`--aralia`: every tree of tests/analysis/faulttrees (the Aralia set, Baobab1/2, 200_event),
+`--aralia`: every tree of tests/faulttree/faulttrees (the Aralia set, Baobab1/2, 200_event),
 each in a fresh process (its own peak RSS): the probability alone (BDD + importance), and
 for Baobab1/2 and 200_event the cut sets too; with `--scram`, SCRAM (Debian `scram`) on the
 same file in the same run, as the peer (`-l 2`: probability only, its BDD). Prints a Markdown
@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from archkit import api
-from archkit.analysis.faulttree import analyse, minimal_cut_sets
+from archkit.faulttree import analyse, minimal_cut_sets
 from archkit.spec.model import BasicEvent, FaultTree, Gate
 
 
@@ -95,7 +95,7 @@ def enumerate_probability(tree: FaultTree) -> float:
     return total
 
 
-FT = ROOT / "tests/analysis/faulttrees"
+FT = ROOT / "tests/faulttree/faulttrees"
 MODELS = {
     "Baobab1": (["scram/baobab1.xml", "scram/baobab1-basic-events.xml"], None),
     "Baobab2": (["scram/baobab2.xml", "scram/baobab2-basic-events.xml"], None),
@@ -108,7 +108,7 @@ def worker(files: list[str], order: int | None, cut_sets: bool, max_nodes: int) 
     """One analysis in this process; prints JSON with its figures and peak memory."""
     import json
 
-    from archkit.analysis.ft_mef import import_mef
+    from archkit.interchange.mef import import_mef
 
     tree = import_mef([(f, Path(f).read_bytes()) for f in files])[0]
     tree.limits.max_cut_sets = 2_000_000
@@ -135,10 +135,10 @@ def order_worker(path: str, index: int, budget: int) -> None:
     """Build candidate `index` of one tree's variable orders; print its nodes (or 'over')."""
     import json
 
-    from archkit.analysis.ft_bdd import DiagramLimitError
-    from archkit.analysis.ft_engine import Engine
-    from archkit.analysis.ft_mef import import_mef
-    from archkit.analysis.ft_model import compile_tree, order_candidates
+    from archkit.faulttree.bdd import DiagramLimitError
+    from archkit.faulttree.engine import Engine
+    from archkit.faulttree.model import compile_tree, order_candidates
+    from archkit.interchange.mef import import_mef
 
     tree = import_mef([(path, Path(path).read_bytes())])[0]
     _name, form, order = order_candidates(compile_tree(tree))[index]
@@ -153,8 +153,8 @@ def order_worker(path: str, index: int, budget: int) -> None:
 def orders(names: list[str], budget: int, timeout: float) -> None:
     import json
 
-    from archkit.analysis.ft_mef import import_mef
-    from archkit.analysis.ft_model import choose_order, compile_tree, order_candidates
+    from archkit.faulttree.model import choose_order, compile_tree, order_candidates
+    from archkit.interchange.mef import import_mef
 
     print(f"load average {os.getloadavg()[0]:.1f} at start; budget {budget:,} nodes per diagram")
     header = None
@@ -281,7 +281,7 @@ def main() -> None:
         aralia(args.trees, args.timeout, args.scram, args.max_nodes)
         return
     rows = []
-    three = api.load(ROOT / "tests/analysis/faulttrees/three-motor.yaml").spec.faulttrees[0]
+    three = api.load(ROOT / "tests/faulttree/faulttrees/three-motor.yaml").spec.faulttrees[0]
     rows.append(
         (
             "Three Motor (18 events, 54 cut sets): cut sets + exact P + importance",

@@ -19,9 +19,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from archkit.analysis import pipesim_kernel  # noqa: E402
-from archkit.analysis.pipeline import prepare  # noqa: E402
-from archkit.analysis.pipesim import simulate_pipeline  # noqa: E402
+from archkit.perf import pipesim_kernel  # noqa: E402
+from archkit.perf.pipeline import prepare  # noqa: E402
+from archkit.perf.pipesim import simulate_pipeline  # noqa: E402
 from archkit.spec import load_file  # noqa: E402
 
 

@@ -160,7 +160,7 @@ def _servers_only_in_live_tests(request, monkeypatch):
 def _fresh_fault_tree_memo():
     """Each test starts with `faulttree.analyse` remembering nothing: a test that patches the
     engine must see it run, and no test may pass on an answer an earlier test left behind."""
-    from archkit.analysis import faulttree
+    from archkit import faulttree
 
     faulttree.clear_memo()
     yield

@@ -95,7 +95,7 @@ def test_ak203_searches_once_for_eleven_copies_of_one_stage():
     per copy; a 164-copy variant took 70 s). Equal service tables now share one memoised
     search and one simulation."""
     from archkit import api
-    from archkit.analysis import batching, simulate
+    from archkit.perf import batching, simulate
 
     batching._recommend.cache_clear()
     simulate.simulate.cache_clear()

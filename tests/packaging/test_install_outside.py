@@ -128,7 +128,7 @@ def test_wheel_renders_outside_the_repository_byte_identical(user_venv):
 
 def test_wheel_carries_the_apache_license_and_no_test_data(user_venv):
     """The wheel is archkit's Apache-2.0 code alone: the licence text in its metadata, and none of
-    the test trees copied from SCRAM's GPL-3.0 repository (tests/analysis/faulttrees/README.md)."""
+    the test trees copied from SCRAM's GPL-3.0 repository (tests/faulttree/faulttrees/README.md)."""
     _, base = user_venv
     wheel = next((base / "dist").glob("archkit-*.whl"))
     with zipfile.ZipFile(wheel) as whl:

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from archkit.analysis.ft_observe import observe
 from archkit.cli import _load_commands, app
+from archkit.faulttree.observe import observe
 from archkit.runbook import walk
 from archkit.runbook.terminal import has_hidden, shown
 from archkit.spec import load_file

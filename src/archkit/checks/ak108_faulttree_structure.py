@@ -1,8 +1,8 @@
 """AK108: a fault tree is malformed."""
 
-from archkit.analysis.faulttree import FaultTreeLimitError
-from archkit.analysis.ft_model import FaultTreeError, compile_tree
 from archkit.checks.registry import Rule, register
+from archkit.faulttree import FaultTreeLimitError
+from archkit.faulttree.model import FaultTreeError, compile_tree
 from archkit.spec.model import GateType
 
 ARITY = {GateType.NOT: 1, GateType.IFF: 2, GateType.IMPLY: 2}

@@ -1,7 +1,7 @@
 """AK111: a fault tree cannot be analysed within its limits."""
 
-from archkit.analysis.faulttree import FaultTreeError, FaultTreeLimitError, analyse
 from archkit.checks.registry import Rule, register
+from archkit.faulttree import FaultTreeError, FaultTreeLimitError, analyse
 
 
 @register

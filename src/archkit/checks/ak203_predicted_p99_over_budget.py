@@ -2,10 +2,10 @@
 
 import math
 
-from archkit.analysis.capacity import end_to_end_budget
 from archkit.checks.common import capacities, fmt_ms
 from archkit.checks.registry import Rule, register
 from archkit.diagnostics import Severity
+from archkit.perf.capacity import end_to_end_budget
 
 
 @register

@@ -22,7 +22,7 @@ queue grows without bound.
 """
 
     def check(self, ctx):
-        from archkit.analysis.capacity import worker_capacities
+        from archkit.perf.capacity import worker_capacities
 
         for cap in capacities(ctx):
             p = cap.declared

@@ -11,7 +11,7 @@ from archkit.diagnostics import Diagnostic
 
 def load_model(ctx: Any) -> Any:
     """The pipeline's demand model, computed once per check run."""
-    from archkit.analysis.resources import load_model as build
+    from archkit.perf.resources import load_model as build
 
     return ctx.memo("load-model", lambda: build(ctx.spec))
 

@@ -2,9 +2,9 @@
 
 from collections.abc import Iterator
 
-from archkit.analysis.slo import BucketGap, bucket_gap, latency_binding, latency_gap, unit_seconds
 from archkit.checks.registry import Context, Rule, register
 from archkit.diagnostics import Diagnostic, Severity
+from archkit.slo_math import BucketGap, bucket_gap, latency_binding, latency_gap, unit_seconds
 
 
 @register

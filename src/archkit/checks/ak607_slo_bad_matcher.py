@@ -3,9 +3,9 @@
 import re
 from collections.abc import Iterator
 
-from archkit.analysis.slo import re2_error
 from archkit.checks.registry import Context, Rule, register
 from archkit.diagnostics import Diagnostic, Severity
+from archkit.slo_math import re2_error
 
 LABEL = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
 

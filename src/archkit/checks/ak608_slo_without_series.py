@@ -2,9 +2,9 @@
 
 from collections.abc import Iterator
 
-from archkit.analysis.slo import slo_problem
 from archkit.checks.registry import Context, Rule, register
 from archkit.diagnostics import Diagnostic, Severity
+from archkit.slo_math import slo_problem
 
 
 @register

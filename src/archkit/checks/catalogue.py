@@ -14,7 +14,7 @@ MODELS = """\
 ## How archkit predicts latency
 
 The capacity rules (AK2xx) and `archkit capacity SPEC` share one analysis
-(`archkit.analysis`), computed once per check run:
+(`archkit.perf`), computed once per check run:
 
 - **Arrival rate.** A stage sees the design rate `budgets.throughput_rps` (the peak rate
   where a rule says so) times its share of the requests — the sum over its inbound edges of
@@ -55,7 +55,7 @@ The capacity rules (AK2xx) and `archkit capacity SPEC` share one analysis
   request's 99th-percentile wait, never above the queue delay) + P99 queueing + service
   of the 99th-percentile batch: a sum of component P99s, conservative when batches form
   (the fill wait and the wait for an instance overlap in reality).
-- **Simulation.** `archkit.analysis.simulate` runs the same assumptions as a discrete-event
+- **Simulation.** `archkit.perf.simulate` runs the same assumptions as a discrete-event
   simulation of the batcher (10,000 Poisson arrivals, fixed seed, so output is
   byte-stable; one replica's batcher at its share of the rate, or all instances for
   least-request routing): it
@@ -66,7 +66,7 @@ The capacity rules (AK2xx) and `archkit capacity SPEC` share one analysis
   when only the analytic estimate does), and every recommendation
   is confirmed by simulation — for unbatched stages the M/D/c tail approximation can be a
   few per cent optimistic. The whole pipeline has its own simulation
-  (`archkit.analysis.pipesim`: routes by edge weight, log-normal worker times, Triton's
+  (`archkit.perf.pipesim`: routes by edge weight, log-normal worker times, Triton's
   batcher, processor sharing, routing, call timeouts and retries); `archkit capacity`
   prints its end-to-end P50/P95/P99 at the design rate.
 - **Recommendation.** Over batch sizes (1, measured, preferred, powers of two ≤ max) ×

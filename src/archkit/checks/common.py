@@ -58,26 +58,26 @@ SPECIAL_CATEGORY = {"biometric", "face", "health"}  # GDPR Art. 9 special catego
 
 def capacities(ctx) -> list:
     """Capacity analysis of every model stage, computed once per check run."""
-    from archkit.analysis.capacity import model_capacities
+    from archkit.perf.capacity import model_capacities
 
     return ctx.memo("capacity", lambda: model_capacities(ctx.spec))
 
 
 def dataflow_latency(ctx) -> list:
     """Critical data-flow path per sink, computed once per check run."""
-    from archkit.analysis.latency import dataflow_paths
+    from archkit.perf.latency import dataflow_paths
 
     return ctx.memo("dataflow-paths", lambda: dataflow_paths(ctx.spec))
 
 
 def control_latency(ctx) -> list:
-    from archkit.analysis.latency import control_paths
+    from archkit.perf.latency import control_paths
 
     return ctx.memo("control-paths", lambda: control_paths(ctx.spec))
 
 
 def call_budgets(ctx) -> list:
-    from archkit.analysis.retry import call_budgets as cb
+    from archkit.perf.retry import call_budgets as cb
 
     return ctx.memo("call-budgets", lambda: cb(ctx.spec))
 

@@ -44,7 +44,7 @@ def _no_such_tree(tree: str | None, target: object, trees: list[Any]) -> str:
 
 
 def _trees(target: Path, mission: float | None) -> list[Any]:
-    from archkit.analysis.ft_mef import MefError, import_mef
+    from archkit.interchange.mef import MefError, import_mef
 
     if target.suffix.lower() == ".xml":
         try:
@@ -177,7 +177,7 @@ def faulttree(
 
     archkit faulttree export SPEC --tree ID [-o NEW.xml]: one tree as MEF XML.
     """
-    from archkit.analysis.faulttree import FaultTreeError, analyse
+    from archkit.faulttree import FaultTreeError, analyse
 
     if target == "import":
         _import(files or [], mission_time, output)
@@ -244,7 +244,7 @@ def _write_new(output: Path, text: str) -> None:
 def _import(files: list[Path], mission: float | None, output: Path | None) -> None:
     import yaml
 
-    from archkit.analysis.ft_mef import MefError, import_mef
+    from archkit.interchange.mef import MefError, import_mef
 
     if not files:
         raise fail("import needs MODEL.xml (one model may span several files)", 2)
@@ -268,7 +268,7 @@ def _import(files: list[Path], mission: float | None, output: Path | None) -> No
 
 
 def _export(files: list[Path], tree: str | None, output: Path | None) -> None:
-    from archkit.analysis.ft_mef import export_mef
+    from archkit.interchange.mef import export_mef
 
     if len(files) != 1:
         raise fail("export needs one SPEC and --tree ID", 2)

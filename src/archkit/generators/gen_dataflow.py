@@ -6,11 +6,11 @@ import math
 import subprocess
 from typing import Any
 
-from archkit.analysis.resources import reach
 from archkit.generators.diagram_text import html, html_lines, num, pct, wrap
 from archkit.generators.jinja import render
 from archkit.generators.measured import Measured, over_budget, read_measured
 from archkit.generators.registry import RenderContext, register
+from archkit.perf.resources import reach
 from archkit.spec.model import Edge, Spec, Stage
 
 # Seed 004 §2.2: the data, control and policy planes are physical boundaries; colours per plane.

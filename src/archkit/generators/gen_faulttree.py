@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from archkit.analysis.faulttree import FaultTreeAnalysis, FaultTreeError, analyse, notable_single_points
+from archkit.faulttree import FaultTreeAnalysis, FaultTreeError, analyse, notable_single_points
 from archkit.generators.diagram_text import html, html_lines, num
 from archkit.generators.jinja import render
 from archkit.generators.registry import RenderContext, register

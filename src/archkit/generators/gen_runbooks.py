@@ -2,7 +2,7 @@
 
 Files (under `runbooks/`):
 - `<tree-id>.md`: the tree's checks ordered by importance per second of check (see
-  `archkit.analysis.faulttree.ranked_events`), each with its command, expected output, what a
+  `archkit.faulttree.ranked_events`), each with its command, expected output, what a
   mismatch means and the remedy; minimal cut sets, single points of failure, escalation.
   Every check has a stable anchor `check-<event-id>` (seed 000 §3.4: root cause in five
   minutes by walking checks in order).
@@ -26,9 +26,9 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
-from archkit.analysis.faulttree import FaultTreeAnalysis
 from archkit.checks.registry import selected_codes
 from archkit.diagnostics import Diagnostic, Severity
+from archkit.faulttree import FaultTreeAnalysis
 from archkit.generators.gen_dataflow import stage_homes
 from archkit.generators.jinja import md_text, render
 from archkit.generators.registry import RenderContext, register

@@ -1,6 +1,6 @@
 """Predicted against measured: per stage and end to end, the prediction's error in percent.
 
-The prediction is the whole-pipeline model (`archkit.analysis.pipeline.predict`) at the rate the
+The prediction is the whole-pipeline model (`archkit.perf.pipeline.predict`) at the rate the
 load test offered; where that module is not available the older composition stands in (the sum
 of stage P50s along the critical path, per-stage ceilings for the knee) and the result says so.
 Error is (predicted − measured) / measured: positive when the model promised too much latency
@@ -49,7 +49,7 @@ def predict(spec: Spec, env: str | None, rate_rps: float | None) -> dict:
     import importlib
 
     try:
-        pipeline: Any = importlib.import_module("archkit.analysis.pipeline")
+        pipeline: Any = importlib.import_module("archkit.perf.pipeline")
     except ImportError:
         pipeline = None
     fn = getattr(pipeline, "predict", None)
@@ -62,7 +62,7 @@ def predict(spec: Spec, env: str | None, rate_rps: float | None) -> dict:
         stages = {str(k): {key: _get(v, key) for key in STAGE_KEYS} for k, v in stages_raw.items()}
         knee = _get(got, "knee_rps", "ceiling_rps", "saturation_rps")
         return {
-            "source": "archkit.analysis.pipeline.predict",
+            "source": "archkit.perf.pipeline.predict",
             "end_to_end": e2e,
             "stages": stages,
             "knee_rps": knee,
@@ -72,8 +72,8 @@ def predict(spec: Spec, env: str | None, rate_rps: float | None) -> dict:
 
 def _fallback(spec: Spec) -> dict:
     """The composition that predates the pipeline model: budgets along the critical path."""
-    from archkit.analysis.capacity import model_capacities
-    from archkit.analysis.latency import critical_path
+    from archkit.perf.capacity import model_capacities
+    from archkit.perf.latency import critical_path
 
     path = critical_path(spec)
     e2e = {"p50_ms": round(path.p50_sum, 3), "p99_ms": round(path.p99_rss, 3)} if path else {}

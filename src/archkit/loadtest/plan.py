@@ -8,8 +8,8 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field
 
-from archkit.analysis.loadplan import stress_steps
 from archkit.errors import InputError
+from archkit.plans.stress import stress_steps
 from archkit.spec.model import Level, Spec
 
 GRACE_S = 35.0  # hard kill this long after the planned end (the worker drains ≤ 15 s): every run stops

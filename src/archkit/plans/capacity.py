@@ -1,7 +1,7 @@
 """The capacity report of `archkit capacity`: per model stage the queueing and batching results as data.
 
 Also the plain-language arithmetic behind each prediction (`why`): the figures the capacity
-command and the review page show, computed once from the analysis (`archkit.analysis`).
+command and the review page show, computed once from the analysis (`archkit.perf`).
 """
 
 from __future__ import annotations
@@ -10,12 +10,12 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from archkit.analysis.batching import BatchPrediction
-from archkit.analysis.capacity import end_to_end_budget, model_capacities, worker_capacities
-from archkit.analysis.latency import dataflow_paths
-from archkit.analysis.service_table import ServiceTable
-from archkit.analysis.simulate import simulate
 from archkit.diagnostics import Diagnostic
+from archkit.perf.batching import BatchPrediction
+from archkit.perf.capacity import end_to_end_budget, model_capacities, worker_capacities
+from archkit.perf.latency import dataflow_paths
+from archkit.perf.service_table import ServiceTable
+from archkit.perf.simulate import simulate
 from archkit.spec.model import Spec
 
 
@@ -77,7 +77,7 @@ def capacity_report(spec: Spec, file: str = "<spec>") -> CapacityReport:
         }
 
     # numpy and the compiled simulation load only here, not with every `import archkit.api`
-    from archkit.analysis.pipeline import predict
+    from archkit.perf.pipeline import predict
 
     report = CapacityReport(file, spec.metadata.name, spec.budgets.throughput_rps, spec.budgets.p99_ms)
     report.pipeline = predict(spec, knee=True).as_dict()

@@ -3,7 +3,7 @@
 Rendered by `archkit.generators.gen_locust` (the locustfile) and meant for every other
 driver of the same traffic (a k6 script, the runner's summary): one definition of which
 scenario is sent how often with which payload, and which rate each level offers when.
-The stress schedule itself is `archkit.analysis.loadplan.stress_steps` (shared with the
+The stress schedule itself is `archkit.plans.stress.stress_steps` (shared with the
 load-test runner, which also applies the command line's overrides).
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from archkit.analysis.loadplan import stress_steps
+from archkit.plans.stress import stress_steps
 from archkit.spec.model import Level, Scenario, Spec, TritonInput
 
 

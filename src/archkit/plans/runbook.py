@@ -2,7 +2,7 @@
 
 One definition for the generated runbook pages (`gen_runbooks`), the alert index's "first
 check" links and `archkit runbook` (`archkit.runbook.walk.plan`). The order itself is
-`archkit.analysis.faulttree.ranked_events` (importance per second of check; seed 000 §3.4:
+`archkit.faulttree.ranked_events` (importance per second of check; seed 000 §3.4:
 root cause in five minutes by walking checks in order). A tree whose analysis fails keeps
 its checks in document order and says why (`error`).
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from archkit.analysis.faulttree import FaultTreeAnalysis, FaultTreeError, analyse, ranked_events
+from archkit.faulttree import FaultTreeAnalysis, FaultTreeError, analyse, ranked_events
 from archkit.spec.model import BasicEvent, FaultTree, Spec
 
 

@@ -23,15 +23,6 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from archkit.analysis.slo import (
-    BucketGap,
-    availability_binding,
-    bucket_gap,
-    fullmatch_re2,
-    has_events,
-    latency_binding,
-    slo_problem,
-)
 from archkit.plans.alerts.model import (
     Alert,
     AlertPlan,
@@ -47,6 +38,15 @@ from archkit.plans.alerts.model import (
     _unit_seconds,
     burn_factor,
     promql_label_value,
+)
+from archkit.slo_math import (
+    BucketGap,
+    availability_binding,
+    bucket_gap,
+    fullmatch_re2,
+    has_events,
+    latency_binding,
+    slo_problem,
 )
 from archkit.spec.model import Slo, SloEvents, Spec
 

@@ -2,7 +2,7 @@
 
 Seed 000 §3.4: at 3 a.m. the on-call engineer walks the tree's checks in order and finds the
 root cause in five minutes. `plan` gives the order (importance per second of check, see
-`archkit.analysis.faulttree.ranked_events`); `walk` runs the commands one by one.
+`archkit.faulttree.ranked_events`); `walk` runs the commands one by one.
 
 Each command is the spec's string, run by `/bin/sh -c` exactly as written: nothing from any
 other input is interpolated into it. A check is judged healthy when its combined output
@@ -23,8 +23,8 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
-from archkit.analysis.ft_observe import Observation, observe
 from archkit.errors import InputError
+from archkit.faulttree.observe import Observation, observe
 from archkit.plans.runbook import runbook_order
 from archkit.spec.model import BasicEvent, FaultTree, Spec
 
@@ -221,7 +221,7 @@ def walk(
 
     A confirmed event explains the top event only when it completes a minimal cut set (one
     input of an AND gate does not); until then the walk goes on with the remaining checks
-    ranked on the tree conditioned on what was observed (`archkit.analysis.ft_observe`). A
+    ranked on the tree conditioned on what was observed (`archkit.faulttree.observe`). A
     tree that cannot be analysed stops at the first confirmed event, as before.
 
     `on_start(step, total)` is called before each command runs (the CLI prints the command

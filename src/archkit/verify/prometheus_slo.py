@@ -10,8 +10,8 @@ from __future__ import annotations
 import math
 from urllib.parse import urlencode
 
-from archkit.analysis.slo import BucketGap, unit_seconds
 from archkit.plans.slo import Selector, slo_plan
+from archkit.slo_math import BucketGap, unit_seconds
 from archkit.spec.model import Spec
 from archkit.verify.findings import Finding, Recorder
 from archkit.verify.registry import Check, Code

@@ -9,7 +9,7 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from archkit.analysis.slo import unit_seconds
+from archkit.slo_math import unit_seconds
 from archkit.spec.model import Spec
 
 
@@ -92,7 +92,7 @@ class Series:
 
 
 def _unit_seconds(metric: str) -> float:
-    """Seconds per unit of a latency metric, from its name (archkit.analysis.slo.unit_seconds)."""
+    """Seconds per unit of a latency metric, from its name (archkit.slo_math.unit_seconds)."""
     return unit_seconds(metric)
 
 

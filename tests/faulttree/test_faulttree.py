@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from archkit.analysis.faulttree import (
+from archkit.faulttree import (
     FaultTreeError,
     analyse,
     event_probabilities,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from archkit.analysis.capacity import stage_capacity, worker_capacities
+from archkit.perf.capacity import stage_capacity, worker_capacities
 from archkit.spec import load_text
 
 SPEC = """\

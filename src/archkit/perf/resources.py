@@ -34,7 +34,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from archkit.analysis.service_table import ServiceTable
+from archkit.perf.service_table import ServiceTable
 from archkit.spec.model import Device, Edge, GpuSharing, Service, Spec, Stage
 
 # a stage's P99 is at most this many P50s for the log-normal fit of its service time; beyond

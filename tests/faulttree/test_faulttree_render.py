@@ -74,7 +74,7 @@ def test_cut_sets_over_their_limit_are_reported_and_drawn_beside_the_probability
 def test_one_run_analyses_each_tree_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`check` (AK111), the diagram and the runbook plan ask for the same analysis; it is built
     once per tree value, refusals included, and a tree whose value changes is analysed anew."""
-    from archkit.analysis import faulttree as ft
+    from archkit import faulttree as ft
 
     built: list[str] = []
     real = ft._engine

@@ -24,8 +24,8 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from archkit.analysis.ft_bdd import Bdd, DiagramLimitError, Zbdd
-from archkit.analysis.ft_model import Formula
+from archkit.faulttree.bdd import Bdd, DiagramLimitError, Zbdd
+from archkit.faulttree.model import Formula
 from archkit.spec.model import GateType
 
 __all__ = ["Engine"]
@@ -178,7 +178,7 @@ class Engine:
             except DiagramLimitError:
                 if kernel == "python" or budget == max_nodes:
                     raise
-        from archkit.analysis import ft_kernel
+        from archkit.faulttree import kernel as ft_kernel
 
         if not ft_kernel.available(nvars):
             m = Module(g, index, Bdd(nvars, max_nodes))
@@ -336,7 +336,7 @@ class Engine:
         """Module m's minimal solutions in z: compiled (`ft_kernel.minimal_solutions`) for a
         compiled diagram, then copied into z; otherwise `Zbdd.minsol` over Python lists."""
         if self.kernel == "compiled":
-            from archkit.analysis import ft_kernel
+            from archkit.faulttree import kernel as ft_kernel
 
             if isinstance(m.bdd, ft_kernel.CompiledBdd):
                 out = ft_kernel.minimal_solutions(m.bdd, m.root, order, z.max_nodes - len(z))

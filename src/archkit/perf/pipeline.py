@@ -2,9 +2,9 @@
 
 `predict(spec, env=None, rate_rps=None)` is the one entry point that `archkit capacity`,
 load-test reports and the review page read. It combines
-- the closed-form demand model (`archkit.analysis.resources`): per-resource demand and
+- the closed-form demand model (`archkit.perf.resources`): per-resource demand and
   utilisation, the pipeline's throughput ceiling (the knee) and its bottleneck;
-- the whole-pipeline discrete-event simulation (`archkit.analysis.pipesim`): per-stage and
+- the whole-pipeline discrete-event simulation (`archkit.perf.pipesim`): per-stage and
   end-to-end P50/P95/P99 at the rate, with shared processors, batching, routing, retries.
 Pure and deterministic: the same spec, environment, rate, request count and seed give the
 same numbers. Its work is bounded by `requests` whatever the rates or counts in the spec.
@@ -15,8 +15,8 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, replace
 
-from archkit.analysis.pipesim import PipelineSim, simulate_pipeline
-from archkit.analysis.resources import LoadModel, load_model
+from archkit.perf.pipesim import PipelineSim, simulate_pipeline
+from archkit.perf.resources import LoadModel, load_model
 from archkit.spec.model import Spec
 
 DEFAULT_REQUESTS = 20_000
@@ -127,7 +127,7 @@ def predict(
     `env` applies that environment's overrides (service times, batching, device, and its
     one-machine `cpu_cores`). Per-resource utilisation, the knee and the bottleneck come from
     the closed-form demand model; percentiles come from simulating `requests` Poisson
-    arrivals with `seed` (`archkit.analysis.pipesim`), or the recorded send times `arrivals`
+    arrivals with `seed` (`archkit.perf.pipesim`), or the recorded send times `arrivals`
     (seconds; a load test's schedule) when given. With `knee`, also the simulation's own knee
     (`simulated_knee`: eight more runs). Raises KeyError for an unknown `env`.
     """

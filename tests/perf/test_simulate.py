@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from archkit.analysis import queueing as q
-from archkit.analysis.batching import ServiceTable, predict
-from archkit.analysis.simulate import simulate
+from archkit.perf import queueing as q
+from archkit.perf.batching import ServiceTable, predict
+from archkit.perf.simulate import simulate
 
 SEED = ServiceTable([(1, 47), (8, 224)])  # seed 000 §2.1
 

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from archkit.analysis.ft_bdd import TERMINAL, Bdd, DiagramLimitError, Zbdd
+from archkit.faulttree.bdd import TERMINAL, Bdd, DiagramLimitError, Zbdd
 
 __all__ = ["CompiledBdd", "available"]
 

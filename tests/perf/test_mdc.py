@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from archkit.analysis import queueing as q
-from archkit.analysis.service_table import ServiceTable
-from archkit.analysis.simulate import simulate
+from archkit.perf import queueing as q
+from archkit.perf.service_table import ServiceTable
+from archkit.perf.simulate import simulate
 
 S = 0.1  # service time (s)
 

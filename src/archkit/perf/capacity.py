@@ -1,18 +1,18 @@
 """Capacity of a whole spec: per-stage arrival rate, utilisation, batching prediction, ceiling.
 
 Arrival rate: a stage sees the design rate `budgets.throughput_rps` times its share of the
-requests (edge weights, `archkit.analysis.resources.reach`; unweighted edges pass the full
+requests (edge weights, `archkit.perf.resources.reach`; unweighted edges pass the full
 rate: conservative) times its `items_per_request` (a fan-out such as the line crops of a page). With a fan-out,
 latency predictions are per item, while utilisation and ceilings are exact for the item rate.
 Servers: a model stage runs `model.instances` instances in each of its service's
 `replicas`; a non-model stage with `concurrency` runs that many workers per replica and is
-modelled as M/M/c (see `archkit.analysis.queueing` for which model applies where). Requests
-reach the replicas by the service's `routing` (see `archkit.analysis.batching`).
+modelled as M/M/c (see `archkit.perf.queueing` for which model applies where). Requests
+reach the replicas by the service's `routing` (see `archkit.perf.batching`).
 Budget for a recommendation: the stage's own P99 budget, or the end-to-end P99 budget less
 what the other stages on the heaviest data-flow path through it take at their P99s (the
 composition AK202 checks, seed 000 §3.1), whichever is tighter. A recommendation that needs
 more GPUs than the service's node pool holds says that the pool must grow.
-The whole pipeline (shared cores and GPUs, edge weights) is `archkit.analysis.pipeline`.
+The whole pipeline (shared cores and GPUs, edge weights) is `archkit.perf.pipeline`.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ import math
 from dataclasses import dataclass
 from functools import cached_property
 
-from archkit.analysis import queueing as q
-from archkit.analysis.batching import (
+from archkit.perf import queueing as q
+from archkit.perf.batching import (
     BatchPrediction,
     Recommendation,
     ServiceTable,
@@ -31,8 +31,8 @@ from archkit.analysis.batching import (
     predict,
     recommend,
 )
-from archkit.analysis.resources import reach
-from archkit.analysis.simulate import SimResult, simulate
+from archkit.perf.resources import reach
+from archkit.perf.simulate import SimResult, simulate
 from archkit.spec.model import Device, Service, Spec, Stage
 
 
@@ -154,7 +154,7 @@ class StageCapacity:
 
 def path_reserve_ms(spec: Spec, stage: Stage) -> tuple[float, list[str]]:
     """P99 the other stages (and edges) take on the heaviest data-flow path through `stage`."""
-    from archkit.analysis.latency import dataflow_paths
+    from archkit.perf.latency import dataflow_paths
 
     best, path = 0.0, [stage.id]
     for p in dataflow_paths(spec):
@@ -216,7 +216,7 @@ def stage_capacity(spec: Spec, stage: Stage, share: float | None = None) -> Stag
         gpus = 0.0  # an environment that runs the model on CPU uses no GPU
     table = ServiceTable((t.batch_size, t.total_ms) for t in m.service_time) if m.service_time else None
     # instances that share a GPU (or a replica's cores) share its time: they serve as many at
-    # once as there are units (archkit.analysis.resources; AK213 checks the whole pipeline)
+    # once as there are units (archkit.perf.resources; AK213 checks the whole pipeline)
     units = None
     if svc is not None:
         units = gpus if m.device is Device.gpu else _replica_cores(spec, svc)

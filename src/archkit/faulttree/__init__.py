@@ -1,11 +1,11 @@
 """Fault-tree analysis: exact top-event probability, minimal cut sets, importance.
 
-Pure functions over `archkit.spec.model.FaultTree`; no I/O. The engine (`ft_bdd`,
-`ft_model`) works the way the reference tools do (SCRAM, XFTA):
+Pure functions over `archkit.spec.model.FaultTree`; no I/O (the Open-PSA MEF reader and
+writer are `archkit.interchange.mef`). The engine (`bdd`, `model`) works the way the reference tools do (SCRAM, XFTA):
 
 - The tree is flattened into a Boolean formula (every MEF gate type, house events,
   common-cause groups), optionally coalesced, and compiled into reduced ordered BDDs, one
-  per module, under the variable order `ft_model.choose_order` picks from six heuristics.
+  per module, under the variable order `model.choose_order` picks from six heuristics.
 - The top-event probability is exact and independent of cut sets: one bottom-up pass of
   Shannon expansion over the BDD, P(f) = p(x)·P(f|x=1) + (1-p(x))·P(f|x=0), with basic
   events independent.
@@ -22,7 +22,7 @@ Pure functions over `archkit.spec.model.FaultTree`; no I/O. The engine (`ft_bdd`
 - The rare-event approximation (Σ P(C)) and the min-cut upper bound (1 - Π(1 - P(C))) are
   reported beside the exact value, labelled as approximations.
 
-Validated against OpenFTA's and SCRAM's published results (tests/analysis/faulttrees/) and
+Validated against OpenFTA's and SCRAM's published results (tests/faulttree/faulttrees/) and
 against enumeration on random trees.
 """
 
@@ -38,9 +38,9 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from archkit.analysis.ft_bdd import DiagramLimitError, Zbdd
-from archkit.analysis.ft_engine import Engine
-from archkit.analysis.ft_model import FaultTreeError, choose_order, compile_tree, event_probability
+from archkit.faulttree.bdd import DiagramLimitError, Zbdd
+from archkit.faulttree.engine import Engine
+from archkit.faulttree.model import FaultTreeError, choose_order, compile_tree, event_probability
 from archkit.spec.model import BasicEvent, FaultTree
 
 __all__ = [
@@ -120,7 +120,7 @@ class FaultTreeAnalysis:
     order_limit: int | None = None
     cutoff: float | None = None
     bdd_nodes: int = 0
-    variable_order: str = ""  # the heuristic `ft_model.choose_order` picked
+    variable_order: str = ""  # the heuristic `model.choose_order` picked
     bdd_kernel: str = ""  # "compiled" (ft_kernel, numba) or "python" (ft_bdd)
     modules: int = 0
     zbdd_nodes: int = 0

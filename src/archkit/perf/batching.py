@@ -21,7 +21,7 @@ The model (stated in docs/checks.md and printed by `archkit capacity`):
   P99: fill-time bound (the first request's 99th-percentile wait, never above D)
   + P99 of Wq + S(99th-percentile batch size). Summing component P99s over-estimates the
   true P99 when batches form (the fill wait and the wait for an instance overlap), so
-  `archkit.analysis.simulate` is the second opinion: AK203 errs only when both miss, and
+  `archkit.perf.simulate` is the second opinion: AK203 errs only when both miss, and
   recommendations are confirmed by simulation.
 """
 
@@ -33,9 +33,9 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from archkit.analysis import queueing as q
-from archkit.analysis.service_table import ServiceTable, TimingPoint
-from archkit.analysis.simulate import simulate
+from archkit.perf import queueing as q
+from archkit.perf.service_table import ServiceTable, TimingPoint
+from archkit.perf.simulate import simulate
 
 __all__ = ["ServiceTable", "TimingPoint", "BatchPrediction", "Recommendation", "predict", "recommend"]
 

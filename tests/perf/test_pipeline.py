@@ -6,11 +6,11 @@ import math
 
 import pytest
 
-from archkit.analysis import queueing as q
-from archkit.analysis.pipeline import predict, prepare, simulated_knee
-from archkit.analysis.pipesim import simulate_pipeline
-from archkit.analysis.resources import load_model, reach
 from archkit.calibrate.apply import with_calibration
+from archkit.perf import queueing as q
+from archkit.perf.pipeline import predict, prepare, simulated_knee
+from archkit.perf.pipesim import simulate_pipeline
+from archkit.perf.resources import load_model, reach
 from archkit.spec import load_file, load_text
 from tests.conftest import ROOT
 

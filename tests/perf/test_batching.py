@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from archkit.analysis import queueing as q
-from archkit.analysis.batching import (
+from archkit.perf import queueing as q
+from archkit.perf.batching import (
     ServiceTable,
     candidate_batch_sizes,
     ceiling_rps,

@@ -1,7 +1,7 @@
 """The fault-tree engine against SCRAM on the Aralia benchmark set, against enumeration on
 random trees of every gate type, and the Open-PSA MEF importer/exporter.
 
-Reference figures: tests/analysis/faulttrees/scram-reference.json (SCRAM 0.16.2 run on the
+Reference figures: tests/faulttree/faulttrees/scram-reference.json (SCRAM 0.16.2 run on the
 same files; see its "source"). The heaviest Aralia trees are measured by
 bench/bench_faulttree.py instead of here (minutes on a shared machine).
 """
@@ -20,10 +20,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from archkit.analysis.faulttree import FaultTreeError, FaultTreeLimitError, analyse, minimal_cut_sets
-from archkit.analysis.ft_bdd import DiagramLimitError
-from archkit.analysis.ft_mef import MefError, export_mef, import_mef
 from archkit.cli import _load_commands, app
+from archkit.faulttree import FaultTreeError, FaultTreeLimitError, analyse, minimal_cut_sets
+from archkit.faulttree.bdd import DiagramLimitError
+from archkit.interchange.mef import MefError, export_mef, import_mef
 from archkit.spec import load_file
 from archkit.spec.model import BasicEvent, CcfGroup, FaultTree, Gate, HouseEvent
 from tests.conftest import ROOT
@@ -293,7 +293,7 @@ def test_cut_sets_over_their_limit_keep_the_probability():
 def test_a_non_coherent_tree_with_one_module_is_built_once(monkeypatch):
     """A tree with negation takes its cut sets from one diagram of the whole tree; when the top
     is its only module, the diagram built for the probability is that one (no second build)."""
-    from archkit.analysis import faulttree as ft
+    from archkit import faulttree as ft
 
     built: list[bool] = []
     real = ft._engine
@@ -404,8 +404,8 @@ def test_every_variable_order_heuristic_gives_the_same_answer(tree):
     """`choose_order` picks one of six (formula, order) candidates by a static score; each
     must be exact on its own, coalescing included, since a different tree picks another.
     The default pick is held to enumeration by the test above."""
-    from archkit.analysis import faulttree
-    from archkit.analysis.ft_model import compile_tree, order_candidates
+    from archkit import faulttree
+    from archkit.faulttree.model import compile_tree, order_candidates
 
     base = analyse(tree)
     names = [c[0] for c in order_candidates(compile_tree(tree))]
@@ -426,7 +426,7 @@ def test_every_variable_order_heuristic_gives_the_same_answer(tree):
 
 
 def test_coalescing_merges_only_a_same_type_child_with_one_parent():
-    from archkit.analysis.ft_model import coalesced, compile_tree
+    from archkit.faulttree.model import coalesced, compile_tree
 
     tree = FaultTree(
         id="t",
@@ -457,7 +457,7 @@ def test_heaviest_first_order_and_cut_width_on_a_hand_tree():
     SCRAM's topological order visits child gates in document order (light's events first);
     heaviest first takes heavy's subtree first, and the top's own event z comes last either
     way. The cut width is the most gates open across one point of the order."""
-    from archkit.analysis.ft_model import compile_tree, cut_width, span_sum, topological_order
+    from archkit.faulttree.model import compile_tree, cut_width, span_sum, topological_order
 
     tree = FaultTree(
         id="t",
@@ -487,7 +487,7 @@ def test_cut_width_and_span_sum_bound_each_other(tree):
     """The span sum counts, over every point of the order, the gates open across it; the cut
     width is the largest of those counts. So width ≤ sum ≤ width × (points), and neither
     exceeds what the gates allow; every candidate order is a permutation of the tree's events."""
-    from archkit.analysis.ft_model import compile_tree, cut_width, order_candidates, span_sum
+    from archkit.faulttree.model import compile_tree, cut_width, order_candidates, span_sum
 
     f = compile_tree(tree)
     for _name, form, order in order_candidates(f):
@@ -528,9 +528,10 @@ def test_compiled_kernel_builds_the_same_diagrams_as_python(tree, sizes):
     (never, or after every gate: `COLLECT_AT` = 1). A finished compiled diagram keeps only its
     root's nodes, and collection renumbers them, so the diagrams are compared in a canonical
     numbering."""
-    from archkit.analysis import ft_engine, ft_kernel
-    from archkit.analysis.ft_engine import Engine
-    from archkit.analysis.ft_model import choose_order, compile_tree
+    from archkit.faulttree import engine as ft_engine
+    from archkit.faulttree import kernel as ft_kernel
+    from archkit.faulttree.engine import Engine
+    from archkit.faulttree.model import choose_order, compile_tree
 
     bits, rows, collect_at = sizes
     f, order, _ = choose_order(compile_tree(tree))
@@ -568,10 +569,10 @@ def test_compiled_minimal_solutions_equal_the_python_ones(tree, order, sizes):
     """`ft_kernel.minimal_solutions` is `Zbdd.minsol` on arrays: over the same compiled diagram
     both give the same family of sets, for every order limit, whatever the start capacity (2
     nodes: every growth path) and frame stacks (1 row: every deepening)."""
-    from archkit.analysis import ft_kernel
-    from archkit.analysis.ft_bdd import Zbdd
-    from archkit.analysis.ft_engine import Engine
-    from archkit.analysis.ft_model import choose_order, compile_tree
+    from archkit.faulttree import kernel as ft_kernel
+    from archkit.faulttree.bdd import Zbdd
+    from archkit.faulttree.engine import Engine
+    from archkit.faulttree.model import choose_order, compile_tree
 
     bits, rows = sizes
     f, order_vars, _ = choose_order(compile_tree(tree))
@@ -605,10 +606,10 @@ def test_compiled_minimal_solutions_equal_the_python_ones(tree, order, sizes):
 def test_compiled_minimal_solutions_on_benchmark_trees(files, order):
     """Random trees are small; these share events across many gates, so `without` meets
     families with the same top variable at every depth. Both passes must give the same sets."""
-    from archkit.analysis import ft_kernel
-    from archkit.analysis.ft_bdd import Zbdd
-    from archkit.analysis.ft_engine import Engine
-    from archkit.analysis.ft_model import choose_order, compile_tree
+    from archkit.faulttree import kernel as ft_kernel
+    from archkit.faulttree.bdd import Zbdd
+    from archkit.faulttree.engine import Engine
+    from archkit.faulttree.model import choose_order, compile_tree
 
     f, order_vars, _ = choose_order(compile_tree(mef(*files)))
     eng = Engine(f, order_vars, 4_000_000, modular=False, kernel="compiled")
@@ -627,8 +628,8 @@ def test_compiled_minimal_solutions_on_benchmark_trees(files, order):
 def test_collection_frees_garbage_and_keeps_the_roots_functions():
     """`CompiledBdd.collect` keeps exactly what the roots reach and renumbers it; the node budget
     still counts every node made, freed ones included (it bounds the work)."""
-    from archkit.analysis import ft_kernel
-    from archkit.analysis.ft_bdd import Bdd, DiagramLimitError
+    from archkit.faulttree import kernel as ft_kernel
+    from archkit.faulttree.bdd import Bdd, DiagramLimitError
 
     def build(bdd):
         x = [bdd.variable(2 * i + 1) for i in range(8)]
@@ -655,9 +656,9 @@ def test_collection_frees_garbage_and_keeps_the_roots_functions():
 
 
 def test_compiled_kernel_refuses_past_the_node_limit():
-    from archkit.analysis.ft_bdd import DiagramLimitError
-    from archkit.analysis.ft_engine import Engine
-    from archkit.analysis.ft_model import choose_order, compile_tree
+    from archkit.faulttree.bdd import DiagramLimitError
+    from archkit.faulttree.engine import Engine
+    from archkit.faulttree.model import choose_order, compile_tree
 
     path = ARALIA / "das9601.xml"
     f, order, _ = choose_order(compile_tree(import_mef([(str(path), path.read_bytes())])[0]))
@@ -669,7 +670,8 @@ def test_compiled_kernel_refuses_past_the_node_limit():
 def test_auto_kernel_switches_to_compiled_for_a_large_module():
     """The "auto" kernel starts every module in Python and rebuilds one that outgrows SWITCH_AT
     nodes with the compiled kernel: same nodes, same answer, and the report says which ran."""
-    from archkit.analysis import faulttree, ft_engine
+    from archkit import faulttree
+    from archkit.faulttree import engine as ft_engine
 
     path = ARALIA / "baobab2.xml"
     tree = import_mef([(str(path), path.read_bytes())])[0]
@@ -693,7 +695,7 @@ def test_cut_sets_are_listed_by_size_then_by_their_sorted_ids(ids, picks, gap):
     """The numpy ordering of listed cut sets is Python's sort by (size, the sorted event ids)
     for any ids, diagram variables numbered unlike the ids' order and with gaps, and the
     empty set (a top event that is always true, even in a tree with no events)."""
-    from archkit.analysis.faulttree import _in_report_order
+    from archkit.faulttree import _in_report_order
 
     names = {gap * i + 1: name for i, name in enumerate(reversed(ids))}
     variables = sorted(names)

@@ -35,8 +35,8 @@ from typing import Any
 
 import numpy as np
 
-from archkit.analysis import pipesim_kernel as kernel
-from archkit.analysis.resources import (
+from archkit.perf import pipesim_kernel as kernel
+from archkit.perf.resources import (
     LoadModel,
     busy_table_of,
     lognormal_sigma,
@@ -124,7 +124,7 @@ def _routes(spec: Spec, steps: dict[str, _Step]) -> tuple[list[list[str]], list[
     sources = [i for i in ids if i not in inbound]
     weighted = [e for e in sync if e.weight is not None and e.weight < 1][:12]
     order = {sid: i for i, sid in enumerate(ids)}
-    from archkit.analysis.latency import _sync_graph, _topo
+    from archkit.perf.latency import _sync_graph, _topo
 
     stages, succ, _ = _sync_graph(spec)
     topo = {sid: i for i, sid in enumerate(_topo(stages, succ))}

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from archkit.analysis.faulttree import DEFAULT_CHECK_COST_S, FaultTreeAnalysis, analyse
+from archkit.faulttree import DEFAULT_CHECK_COST_S, FaultTreeAnalysis, analyse
 from archkit.spec.model import FaultTree
 
 __all__ = ["Observation", "observe"]

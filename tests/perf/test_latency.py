@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from archkit.analysis.latency import call_worst_ms, control_paths, critical_path, dataflow_paths
-from archkit.analysis.retry import call_budgets
+from archkit.perf.latency import call_worst_ms, control_paths, critical_path, dataflow_paths
+from archkit.perf.retry import call_budgets
 from archkit.spec import load_text
 
 SPEC = """

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from archkit.analysis.latency import call_worst_ms
+from archkit.perf.latency import call_worst_ms
 from archkit.spec.model import Call, Spec
 
 # Amplification saturates here: past a million calls per request the number only says "storm",

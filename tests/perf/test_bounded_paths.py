@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from archkit.analysis import latency, retry
+from archkit.perf import latency, retry
 from archkit.spec.model import Call, Retry, Spec
 
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from archkit.analysis import queueing as q
+from archkit.perf import queueing as q
 
 # --- textbook values (Erlang B/C tables; e.g. Kleinrock, Queueing Systems Vol. 1, §3.5)
 

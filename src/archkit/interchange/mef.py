@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from xml.sax.saxutils import quoteattr
 
-from archkit.analysis.ft_model import FaultTreeError
+from archkit.faulttree.model import FaultTreeError
 from archkit.spec.model import FaultTree, GateType
 
 __all__ = ["MefError", "export_mef", "import_mef"]

@@ -12,7 +12,7 @@ Which model is used where (see docs/checks.md, "How archkit predicts latency"):
   so it raises the plain "half of M/M/c", which understates the wait at c ≥ 2. Against
   the exact wait (`mdc_wait_exact`, Crommelin's embedded chain) it is within 1 % for
   ρ ≥ 0.4 and c ≤ 8; at ρ = 0.3 and c ≥ 4 it is 3–7 % high, on a wait below 1 % of a
-  service time (tests/analysis/test_queueing.py).
+  service time (tests/perf/test_queueing.py).
 All times are in seconds here; callers convert from the spec's milliseconds.
 """
 

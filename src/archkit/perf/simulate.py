@@ -16,7 +16,7 @@ import math
 import random
 from dataclasses import dataclass
 
-from archkit.analysis.service_table import ServiceTable
+from archkit.perf.service_table import ServiceTable
 
 
 @dataclass(frozen=True)
