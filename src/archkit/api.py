@@ -278,6 +278,7 @@ def verify(
     timeout_s: float = 10.0,
     env: str | None = None,
     default_source: bool = False,
+    allow_endpoints: Sequence[str] = (),
     **options: Any,
 ) -> VerifyResult:
     """Verify the running system against a spec, read-only, through every source the options name.
@@ -286,9 +287,13 @@ def verify(
     live, kubeconfig, context, in_cluster, triton_url, prometheus_url, rules); with
     `default_source`, naming none reads the current cluster. Raises `archkit.verify.StateError`
     (or ValueError) when a source cannot be used at all; partial reads (403, timeouts) become
-    `unknown` findings instead.
+    `unknown` findings instead. Every endpoint a source connects to must be loopback or named in
+    `allow_endpoints` (addresses in any form, networks, host names: `archkit.endpoints`);
+    anything else raises `archkit.endpoints.EndpointError` (an InputError) before any connection.
     """
     from archkit import verify as verify_mod
+    from archkit.endpoints import allow_list
+    from archkit.verify.reach import PROVIDER
     from archkit.verify.registry import all_options
 
     known = {o.name for o in all_options()}
@@ -302,7 +307,11 @@ def verify(
     except SpecLoadError as exc:
         return VerifyResult(None, exc.diagnostics)
     spec = run.spec
-    providers = {"rule_groups": lambda: expected_rule_groups(run, options.get("rules"))}
+    allowed = allow_list(allow_endpoints)  # a malformed entry is an InputError before anything is read
+    providers = {
+        "rule_groups": lambda: expected_rule_groups(run, options.get("rules")),
+        PROVIDER: lambda: allowed,
+    }
     report = verify_mod.verify_spec(spec, options, timeout_s, providers, default=default_source)
     return VerifyResult(report, [])
 

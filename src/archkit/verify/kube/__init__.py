@@ -31,6 +31,7 @@ from archkit.verify.kube.security import Privileged, ReadOnlyRootFs, RunAsNonRoo
 from archkit.verify.kube.services import ContainerPorts, ServiceExposure, ServicePorts
 from archkit.verify.kube.volumes import Mounts
 from archkit.verify.kube.workload import Image, ReadyReplicas, Replicas, WorkloadFound
+from archkit.verify.reach import allowed
 from archkit.verify.registry import DocRow, Option, Providers, Reading, Source, register_source
 from archkit.verify.state import ClusterState, load_manifests, load_snapshot, read_live
 
@@ -168,7 +169,12 @@ class KubeSource(Source):
         if manifests is not None:
             return load_manifests(manifests)
         return read_live(
-            str(kubeconfig) if kubeconfig else None, context, in_cluster, namespaces_of(spec), timeout_s
+            str(kubeconfig) if kubeconfig else None,
+            context,
+            in_cluster,
+            namespaces_of(spec),
+            timeout_s,
+            allow=allowed(providers),
         )
 
     def check(self, spec: Spec, given: Any, timeout_s: float) -> Reading:
