@@ -398,6 +398,9 @@ def loadtest(
     or LoadtestError (all InputError) for anything that keeps the test from starting; a missed
     budget is not an error but `outcome.passed == False`.
     """
+    from archkit.errors import require_extra
+
+    require_extra("archkit loadtest", "load")  # before any import of locust, gevent, hdrh
     from archkit.generators import all_generators
     from archkit.loadtest import chaos as chaos_mod
     from archkit.loadtest import plan as plan_mod

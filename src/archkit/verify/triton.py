@@ -6,6 +6,7 @@ import contextlib
 from collections.abc import Mapping
 from typing import Any
 
+from archkit.errors import require_extra
 from archkit.spec.model import ModelInfo, Spec, Stage
 from archkit.verify.findings import Finding, Recorder
 from archkit.verify.reach import Target, allowed, judge
@@ -255,6 +256,7 @@ class TritonSource(Source):
     checks = (ServerHealth, ModelLoaded, *CONFIG_CHECKS)
 
     def read(self, spec: Spec, options: Mapping[str, Any], timeout_s: float, providers: Providers) -> Any:
+        require_extra("archkit verify --triton-url", "load")  # tritonclient and gevent
         return judge(options["triton_url"], allowed(providers), "Triton")
 
     def check(self, spec: Spec, given: Any, timeout_s: float) -> Reading:

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from archkit.errors import InputError
+from archkit.errors import InputError, require_extra
 from archkit.spec.model import Spec
 from archkit.verify.findings import Finding
 from archkit.verify.kube.container import (
@@ -168,6 +168,7 @@ class KubeSource(Source):
             return load_snapshot(snapshot, pod_namespaces=namespaces_of(spec))
         if manifests is not None:
             return load_manifests(manifests)
+        require_extra("archkit verify against a live cluster", "cluster")
         return read_live(
             str(kubeconfig) if kubeconfig else None,
             context,
