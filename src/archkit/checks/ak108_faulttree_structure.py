@@ -1,5 +1,7 @@
 """AK108: a fault tree is malformed."""
 
+from collections.abc import Iterator
+
 from archkit.checks.registry import Rule, register
 from archkit.faulttree import FaultTreeLimitError
 from archkit.faulttree.model import FaultTreeError, compile_tree
@@ -74,25 +76,25 @@ is drawn without its figures silently.
         for g in tree.gates:
             if g.id not in used:
                 yield ctx.at(g, "id", f"gate '{g.id}' is not reachable from top '{tree.top}'")
-        # cycle detection
+        # cycle detection: an iterative depth-first walk (a chain of thousands of gates must not
+        # meet Python's recursion limit); `path` is the current trail, `state` 1 on it, 2 done
         state: dict[str, int] = {}
-
-        def visit(gid, trail, state=state, gates=gates):
-            state[gid] = 1
-            for inp in gates[gid].inputs:
-                if inp in gates:
-                    if state.get(inp) == 1:
-                        return trail + [gid, inp]
-                    if not state.get(inp):
-                        found = visit(inp, trail + [gid])
-                        if found:
-                            return found
-            state[gid] = 2
-            return None
-
-        for gid in gates:
-            if not state.get(gid):
-                cyc = visit(gid, [])
-                if cyc:
+        for root in gates:
+            if state.get(root):
+                continue
+            path: list[str] = [root]
+            todo: list[Iterator[str]] = [iter(gates[root].inputs)]
+            state[root] = 1
+            while todo:
+                inp = next(todo[-1], None)
+                if inp is None:
+                    state[path.pop()] = 2
+                    todo.pop()
+                elif inp in gates and state.get(inp) == 1:
+                    cyc = path + [inp]
                     yield ctx.at(gates[cyc[-2]], "inputs", "fault tree cycle: " + " -> ".join(cyc))
-                    break
+                    return
+                elif inp in gates and not state.get(inp):
+                    state[inp] = 1
+                    path.append(inp)
+                    todo.append(iter(gates[inp].inputs))

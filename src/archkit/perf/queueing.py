@@ -245,7 +245,18 @@ def _tail_sum(mean: float, count: int) -> float:
         return 0.0
     term = math.exp(-mean)
     if term == 0.0:  # huge mean: sum the normal-approximation tails term by term
-        return sum(1 - poisson_cdf(n, mean) for n in range(count))
+        if not math.isfinite(mean):
+            return sum(1 - poisson_cdf(n, mean) for n in range(count))
+        # Beyond 12 σ of the mean a tail is exactly 1.0 (below) or 0.0 (above) in floating point
+        # (erfc(12/√2) ≈ 1e-33), so only n within ±12 σ are summed one by one: the same sum, bit
+        # for bit, in O(√mean) rather than O(count) (issue 28: a 1024-batch stage whose service
+        # times reach a day called this ~1,800 times with count up to 1024: 4 s of `capacity`)
+        spread = 12 * math.sqrt(mean)
+        ones = min(count, max(0, math.ceil(mean - 0.5 - spread)))
+        total = float(ones)
+        for n in range(ones, min(count, math.floor(mean - 0.5 + spread) + 1)):
+            total += 1 - poisson_cdf(n, mean)
+        return total
     cdf, total = term, 0.0
     for n in range(count):
         tail = 1 - cdf
