@@ -178,17 +178,22 @@ def tree_view(ctx: RenderContext, tree: FaultTree) -> dict[str, Any]:
         if ids[h.id] == f"h{i}" and shown(h.id)
     ]
     # gates with a single point of failure below them: the whole path from the top is drawn red
-    gate_inputs = {g.id: g.inputs for g in tree.gates}
-    leads_to_spof: dict[str, bool] = {}
+    # (every node from which a single point can be reached: one walk up from them, iterative, so
+    # a chain of thousands of gates draws instead of meeting the recursion limit; issue 28)
+    parents: dict[str, list[str]] = {}
+    for g in tree.gates:
+        for x in g.inputs:
+            parents.setdefault(x, []).append(g.id)
+    leads_to_spof = set(spofs)
+    todo = list(spofs)
+    while todo:
+        for parent in parents.get(todo.pop(), ()):
+            if parent not in leads_to_spof:
+                leads_to_spof.add(parent)
+                todo.append(parent)
 
-    def spof_below(node: str, trail: frozenset[str] = frozenset()) -> bool:
-        if node in spofs:
-            return True
-        if node not in gate_inputs or node in trail:
-            return False
-        if node not in leads_to_spof:
-            leads_to_spof[node] = any(spof_below(x, trail | {node}) for x in gate_inputs[node])
-        return leads_to_spof[node]
+    def spof_below(node: str) -> bool:
+        return node in leads_to_spof
 
     missing: list[dict[str, str]] = []
     folded: list[dict[str, str]] = []  # per drawn gate: its inputs the diagram leaves out

@@ -1,0 +1,99 @@
+"""Schema-valid specs at the edges (tests/fuzz/schema_valid.py) through check, capacity, the
+fault-tree analysis and a sample of renders, within time and memory bounds.
+
+`make test` runs a few; `make fuzz` (the `fuzz` profile) runs ARCHKIT_FUZZ_VALID specs (default
+5,000), renders every RENDER_EVERY-th, writes `summary-valid.json` beside the mutation run's
+summary, and fails on any traceback or run over the bounds (reproducers under .cache/fuzz/).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import time
+
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+from tests.fuzz.harness import REPRODUCERS
+from tests.fuzz.schema_valid import schema_valid_spec
+from tests.fuzz.valid_harness import BOUNDS_S, MAX_RSS_MIB, ValidTally, peak_rss_mib, run_valid
+
+LONG = settings.get_current_profile_name() == "fuzz"
+RENDER_EVERY = 16  # 5,000 specs: 313 renders
+
+
+@pytest.mark.skipif(LONG, reason="the long run below")
+def test_schema_valid_specs_stay_within_bounds() -> None:
+    tally = ValidTally()
+
+    @settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+    @given(schema_valid_spec())
+    def run(text: str) -> None:
+        problems = run_valid(text, tally, render=tally.inputs % 3 == 0)
+        assert not problems, problems
+
+    run()
+
+
+class _Deadline(BaseException):
+    """Stops Hypothesis at the wall-clock deadline (not a failure)."""
+
+
+@pytest.mark.skipif(not LONG, reason="the long run: make fuzz (--hypothesis-profile=fuzz)")
+def test_long_schema_valid_run() -> None:
+    total = int(os.environ.get("ARCHKIT_FUZZ_VALID") or 5000)
+    deadline = float(os.environ.get("ARCHKIT_FUZZ_DEADLINE") or "inf")
+    tally = ValidTally()
+    start = time.time()
+    REPRODUCERS.mkdir(parents=True, exist_ok=True)
+    summary = REPRODUCERS / "summary-valid.json"
+    load = os.getloadavg()
+
+    def report(final: bool) -> dict:
+        wall = time.time() - start
+        data = {
+            "specs": tally.inputs,
+            "stages": tally.stages,
+            "tracebacks": tally.tracebacks,
+            "over_bounds": tally.over_bounds,
+            "bounds_s": BOUNDS_S,
+            "max_rss_mib": MAX_RSS_MIB,
+            "peak_rss_mib": round(peak_rss_mib()),
+            "slowest_s": {k: round(v, 3) for k, v in tally.slowest.items()},
+            "wall_s": round(wall, 1),
+            "load_at_start": [round(x, 1) for x in load],
+            "load_at_end": [round(x, 1) for x in os.getloadavg()],
+            "reproducers": sorted(p.name for p in tally.failures),
+            "final": final,
+        }
+        summary.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+        return data
+
+    @settings(
+        max_examples=total,
+        deadline=None,
+        database=None,
+        phases=[Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(st.data())
+    def run(data: st.DataObject) -> None:
+        text = data.draw(schema_valid_spec())
+        if time.time() > deadline:
+            raise _Deadline
+        run_valid(text, tally, render=tally.inputs % RENDER_EVERY == 0)
+        if tally.inputs % 100 == 0:
+            d = report(False)
+            print(
+                f"fuzz-valid: {d['specs']} specs, {d['tracebacks']} tracebacks, {d['over_bounds']} over",
+                flush=True,
+            )
+
+    with contextlib.suppress(_Deadline):
+        run()
+    data = report(True)
+    print(f"\nfuzz-valid: {json.dumps(data)}")
+    assert not data["tracebacks"] and not data["over_bounds"], data["reproducers"][:10]

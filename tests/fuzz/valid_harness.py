@@ -1,0 +1,145 @@
+"""Runs one schema-valid spec through check, capacity, the fault-tree analysis and (sometimes) a
+render, each under its time bound, and watches the process's peak memory.
+
+A failure is an exception (a traceback), a stage past its bound (twice: the machine is
+shared), an AK199 (a rule crashed) or the process's peak RSS passing MAX_RSS_MIB. Failures are
+written as reproducers like the mutation fuzzer's (harness.write_reproducer).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import resource
+import signal
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from archkit import api
+from archkit.faulttree import FaultTreeError, analyse
+from tests.fuzz.harness import _TMP, Outcome, _alarm, _Timeout, write_reproducer
+
+# issue 28: `check` within 2 s and 512 MiB, `capacity` within 5 s, for specs within the bounds
+# (CPU seconds of this process: see _timed)
+BOUNDS_S = {"check": 2.0, "capacity": 5.0, "faulttree": 5.0, "render": 10.0}
+MAX_RSS_MIB = 512
+WALL_FACTOR = 12  # wall-clock safety net: the machine is shared by ~8 engineers on 2 cores
+
+
+@dataclass
+class ValidTally:
+    """Counts of a schema-valid run: inputs per stage, failures, the slowest of each stage."""
+
+    inputs: int = 0
+    stages: dict[str, int] = field(default_factory=lambda: dict.fromkeys(BOUNDS_S, 0))
+    slowest: dict[str, float] = field(default_factory=lambda: dict.fromkeys(BOUNDS_S, 0.0))
+    tracebacks: int = 0
+    over_bounds: int = 0
+    failures: list[Path] = field(default_factory=list)
+
+
+def peak_rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _prof_alarm(signum: int, frame: FrameType | None) -> None:
+    signal.setitimer(signal.ITIMER_PROF, 0.05)  # re-armed, as harness._alarm (a swallowed raise)
+    raise _Timeout
+
+
+def _timed(fn: Callable[[], Any], limit_s: float) -> tuple[str | None, float, str]:
+    """(problem or None, CPU seconds, traceback text) for one stage under a CPU-time alarm.
+
+    The bound is CPU time of this process (ITIMER_PROF), not wall time: the machine is shared
+    (load 10-20 on 2 cores this session), so a stage's wall time says more about the
+    neighbours than about archkit. A wall-clock alarm at WALL_FACTOR times the bound stops a
+    stage that waits without computing.
+    """
+    old_prof = signal.signal(signal.SIGPROF, _prof_alarm)
+    old_real = signal.signal(signal.SIGALRM, _alarm)
+    start = time.process_time()
+    try:
+        signal.setitimer(signal.ITIMER_PROF, limit_s)
+        signal.setitimer(signal.ITIMER_REAL, limit_s * WALL_FACTOR)
+        try:
+            fn()
+        finally:
+            signal.setitimer(signal.ITIMER_PROF, 0)
+            signal.setitimer(signal.ITIMER_REAL, 0)
+        took = time.process_time() - start
+        return (f"took {took:.2f} CPU s, over {limit_s:g} s" if took > limit_s else None), took, ""
+    except _Timeout:
+        return f"no answer within {limit_s:g} CPU s", time.process_time() - start, ""
+    except BaseException as exc:  # noqa: BLE001 - every exception is the finding
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        cause: BaseException | None = exc
+        while cause is not None:  # the alarm landed inside compiled code, which wrapped it
+            if isinstance(cause, _Timeout):
+                return f"no answer within {limit_s:g} CPU s", time.process_time() - start, ""
+            cause = cause.__cause__ or cause.__context__
+        return f"traceback: {type(exc).__name__}: {str(exc)[:200]}", 0.0, traceback.format_exc()
+    finally:
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGPROF, old_prof)
+        signal.signal(signal.SIGALRM, old_real)
+
+
+def _stages(path: Path, render: bool) -> dict[str, Callable[[], Any]]:
+    def check() -> None:
+        report = api.check([path])
+        crashed = [d for d in report.diagnostics if d.code == "AK199"]
+        if crashed:
+            raise AssertionError(f"rule crash: {crashed[0].message[:300]}")
+
+    def faulttree() -> None:
+        spec = api.load(path).spec
+        for tree in spec.faulttrees if spec else []:
+            with contextlib.suppress(FaultTreeError):  # a located finding (AK108/AK111), not a crash
+                analyse(tree)
+
+    def generate() -> None:
+        spec = api.load(path).spec
+        if spec is not None:
+            api.generate(spec, path.name, formats=())
+
+    stages: dict[str, Callable[[], Any]] = {
+        "check": check,
+        "capacity": lambda: api.capacity(path),
+        "faulttree": faulttree,
+    }
+    if render:
+        stages["render"] = generate
+    return stages
+
+
+def run_valid(text: str, tally: ValidTally, render: bool) -> list[str]:
+    """Every stage for one spec; returns the problems (also written as a reproducer)."""
+    path = _TMP / "valid.yaml"
+    path.write_text(text, encoding="utf-8")
+    problems: list[str] = []
+    details: list[str] = []
+    tally.inputs += 1
+    for stage, fn in _stages(path, render).items():
+        problem, took, detail = _timed(fn, BOUNDS_S[stage])
+        if problem and not problem.startswith("traceback"):
+            problem, took, detail = _timed(fn, BOUNDS_S[stage])  # shared machine: slow twice to count
+        tally.stages[stage] += 1
+        tally.slowest[stage] = max(tally.slowest[stage], took)
+        if problem:
+            tally.tracebacks += problem.startswith("traceback") or problem.startswith("rule crash")
+            tally.over_bounds += not problem.startswith(("traceback", "rule crash"))
+            problems.append(f"{stage}: {problem}")
+            details.append(detail)
+    if peak_rss_mib() > MAX_RSS_MIB:
+        tally.over_bounds += 1
+        problems.append(f"peak RSS {peak_rss_mib():.0f} MiB > {MAX_RSS_MIB} MiB")
+    if problems:
+        out = Outcome("; ".join(problems), 0.0, "\n".join(details))
+        tally.failures.append(write_reproducer(text, out, "valid"))
+    return problems
