@@ -45,6 +45,29 @@ def _click(b: Browser, selector: str) -> None:
         b.call("Input.dispatchMouseEvent", type=kind, x=x, y=y, button="left", clickCount=1)
 
 
+def _navigated(b: Browser, ends_with: str, timeout_s: float = 30) -> None:
+    """Wait for the main frame to commit a document whose URL ends with `ends_with`, then for its
+    load event, reading the DevTools events (Page.frameNavigated, Page.loadEventFired).
+
+    Polling `location` with Runtime.evaluate instead raced the navigation: an evaluation sent
+    while the old document was being replaced was answered "Inspected target navigated or
+    closed" (seen once on a busy machine). Nothing is evaluated until the new document loaded.
+    """
+    deadline = time.monotonic() + timeout_s
+    seen, committed = 0, False
+    while True:
+        while seen < len(b.events):
+            event = b.events[seen]
+            seen += 1
+            if event.get("method") == "Page.frameNavigated":
+                frame = event["params"]["frame"]
+                committed = committed or (not frame.get("parentId") and frame["url"].endswith(ends_with))
+            elif committed and event.get("method") == "Page.loadEventFired":
+                return
+        assert time.monotonic() < deadline, "the node link did not navigate"
+        b.events.append(json.loads(b.ws.recv()))
+
+
 def _settle(b: Browser, seconds: float = 0.5) -> None:
     # awaitPromise: without it Runtime.evaluate returns the pending promise at once and the
     # "pause" is no pause at all, which a busy CI machine exposed (the wheel poll ran out in ms)
@@ -126,11 +149,8 @@ def test_review_page_zooms_pans_and_follows_a_node_link(tmp_path):
         b.events = []
         for kind in ("mousePressed", "mouseReleased"):
             b.call("Input.dispatchMouseEvent", type=kind, x=rect[0], y=rect[1], button="left", clickCount=1)
-        deadline = time.monotonic() + 30
-        while not _eval(b, "location.pathname.endsWith('.md')"):
-            assert time.monotonic() < deadline, "the node link did not navigate"
-            time.sleep(0.2)
         path, _, frag = href.partition("#")
+        _navigated(b, path)
         assert _eval(b, "location.hash") == f"#{frag}"
         assert f'<a id="{frag}"></a>' in (out / path).read_text(encoding="utf-8")
         events += b.events
