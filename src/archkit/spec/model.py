@@ -1024,7 +1024,9 @@ class Level(Node):
     rate_rps: Annotated[float, Field(gt=0, le=MAX_RPS)] | None = None
     duration_s: Annotated[
         float,
-        Field(gt=0, le=MAX_LEVEL_SECONDS, description="seconds, at most a week (604,800): a 72-hour soak fits"),
+        Field(
+            gt=0, le=MAX_LEVEL_SECONDS, description="seconds, at most a week (604,800): a 72-hour soak fits"
+        ),
     ] = 60
     max_requests: Annotated[int, Field(ge=1, le=10**9)] | None = None
     start_rps: Annotated[float, Field(gt=0, le=MAX_RPS)] | None = None
