@@ -144,6 +144,7 @@ class StageKind(str, Enum):
     queue = "queue"
     rules = "rules"
     human = "human"
+    llm = "llm"
 
 
 class Plane(str, Enum):
@@ -308,6 +309,7 @@ class Stage(Node):
     egress: bool = Field(False, description="data leaves the trust boundary from here")
     logs_payload: bool = Field(False, description="raw payloads are written to logs")
     model: ModelInfo | None = None
+    llm: LlmStage | None = Field(None, description="an LLM served by a continuous-batching engine (kind llm)")
     cache: CacheSettings | None = None
     budget_alert: Literal["ticket", "page"] = Field(
         "ticket",
@@ -1224,3 +1226,11 @@ def assign_paths(node: Any, path: tuple[Any, ...] = ()) -> None:
     elif isinstance(node, dict):
         for k, item in node.items():
             assign_paths(item, path + (k,))
+
+
+# The llm section builds on Node and the unit types above, so it is imported last and the models that
+# contain it are completed here (pydantic resolves the `LlmStage` annotation from this namespace).
+from archkit.spec.llm import LlmStage  # noqa: E402
+
+Stage.model_rebuild()
+Spec.model_rebuild()
