@@ -99,10 +99,13 @@ CHECKLIST: tuple[ChecklistLine, ...] = (
         "log-levels",
         "Log levels are set (INFO in production; ERROR only for unrecoverable faults)",
         "seed 000 §5.2",
-        (),
+        ("AK611",),
     ),
     ChecklistLine(
-        "clock-sync", "Clocks are synchronised (NTP enabled, drift < 10 ms)", "seed 000 §5.3", ("AK605",)
+        "clock-sync",
+        "Clocks are synchronised (NTP enabled, drift < 10 ms)",
+        "seed 000 §5.3",
+        ("AK605", "AK614"),
     ),
     ChecklistLine(
         "memory-leak",
@@ -126,7 +129,7 @@ CHECKLIST: tuple[ChecklistLine, ...] = (
         "dns",
         "DNS resolution is fast and fails over (timeout:1 attempts:2 rotate; lookups < 50 ms)",
         "seed 000 §5.7",
-        (),
+        ("AK323",),
     ),
     ChecklistLine(
         "cuda-context",
@@ -138,13 +141,13 @@ CHECKLIST: tuple[ChecklistLine, ...] = (
         "os-tuning",
         "OS parameters are set (somaxconn 65535, swappiness 1, file-max)",
         "seed 000 §5.9",
-        ("AK310",),
+        ("AK310", "AK322"),
     ),
     ChecklistLine(
         "quantization",
         "Quantisation is declared per model with its measured accuracy drop",
         "seed 000 §5.10",
-        (),
+        ("AK612",),
     ),
     ChecklistLine(
         "security-groups",
