@@ -7,10 +7,13 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlparse
 
+from archkit import engines
 from archkit.spec.model import ModelInfo, Spec, Stage
 from archkit.verify.findings import Finding, Recorder
 from archkit.verify.registry import Check, Code, DocRow, Option, Providers, Reading, Source, register_source
 from archkit.verify.triton_config import CONFIG_CHECKS, _check_config
+
+_ENDPOINTS = engines.adapter("triton").endpoints
 
 
 class ServerHealth(Check):
@@ -23,11 +26,11 @@ class ServerHealth(Check):
         "Triton HTTP/REST API",
     )
     also = (
-        Code("VT201", "server live", "Triton's /v2/health/live.", "Triton HTTP/REST API (health)"),
+        Code("VT201", "server live", f"Triton's {_ENDPOINTS.live}.", "Triton HTTP/REST API (health)"),
         Code(
             "VT202",
             "server ready",
-            "Triton's /v2/health/ready (503 means a model failed to load).",
+            f"Triton's {_ENDPOINTS.ready} (503 means a model failed to load).",
             "seed 000 §3.4",
         ),
     )
