@@ -351,7 +351,7 @@ def _rule_files(run: RunContext, spec_path: str, files: dict[str, str | bytes]) 
     if "prometheus" not in all_generators():
         return {}
     if not any(rel.startswith("prometheus/") for rel in files):
-        files, _ = generate(run.spec, spec_path, only=["prometheus"], run=run)
+        files, _ = generate(run.spec, spec_path, only=["prometheus"], run=run, strict=True)
     return {
         Path(rel).name: text
         for rel, text in sorted(files.items())
@@ -404,7 +404,7 @@ def loadtest(
     # one generator pass for the locustfile and the rules: checks and plans computed once, on `run`
     gens = all_generators()
     wanted = ["locust"] + (["prometheus"] if prometheus and not rules and "prometheus" in gens else [])
-    files, _ = generate(spec, str(spec_path), only=wanted, run=run)
+    files, _ = generate(spec, str(spec_path), only=wanted, run=run, strict=True)
     locustfile = files["locust/locustfile.py"]
     if not isinstance(locustfile, str):
         raise ArchkitError("the locust generator produced bytes, not a locustfile")

@@ -17,6 +17,8 @@ from archkit.spec.model import Node, Spec
 from archkit.spec.sourcemap import SourceMap, format_path
 
 CODE_RE = re.compile(r"^AK[1-9][0-9]{2}$")
+# A rule or a generator that raised: reported as a finding so that the others still run.
+INTERNAL_ERROR = "AK199"
 FAMILIES = {
     "AK1": "spec structure",
     "AK2": "latency and capacity",
@@ -192,7 +194,7 @@ def run_rules(
         except Exception as exc:  # a broken rule must not hide the others' findings
             out.append(
                 Diagnostic(
-                    "AK199",
+                    INTERNAL_ERROR,
                     Severity.ERROR,
                     f"internal error in rule {code}: {type(exc).__name__}: {exc}",
                     ctx.file,
