@@ -8,7 +8,9 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from archkit.diagnostics import Diagnostic, Severity
 from archkit.errors import ArchkitError
@@ -33,11 +35,22 @@ class DuplicateRuleError(ArchkitError, RuntimeError):
     """Two rules claim the same code."""
 
 
+class RuleSettings(BaseModel):
+    """Base of a rule's settings (`checks.settings.CODE` in the spec): typed fields with defaults."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+S = TypeVar("S", bound=RuleSettings)
+
+
 class Rule:
     """Base class of a check: set `code`, `name`, `severity`, `source`, `rationale`; write `check`.
 
     The class docstring's first line is the rule's summary (shown by `archkit rules`).
-    `source` cites where the rule comes from (a seed section, a doc).
+    `source` cites where the rule comes from (a seed section, a doc). A threshold a team may
+    choose goes into `Settings` (a `RuleSettings` subclass with defaults), read in `check` with
+    `ctx.settings(self.Settings)`; the spec sets it as `checks: {settings: {CODE: {...}}}`.
     """
 
     code: ClassVar[str]
@@ -45,6 +58,7 @@ class Rule:
     severity: ClassVar[Severity] = Severity.ERROR
     source: ClassVar[str] = ""
     rationale: ClassVar[str] = ""
+    Settings: ClassVar[type[RuleSettings]] = RuleSettings
 
     def check(self, ctx: Context) -> Iterable[Diagnostic]:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -58,6 +72,10 @@ class Rule:
         body = [f"{cls.code} {cls.name} ({cls.severity.value}, {family_of(cls.code)})", "", cls.summary()]
         if cls.rationale:
             body += ["", cls.rationale.strip()]
+        if cls.Settings.model_fields:
+            body += ["", f"Settings (checks: {{settings: {{{cls.code}: {{...}}}}}}):"]
+            for fname, f in cls.Settings.model_fields.items():
+                body.append(f"  {fname} = {f.default!r}" + (f"  {f.description}" if f.description else ""))
         if cls.source:
             body += ["", f"Source: {cls.source}"]
         return "\n".join(body) + "\n"
@@ -119,6 +137,19 @@ class Context:
     @property
     def file(self) -> str:
         return file_of(self.spec)
+
+    def settings(self, model: type[S]) -> S:
+        """The current rule's settings from the spec's `checks.settings`, defaults where unset.
+
+        Values that do not validate fall back to the defaults; AK113 reports them.
+        """
+        rule = self.rule
+        assert rule is not None, "Context.settings used outside a rule"
+        given = self.spec.checks.settings.get(rule.code) or {}
+        try:
+            return model.model_validate(given)
+        except ValidationError:
+            return model()
 
     def memo(self, key: str, fn: Callable[[], Any]) -> Any:
         """Compute shared derived data once per check run (e.g. the queueing analysis)."""
