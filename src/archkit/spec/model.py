@@ -1106,6 +1106,11 @@ class CheckSettings(Node):
 
     ignore: list[str] = Field(default_factory=list)
     select: list[str] = Field(default_factory=list)
+    settings: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description="per-rule settings by code, e.g. {AK402: {max_attempts: 4}} (`archkit explain CODE` "
+        "lists a rule's settings; AK113 refuses unknown ones)",
+    )
 
 
 class Spec(Node):
