@@ -12,7 +12,7 @@ from typing import Any
 
 from archkit.diagnostics import Diagnostic
 from archkit.perf.batching import BatchPrediction
-from archkit.perf.capacity import end_to_end_budget, model_capacities, worker_capacities
+from archkit.perf.capacity import model_capacities, worker_capacities
 from archkit.perf.latency import dataflow_paths
 from archkit.perf.service_table import ServiceTable
 from archkit.perf.simulate import simulate
@@ -81,7 +81,8 @@ def capacity_report(spec: Spec, file: str = "<spec>") -> CapacityReport:
 
     report = CapacityReport(file, spec.metadata.name, spec.budgets.throughput_rps, spec.budgets.p99_ms)
     report.pipeline = predict(spec, knee=True).as_dict()
-    for path in dataflow_paths(spec):
+    paths = dataflow_paths(spec)
+    for path in paths:
         report.paths.append(
             {
                 "stages": path.stages,
@@ -104,7 +105,7 @@ def capacity_report(spec: Spec, file: str = "<spec>") -> CapacityReport:
                 "wait_p99_ms": num(w.wait_p99_ms),
             }
         )
-    for cap in model_capacities(spec):
+    for cap in model_capacities(spec, paths):
         st, m = cap.stage, cap.stage.model
         if m is None:  # model_capacities yields model stages only
             continue
@@ -152,7 +153,7 @@ def capacity_report(spec: Spec, file: str = "<spec>") -> CapacityReport:
             budgets = []
             if cap.budget_ms is not None:
                 budgets.append((cap.budget_ms, cap.budget_source))
-            e2e, e2e_src = end_to_end_budget(spec, st)
+            e2e, e2e_src = cap.end_to_end
             if e2e is not None and e2e != cap.budget_ms:
                 budgets.append((e2e, e2e_src))
             for b_ms, src in budgets:
