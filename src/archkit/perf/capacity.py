@@ -21,7 +21,6 @@ import math
 from dataclasses import dataclass
 from functools import cached_property
 
-from archkit.perf import queueing as q
 from archkit.perf.batching import (
     BatchPrediction,
     Recommendation,
@@ -33,6 +32,7 @@ from archkit.perf.batching import (
 )
 from archkit.perf.latency import PathLatency, dataflow_paths
 from archkit.perf.resources import reach
+from archkit.perf.service_models import model_for
 from archkit.perf.simulate import SimResult, simulate
 from archkit.spec.model import Device, Service, Spec, Stage
 
@@ -319,21 +319,10 @@ def worker_capacities(spec: Spec) -> list[WorkerCapacity]:
         if st.model is not None or st.concurrency is None or st.p50_ms is None:
             continue
         svc = spec.service(st.service) if st.service else None
-        c = st.concurrency * (max(1, svc.replicas) if svc else 1)
-        s = st.p50_ms / 1000  # the P50 stands in for the mean service time
         rate = lam * st.items_per_request * shares[st.id]
-        rho = q.utilisation(rate, s, c)
-        w = q.mmc_wait(rate, s, c)
-        w99 = q.mmc_wait_quantile(rate, s, c)
-        out.append(
-            WorkerCapacity(
-                st,
-                rate,
-                c,
-                st.p50_ms,
-                rho,
-                1000 * w if math.isfinite(w) else w,
-                1000 * w99 if math.isfinite(w99) else w99,
-            )
-        )
+        # the stage's service model (a worker pool: M/M/c, `service_models.worker_pool`)
+        p = model_for(st).predict(spec, st, rate, max(1, svc.replicas) if svc else 1)
+        if p is None:
+            continue
+        out.append(WorkerCapacity(st, rate, p.servers, st.p50_ms, p.rho, p.wait_mean_ms, p.wait_p99_ms))
     return out

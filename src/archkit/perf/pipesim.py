@@ -30,20 +30,15 @@ MAX_REQUESTS, and lowered so that the calls they make stay under MAX_CALLS: the 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from archkit.perf import pipesim_kernel as kernel
-from archkit.perf.resources import (
-    LoadModel,
-    busy_table_of,
-    lognormal_sigma,
-    service_median_ms,
-    table_of,
-    target_batch,
-)
+from archkit.perf import service_models
+from archkit.perf.resources import LoadModel
+from archkit.perf.service_models import Step
 from archkit.spec.model import Spec
 
 MAX_REQUESTS = 5_000_000
@@ -53,34 +48,6 @@ MAX_CALLS = (
 _EVENTS_PER_REQUEST = 400  # a hard stop for pathological specs (retry storms): far above any route
 
 _ROUTING = {"random": 0, "round-robin": 1, "least-request": 2}
-
-
-@dataclass
-class _Step:
-    """One stage on a route, compiled into plain numbers."""
-
-    index: int  # position of the stage in the spec
-    stage: str
-    model: bool
-    resource: int  # -1: unconstrained
-    replicas: int
-    servers: int  # per replica; 0: unbounded
-    routing: int
-    batch: int  # target batch in items (model)
-    delay_s: float
-    max_queue: int  # 0: unbounded
-    items_mean: float
-    items_per_call: int
-    batch_s: list[float] = field(default_factory=list)  # processor time of a batch of n items, n = 0..batch
-    over_s: list[float] = field(default_factory=list)  # host-side overhead after it (a model on a GPU)
-    p50_s: float = 0.0
-    sigma: float = 0.0
-    dist: str = "lognormal"
-    timeout_s: float = 0.0
-    retries: int = 0
-    backoff_s: float = 0.0
-    backoff_mult: float = 1.0
-    fallback: bool = False  # a failed visit ends the request at a fallback that still answers
 
 
 @dataclass(frozen=True)
@@ -115,7 +82,7 @@ class PipelineSim:
     seed: int
 
 
-def _routes(spec: Spec, steps: dict[str, _Step]) -> tuple[list[list[str]], list[float]]:
+def _routes(spec: Spec, steps: dict[str, Step]) -> tuple[list[list[str]], list[float]]:
     """Distinct routes with their probabilities (enumerated over weighted edges, at most 2^12)."""
     ids = [s.id for s in spec.dataflow.stages]
     known = set(ids)
@@ -173,12 +140,12 @@ def _call_bounded(load: LoadModel) -> int:
     return max(1000, int(MAX_CALLS / max(per, 1.0)))
 
 
-def compile_steps(spec: Spec, load: LoadModel) -> tuple[dict[str, _Step], list[str], list[float]]:
-    """The simulation's view of each stage and the index of each shared resource."""
+def compile_steps(spec: Spec, load: LoadModel) -> tuple[dict[str, Step], list[str], list[float]]:
+    """The simulation's view of each stage (by its service model) and the shared resources."""
     res_ids = [r.id for r in load.resources]
     res_units = [r.units for r in load.resources]
     calls = {c.target: c for c in spec.controlflow.calls}
-    steps: dict[str, _Step] = {}
+    steps: dict[str, Step] = {}
     for i, (st, sl) in enumerate(zip(spec.dataflow.stages, load.stages, strict=True)):
         svc = spec.service(st.service) if st.service else None
         routing = _ROUTING.get(svc.routing if svc is not None else "random", 0)
@@ -199,32 +166,9 @@ def compile_steps(spec: Spec, load: LoadModel) -> tuple[dict[str, _Step], list[s
             "backoff_mult": call.retry.backoff_multiplier if call is not None and call.retry else 1.0,
             "fallback": _answers(spec, call.on_failure) if call is not None else False,
         }
-        m = st.model
-        table = table_of(st)
-        busy = busy_table_of(st)
-        if m is not None and table is not None and busy is not None:
-            b = target_batch(st)
-            bt = m.batching
-            steps[st.id] = _Step(
-                model=True,
-                batch=b,
-                delay_s=(bt.max_queue_delay_us if bt else 0) / 1e6,
-                max_queue=(bt.max_queue_size or 0) if bt else 0,
-                batch_s=[0.0] + [busy.ms(n) / 1000 for n in range(1, b + 1)],
-                over_s=[0.0] + [max(0.0, table.ms(n) - busy.ms(n)) / 1000 for n in range(1, b + 1)],
-                **common,
-            )
-        elif service_median_ms(st) > 0:
-            steps[st.id] = _Step(
-                model=False,
-                batch=1,
-                delay_s=0.0,
-                max_queue=0,
-                p50_s=service_median_ms(st) / 1000,
-                sigma=lognormal_sigma(st.p50_ms, st.p99_ms),
-                dist=st.service_distribution,
-                **common,
-            )
+        step = service_models.model_for(st).step(spec, st, common)
+        if step is not None:
+            steps[st.id] = step
     return steps, res_ids, res_units
 
 
@@ -235,8 +179,12 @@ def simulate_pipeline(
     requests: int = 100_000,
     seed: int = 7,
     arrivals: list[float] | None = None,
+    compiled: bool = True,
 ) -> PipelineSim:
-    """Simulate `requests` requests (Poisson at `rate_rps`, or the recorded `arrivals`, in s)."""
+    """Simulate `requests` requests (Poisson at `rate_rps`, or the recorded `arrivals`, in s).
+
+    `compiled=False` runs the event loop as plain Python (same results, ~35× slower): for a
+    plug-in service model under test, whose handler numba would otherwise compile afresh."""
     steps, res_ids, res_units = compile_steps(spec, load)
     routes, probs = _routes(spec, steps)
     rng = np.random.default_rng(seed)
@@ -267,7 +215,7 @@ def simulate_pipeline(
     work = np.zeros((max(n_k, 1), n))
     items = np.ones((max(n_k, 1), n), dtype=np.int64)
     for k, sp in enumerate(order):
-        if sp.model:
+        if sp.tabled:
             batch_s[k, : len(sp.batch_s)] = sp.batch_s
             batch_s[k, len(sp.batch_s) :] = sp.batch_s[-1]
             over_s[k, : len(sp.over_s)] = sp.over_s
@@ -287,12 +235,14 @@ def simulate_pipeline(
     def col(attr: str, dtype: type) -> np.ndarray:
         return np.array([getattr(sp, attr) for sp in order], dtype=dtype)
 
-    done_at, status, lat, busy, _, end = kernel.run(
+    if kernel.bound() != service_models.HANDLERS:
+        kernel.bind(service_models.HANDLERS)
+    done_at, status, lat, busy, _, end = (kernel.run if compiled else kernel.run_python)(
         arr,
         route_of.astype(np.int64),
         route_len,
         route_stage,
-        np.array([1 if sp.model else 0 for sp in order], dtype=np.int64),
+        col("handler", np.int64),
         col("resource", np.int64),
         col("replicas", np.int64),
         col("servers", np.int64),

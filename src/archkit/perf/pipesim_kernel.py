@@ -6,6 +6,10 @@ ordinary Python, about 35× slower with identical results (every random draw is 
 numpy before the loop, in `pipesim`).
 Events: (time, sequence, kind, a, b) on one binary heap; the sequence number breaks ties in
 the order events were scheduled, so a seed fixes the whole run.
+What a stage's server does with its queue is its service model's handler
+(`archkit.perf.service_models`): how a visit splits into calls, what a free server takes,
+how long that runs. The loop reaches them through `_calls`, `_take` and `_work`, which
+dispatch on the step's handler slot to the functions bound to `_hN_*` (`bind`).
 """
 
 from __future__ import annotations
@@ -16,8 +20,71 @@ from typing import Any
 
 import numpy as np
 
+from archkit.perf.service_models.worker_pool import (
+    calls as _stub_calls,
+)
+from archkit.perf.service_models.worker_pool import (
+    take as _stub_take,
+)
+from archkit.perf.service_models.worker_pool import (
+    work as _stub_work,
+)
+
 EV_RES, EV_DONE, EV_TIMER, EV_TIMEOUT, EV_RETRY, EV_NONE = 0, 1, 2, 3, 4, 5
 INF = math.inf
+# numba's on-disk cache keys on this file alone: the built-in handlers live in other modules,
+# so a change to their bodies must change this stamp (tests/perf/test_service_models.py
+# checks it against their source) or a stale compiled loop would be loaded
+HANDLERS_STAMP = "a855aea0c3446db7"
+
+
+# the handler slots (archkit.perf.service_models.MAX_HANDLERS); `bind` fills them, and a slot
+# no model uses keeps the worker pool's handler (numba types every branch of the dispatch)
+_h0_calls = _h1_calls = _h2_calls = _h3_calls = _stub_calls
+_h0_take = _h1_take = _h2_take = _h3_take = _stub_take
+_h0_work = _h1_work = _h2_work = _h3_work = _stub_work
+
+
+def _calls(h: int, k_items: int, per: int) -> tuple[int, int, int]:
+    """(calls, items per call, items) of a visit of `k_items` items at a step with handler `h`."""
+    if h == 0:
+        return _h0_calls(k_items, per)
+    if h == 1:
+        return _h1_calls(k_items, per)
+    if h == 2:
+        return _h2_calls(k_items, per)
+    return _h3_calls(k_items, per)
+
+
+def _take(
+    h: int,
+    head: int,
+    c_next: np.ndarray,
+    c_items: np.ndarray,
+    c_enq: np.ndarray,
+    batch: int,
+    delay_s: float,
+    now: float,
+) -> tuple[int, int, int, float]:
+    """(last call, calls, items, wait until) a free server of handler `h` takes from its queue."""
+    if h == 0:
+        return _h0_take(head, c_next, c_items, c_enq, batch, delay_s, now)
+    if h == 1:
+        return _h1_take(head, c_next, c_items, c_enq, batch, delay_s, now)
+    if h == 2:
+        return _h2_take(head, c_next, c_items, c_enq, batch, delay_s, now)
+    return _h3_take(head, c_next, c_items, c_enq, batch, delay_s, now)
+
+
+def _work(h: int, s: int, total: int, first: int, batch_s: np.ndarray, c_work: np.ndarray) -> float:
+    """Seconds of processor time the work taken runs."""
+    if h == 0:
+        return _h0_work(s, total, first, batch_s, c_work)  # type: ignore[no-any-return]
+    if h == 1:
+        return _h1_work(s, total, first, batch_s, c_work)  # type: ignore[no-any-return]
+    if h == 2:
+        return _h2_work(s, total, first, batch_s, c_work)  # type: ignore[no-any-return]
+    return _h3_work(s, total, first, batch_s, c_work)  # type: ignore[no-any-return]
 
 
 def _grow_i(a: np.ndarray) -> np.ndarray:
@@ -37,7 +104,7 @@ def _run(
     route_of: np.ndarray,  # route index per request
     route_len: np.ndarray,
     route_stage: np.ndarray,  # [route, position] -> step index
-    st_model: np.ndarray,  # 1: batcher + instances; 0: worker visit
+    st_handler: np.ndarray,  # the service model's handler slot
     st_res: np.ndarray,  # resource index, -1: unconstrained
     st_reps: np.ndarray,
     st_servers: np.ndarray,  # per replica; 0: unbounded
@@ -61,7 +128,7 @@ def _run(
     max_events: int,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, float]:
     n = arr.shape[0]
-    n_steps = st_model.shape[0]
+    n_steps = st_handler.shape[0]
     n_res = units.shape[0]
     n_q = st_off[n_steps] if n_steps > 0 else 0
     # requests
@@ -107,7 +174,7 @@ def _run(
     c_free = -1
     c_top = 0
     jcap = 1024
-    j_kind = np.zeros(jcap, dtype=np.int64)  # 0 worker visit, 1 batch on the processor, 2 batch overhead
+    j_kind = np.zeros(jcap, dtype=np.int64)  # 1 work on the processor, 2 host-side overhead after it
     j_step = np.zeros(jcap, dtype=np.int64)
     j_rep = np.zeros(jcap, dtype=np.int64)
     j_first = np.full(jcap, -1, dtype=np.int64)
@@ -224,7 +291,7 @@ def _run(
                 )
                 continue
             q_free[sq] += 1
-            if st_servers[s] > 0 or st_model[s] == 1:  # an unbounded worker pool frees nobody waiting
+            if st_servers[s] > 0:  # an unbounded pool frees nobody waiting
                 if n_dq >= dq.shape[0]:
                     dq = _grow_i(dq)
                 dq[n_dq] = sq
@@ -266,14 +333,7 @@ def _run(
                 if st_timeout[s] > 0:
                     seq += 1
                     heapq.heappush(heap, (now + st_timeout[s], seq, EV_TIMEOUT, i, attempt[i]))
-                if st_model[s] == 1:
-                    k_items = items[s, i]
-                    per = st_ipc[s]
-                    ncalls = (k_items + per - 1) // per
-                else:
-                    k_items = 1
-                    per = 1
-                    ncalls = 1
+                ncalls, per, k_items = _calls(st_handler[s], items[s, i], st_ipc[s])
                 pending[i] = ncalls
                 for cc in range(ncalls):
                     size = per if cc < ncalls - 1 else k_items - per * (ncalls - 1)
@@ -315,7 +375,7 @@ def _run(
                     c_req[c] = i
                     c_att[c] = attempt[i]
                     c_items[c] = size
-                    c_work[c] = work[s, i] if st_model[s] == 0 else 0.0
+                    c_work[c] = work[s, i]
                     c_enq[c] = now
                     c_next[c] = -1
                     # enqueue on the replica
@@ -337,27 +397,15 @@ def _run(
             s = q_step[sq]
             rep = sq - st_off[s]
             while q_free[sq] > 0 and q_head[sq] >= 0:
-                c = q_head[sq]
-                total = 0
-                cnt = 0
-                last = -1
-                while c >= 0 and total + c_items[c] <= st_batch[s]:
-                    total += c_items[c]
-                    cnt += 1
-                    last = c
-                    c = c_next[c]
-                if cnt == 0:  # a call larger than the batch goes alone
-                    last = q_head[sq]
-                    total = c_items[last]
-                    cnt = 1
-                if st_model[s] == 1 and total < st_batch[s] and st_delay[s] > 0:
-                    deadline = c_enq[q_head[sq]] + st_delay[s]
-                    if now < deadline:
-                        if q_timer[sq] == 0:
-                            q_timer[sq] = 1
-                            seq += 1
-                            heapq.heappush(heap, (deadline, seq, EV_TIMER, sq, 0))
-                        break
+                last, cnt, total, wait_until = _take(
+                    st_handler[s], q_head[sq], c_next, c_items, c_enq, st_batch[s], st_delay[s], now
+                )
+                if wait_until > now:  # the handler holds the work back (a batch still filling)
+                    if q_timer[sq] == 0:
+                        q_timer[sq] = 1
+                        seq += 1
+                        heapq.heappush(heap, (wait_until, seq, EV_TIMER, sq, 0))
+                    break
                 first = q_head[sq]
                 q_head[sq] = c_next[last]
                 if q_head[sq] < 0:
@@ -380,18 +428,14 @@ def _run(
                 else:
                     jid = j_free
                     j_free = j_next[jid]
-                j_kind[jid] = 1 if st_model[s] == 1 else 0
+                j_kind[jid] = 1
                 j_step[jid] = s
                 j_rep[jid] = rep
                 j_first[jid] = first
                 j_items[jid] = total
                 r = st_res[s]
                 j_res[jid] = r
-                if st_model[s] == 1:
-                    nb = batch_s.shape[1] - 1
-                    w = batch_s[s, total] if total <= nb else batch_s[s, nb] * total / nb
-                else:
-                    w = c_work[first]
+                w = _work(st_handler[s], s, total, first, batch_s, c_work)
                 if r < 0:
                     seq += 1
                     heapq.heappush(heap, (now + w, seq, EV_DONE, jid, 0))
@@ -424,6 +468,7 @@ def _run(
     return done_at, status, lat, busy, units, now
 
 
+_PY = {f.__name__: f for f in (_calls, _take, _work, _grow_i, _grow_f)}
 run_python = _run  # the same loop as plain Python (the benchmark's peer; what runs without numba)
 _compiled: Any = None
 
@@ -440,13 +485,48 @@ def run(*args: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.
     return out
 
 
+def bind(handlers: dict[int, Any]) -> None:
+    """Point the handler slots at `handlers` (slot -> `service_models.Handler`), as plain Python.
+
+    `run_python` sees the change at once; the compiled loop is rebuilt on its next use."""
+    global _compiled
+    g = globals()
+    g.update(_PY)  # the dispatchers and helpers as plain Python again, until the next compile
+    for slot in range(4):
+        h = handlers.get(slot)
+        g[f"_h{slot}_calls"] = h.calls if h is not None else _stub_calls
+        g[f"_h{slot}_take"] = h.take if h is not None else _stub_take
+        g[f"_h{slot}_work"] = h.work if h is not None else _stub_work
+    _bound.clear()
+    _bound.update(handlers)
+    _compiled = None
+
+
+_bound: dict[int, Any] = {}
+
+
+def bound() -> dict[int, Any]:
+    """The handlers the slots point at now."""
+    return dict(_bound)
+
+
 def _compile() -> Any:
     try:
         import numba
     except ImportError:  # pragma: no cover - numba is a dependency; a stripped install still works
         return _run
+    from archkit.perf import service_models
+
+    # a plug-in's handler is compiled afresh each process: the on-disk cache knows only this file
+    cache = service_models.only_builtin()
     g = globals()
-    # the helpers the loop calls must be compiled first: the loop resolves them as globals
-    g["_grow_i"] = numba.njit(cache=True)(_grow_i)
-    g["_grow_f"] = numba.njit(cache=True)(_grow_f)
-    return numba.njit(cache=True, nogil=True)(_run)
+    # the functions the loop calls must be compiled first: the loop resolves them as globals
+    g["_grow_i"] = numba.njit(cache=True)(_PY["_grow_i"])
+    g["_grow_f"] = numba.njit(cache=True)(_PY["_grow_f"])
+    for slot in range(4):
+        for part in ("calls", "take", "work"):
+            name = f"_h{slot}_{part}"
+            g[name] = numba.njit(cache=cache)(g[name])
+    for name in ("_calls", "_take", "_work"):
+        g[name] = numba.njit(cache=cache)(_PY[name])
+    return numba.njit(cache=cache, nogil=True)(_run)
