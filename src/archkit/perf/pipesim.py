@@ -37,6 +37,7 @@ import numpy as np
 
 from archkit.perf import pipesim_kernel as kernel
 from archkit.perf import service_models
+from archkit.perf.limits import admission_groups, apply_rate_limits, stage_queue_limits
 from archkit.perf.resources import LoadModel
 from archkit.perf.service_models import Step
 from archkit.spec.model import Spec
@@ -80,6 +81,7 @@ class PipelineSim:
     utilisation: dict[str, float]  # busy share of each shared resource
     stages: tuple[StageSim, ...]
     seed: int
+    shed: int = 0  # refused by an admission or rate limit (`spec.traffic`): a fast 429/503
 
 
 def _routes(spec: Spec, steps: dict[str, Step]) -> tuple[list[list[str]], list[float]]:
@@ -146,6 +148,7 @@ def compile_steps(spec: Spec, load: LoadModel) -> tuple[dict[str, Step], list[st
     res_units = [r.units for r in load.resources]
     calls = {c.target: c for c in spec.controlflow.calls}
     steps: dict[str, Step] = {}
+    queue_limits = stage_queue_limits(spec)
     for i, (st, sl) in enumerate(zip(spec.dataflow.stages, load.stages, strict=True)):
         svc = spec.service(st.service) if st.service else None
         routing = _ROUTING.get(svc.routing if svc is not None else "random", 0)
@@ -168,6 +171,8 @@ def compile_steps(spec: Spec, load: LoadModel) -> tuple[dict[str, Step], list[st
         }
         step = service_models.model_for(st).step(spec, st, common)
         if step is not None:
+            if st.id in queue_limits:  # traffic.admission with a stage: its queue length
+                step.max_queue = min(queue_limits[st.id], step.max_queue or queue_limits[st.id])
             steps[st.id] = step
     return steps, res_ids, res_units
 
@@ -235,11 +240,34 @@ def simulate_pipeline(
     def col(attr: str, dtype: type) -> np.ndarray:
         return np.array([getattr(sp, attr) for sp in order], dtype=dtype)
 
+    # admission groups: each limited service's in-flight count, over the steps of its stages
+    groups = admission_groups(spec)
+    g_of = {g.service: j for j, g in enumerate(groups)}
+    stage_svc = {st.id: st.service for st in spec.dataflow.stages}
+    st_group = np.array([g_of.get(stage_svc.get(sp.stage) or "", -1) for sp in order], dtype=np.int64)
+    # rate limits: token buckets applied to the arrival times before the loop (`perf.limits`),
+    # with their own random stream so that a spec without limits draws exactly as before
+    run = np.arange(n)
+    t_in = arr
+    passed = np.ones(n, dtype=bool)
+    if spec.traffic.rate_limits:
+        visits = {
+            lim.stage: np.array([lim.stage in r for r in routes], dtype=bool)[route_of]
+            for lim in spec.traffic.rate_limits
+            if lim.stage is not None
+        }
+        t_lim, passed = apply_rate_limits(
+            list(spec.traffic.rate_limits), arr, visits, np.random.default_rng([seed, 1])
+        )
+        run = np.flatnonzero(passed)
+        run = run[np.argsort(t_lim[run], kind="stable")]
+        t_in = t_lim[run]
+
     if kernel.bound() != service_models.HANDLERS:
         kernel.bind(service_models.HANDLERS)
-    done_at, status, lat, busy, _, end = (kernel.run if compiled else kernel.run_python)(
-        arr,
-        route_of.astype(np.int64),
+    done_in, status_in, lat_in, busy, _, end = (kernel.run if compiled else kernel.run_python)(
+        t_in,
+        route_of[run].astype(np.int64),
         route_len,
         route_stage,
         col("handler", np.int64),
@@ -257,26 +285,37 @@ def simulate_pipeline(
         col("backoff_mult", np.float64),
         np.array([1 if sp.fallback else 0 for sp in order], dtype=np.int64),
         st_off,
+        st_group,
+        np.array([g.max_inflight for g in groups], dtype=np.int64),
+        np.array([g.max_queue for g in groups], dtype=np.int64),
         batch_s,
         over_s,
-        work,
-        items,
+        work[:, run] if run.shape[0] < n else work,
+        items[:, run] if run.shape[0] < n else items,
         np.array(res_units, dtype=np.float64),
         rng.random(max(4 * n, 1 << 16)),
         _EVENTS_PER_REQUEST * n,
     )
+    if run.shape[0] < n:  # requests a bucket refused are answered at once with a 429/503
+        done_at = arr.astype(np.float64).copy()
+        status = np.full(n, 4, dtype=np.int64)
+        lat = np.full((lat_in.shape[0], n), np.nan)
+        done_at[run], status[run], lat[:, run] = done_in, status_in, lat_in
+    else:
+        done_at, status, lat = done_in, status_in, lat_in
     answered = (status == 1) | (status == 3)
     e2e = 1000 * (done_at[answered] - arr[answered])
     completed = int(answered.sum())
     nfail = int((status == 2).sum())
     ndeg = int((status == 3).sum())
+    nshed = int((status == 4).sum())
     srt = np.sort(e2e)
     span = (float(np.nanmax(done_at)) if completed else 0.0) - float(arr[0])
     # overload shows as latency that keeps growing: compare the last tenth with the middle
     tenth = max(1, completed // 10)
     stable = (
         completed > 0
-        and completed + nfail >= n
+        and completed + nfail + nshed >= n
         and (float(e2e[-tenth:].mean()) < 2 * float(e2e[4 * tenth : 5 * tenth].mean()) + 1e-9)
     )
     end = max(float(end), 1e-12)
@@ -309,6 +348,7 @@ def simulate_pipeline(
         util,
         tuple(stage_out),
         seed,
+        nshed,
     )
 
 

@@ -99,6 +99,41 @@ def _grow_f(a: np.ndarray) -> np.ndarray:
     return b
 
 
+def _release(
+    i: int,
+    held: np.ndarray,
+    g_in: np.ndarray,
+    g_head: np.ndarray,
+    g_tail: np.ndarray,
+    g_wlen: np.ndarray,
+    w_next: np.ndarray,
+    todo: np.ndarray,
+    n_todo: int,
+) -> tuple[np.ndarray, int]:
+    """Request i is done: free its admission places; the oldest waiting request of each takes it."""
+    h = held[i]
+    g = 0
+    while h != 0:
+        if h & 1:
+            g_in[g] -= 1
+            if g_wlen[g] > 0:
+                j = g_head[g]
+                g_head[g] = w_next[j]
+                if g_head[g] < 0:
+                    g_tail[g] = -1
+                g_wlen[g] -= 1
+                g_in[g] += 1
+                held[j] |= 1 << g
+                if n_todo >= todo.shape[0]:
+                    todo = _grow_i(todo)
+                todo[n_todo] = j  # starts the visit it waited for
+                n_todo += 1
+        h >>= 1
+        g += 1
+    held[i] = 0
+    return todo, n_todo
+
+
 def _run(
     arr: np.ndarray,  # arrival times (s), sorted
     route_of: np.ndarray,  # route index per request
@@ -119,6 +154,9 @@ def _run(
     st_bmult: np.ndarray,
     st_fallback: np.ndarray,  # 1: a failed visit still answers (degraded)
     st_off: np.ndarray,  # first replica-queue index of each step
+    st_group: np.ndarray,  # admission group of each step's service; -1: none
+    g_limit: np.ndarray,  # per admission group: requests in flight at most
+    g_queue: np.ndarray,  # per admission group: requests that may wait for a place
     batch_s: np.ndarray,  # [step, n] processor time of a batch of n items
     over_s: np.ndarray,  # [step, n] host-side overhead after it
     work: np.ndarray,  # [step, request] work of a worker visit (s)
@@ -137,7 +175,15 @@ def _run(
     pending = np.zeros(n, dtype=np.int64)
     vstart = np.zeros(n, dtype=np.float64)
     done_at = np.full(n, np.nan)
-    status = np.zeros(n, dtype=np.int64)  # 0 in flight, 1 answered, 2 failed, 3 degraded
+    status = np.zeros(n, dtype=np.int64)  # 0 in flight, 1 answered, 2 failed, 3 degraded, 4 refused
+    # admission groups: requests holding a place (a bit per group) and FIFO lists of waiting ones
+    n_g = g_limit.shape[0]
+    held = np.zeros(n, dtype=np.int64)
+    w_next = np.full(n, -1, dtype=np.int64)
+    g_in = np.zeros(max(n_g, 1), dtype=np.int64)
+    g_head = np.full(max(n_g, 1), -1, dtype=np.int64)
+    g_tail = np.full(max(n_g, 1), -1, dtype=np.int64)
+    g_wlen = np.zeros(max(n_g, 1), dtype=np.int64)
     lat = np.full((max(n_steps, 1), n), np.nan)
     # resources (processor sharing on a virtual clock)
     r_v = np.zeros(n_res)
@@ -273,6 +319,8 @@ def _run(
                 else:
                     status[i] = 3 if st_fallback[s] else 2
                     done_at[i] = now
+                    if held[i] != 0:
+                        todo, n_todo = _release(i, held, g_in, g_head, g_tail, g_wlen, w_next, todo, n_todo)
         elif kind == EV_RETRY:
             i = a
             if b < 0 or (status[i] == 0 and attempt[i] == b):
@@ -327,8 +375,32 @@ def _run(
                 if pos[i] >= route_len[rt]:
                     status[i] = 1
                     done_at[i] = now
+                    if held[i] != 0:
+                        todo, n_todo = _release(i, held, g_in, g_head, g_tail, g_wlen, w_next, todo, n_todo)
                     continue
                 s = route_stage[rt, pos[i]]
+                g = st_group[s]
+                if g >= 0 and (held[i] >> g) & 1 == 0:  # the first visit to a limited service
+                    if g_in[g] < g_limit[g]:
+                        g_in[g] += 1
+                        held[i] |= 1 << g
+                    elif g_wlen[g] < g_queue[g]:
+                        if g_tail[g] >= 0:
+                            w_next[g_tail[g]] = i
+                        else:
+                            g_head[g] = i
+                        g_tail[g] = i
+                        w_next[i] = -1
+                        g_wlen[g] += 1
+                        continue  # waits for a place (`_release` starts the visit)
+                    else:
+                        status[i] = 4
+                        done_at[i] = now
+                        if held[i] != 0:
+                            todo, n_todo = _release(
+                                i, held, g_in, g_head, g_tail, g_wlen, w_next, todo, n_todo
+                            )
+                        continue
                 vstart[i] = now
                 if st_timeout[s] > 0:
                     seq += 1
@@ -357,6 +429,10 @@ def _run(
                     if st_maxq[s] > 0 and q_len[sq] >= st_maxq[s]:
                         status[i] = 3 if st_fallback[s] else 2
                         done_at[i] = now
+                        if held[i] != 0:
+                            todo, n_todo = _release(
+                                i, held, g_in, g_head, g_tail, g_wlen, w_next, todo, n_todo
+                            )
                         break
                     # a call slot
                     if c_free < 0:
@@ -468,7 +544,7 @@ def _run(
     return done_at, status, lat, busy, units, now
 
 
-_PY = {f.__name__: f for f in (_calls, _take, _work, _grow_i, _grow_f)}
+_PY = {f.__name__: f for f in (_calls, _take, _work, _release, _grow_i, _grow_f)}
 run_python = _run  # the same loop as plain Python (the benchmark's peer; what runs without numba)
 _compiled: Any = None
 
@@ -527,6 +603,6 @@ def _compile() -> Any:
         for part in ("calls", "take", "work"):
             name = f"_h{slot}_{part}"
             g[name] = numba.njit(cache=cache)(g[name])
-    for name in ("_calls", "_take", "_work"):
+    for name in ("_calls", "_take", "_work", "_release"):
         g[name] = numba.njit(cache=cache)(_PY[name])
     return numba.njit(cache=cache, nogil=True)(_run)
