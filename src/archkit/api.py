@@ -507,9 +507,18 @@ def runbook(
 # --------------------------------------------------------------------------- capacity
 
 
-def capacity(path: str | os.PathLike[str], env: str | None = None) -> CapacityReport:
+def capacity(
+    path: str | os.PathLike[str],
+    env: str | None = None,
+    rates: list[float] | None = None,
+    plot: str | os.PathLike[str] | None = None,
+    requests: int | None = None,
+) -> CapacityReport:
     """Load a spec and analyse every model stage: λ, ρ, P50/P99 per batch size, recommendation.
 
+    `rates` (req/s): also predict P50/P95/P99, throughput and shed share at each offered rate
+    (`report.curve`, `requests` simulated requests each), with the knee; `plot` writes that
+    curve as SVG or PNG (by its suffix).
     A spec that does not load, or an unknown environment, comes back as the report's
     `diagnostics` (the capacity command prints them like `archkit check`).
     """
@@ -519,4 +528,11 @@ def capacity(path: str | os.PathLike[str], env: str | None = None) -> CapacityRe
         return CapacityReport(exc.file, "", None, None, diagnostics=exc.diagnostics)
     except UnknownEnvironmentError as exc:
         return CapacityReport(exc.file, "", None, None, diagnostics=[exc.diagnostic()])
-    return capacity_report(run.spec, run.file)
+    report = capacity_report(run.spec, run.file, rates, requests)
+    if plot is not None and report.curve is not None:
+        from archkit.atomic import write_atomic
+        from archkit.perf.curve import curve_png, curve_svg, load_curve
+
+        curve = load_curve(report.curve)
+        write_atomic(plot, curve_png(curve) if str(plot).lower().endswith(".png") else curve_svg(curve))
+    return report
