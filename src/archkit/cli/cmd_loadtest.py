@@ -105,6 +105,13 @@ def loadtest(
         int | None,
         typer.Option(min=1, help="Open model: requests in flight at most; beyond it a request is dropped."),
     ] = None,
+    strict: Annotated[
+        bool,
+        typer.Option(
+            "--strict",
+            help="Count an inconclusive budget (too few samples, or an interval that straddles it) as missed.",
+        ),
+    ] = False,
     format: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.text,
 ) -> None:
     """Load-test the spec's target and judge its budgets (exit 1 when one is missed).
@@ -143,9 +150,12 @@ def loadtest(
         if sys.stderr.isatty():
             sys.stderr.write("\n")
     from archkit.loadtest import compare as compare_mod
+    from archkit.loadtest import judge as judge_mod
     from archkit.loadtest import report as report_mod
 
     res = outcome.result
+    ok = judge_mod.passed(res.verdicts, strict=strict)
+    undecided = judge_mod.inconclusive(res.verdicts)
     if res.generator_error:  # the numbers describe the generator, not the service: refuse them
         where = f" (report: {outcome.report_dir / 'report.html'})" if outcome.report_dir else ""
         raise fail(res.generator_error + where, 2)
@@ -192,8 +202,20 @@ def loadtest(
             typer.echo(f"note: {note}")
         for v in res.verdicts:
             mark = {True: paint("PASS", "\033[32m"), False: paint("FAIL", "\033[31m"), None: "SKIP"}[v.passed]
+            if v.inconclusive:
+                mark = paint("INCONCLUSIVE", "\033[33m")
             typer.echo(f"{mark}  {v.id}: {v.why}")
         if outcome.report_dir:
             typer.echo(f"report: {outcome.report_dir / 'report.html'}")
-        typer.echo("PASSED" if res.passed else "FAILED: a budget was missed")
-    raise typer.Exit(0 if res.passed else 1)
+        if not res.passed:
+            typer.echo("FAILED: a budget was missed")
+        elif undecided:
+            longest = max((v.decide_s or 0.0 for v in undecided), default=0.0)
+            hint = f"; a run of ~{longest:g} s would decide them" if longest else ""
+            typer.echo(
+                f"{'FAILED' if strict else 'PASSED'}: {len(undecided)} budget(s) inconclusive"
+                f"{' (--strict counts them as missed)' if strict else ', none missed'}{hint}"
+            )
+        else:
+            typer.echo("PASSED")
+    raise typer.Exit(0 if ok else 1)

@@ -75,9 +75,9 @@ SCENARIOS = [
 LEVELS = {
     'baseline': {
         "kind": 'baseline',
-        "users": 2,
-        "rate_rps": 0.5,
-        "duration_s": 60.0,
+        "users": 8,
+        "rate_rps": 1.5,
+        "duration_s": 250.0,
         "steps": [],
     },
     'stress': {
