@@ -65,15 +65,19 @@ def timings(entry: dict) -> list[BatchTiming]:
     return sorted(out, key=lambda t: t.batch_size)
 
 
-def with_calibration(spec: Spec, file: str, env: str | None) -> Spec:
-    """A copy of the spec whose environment `env` carries its calibration's service times."""
+def with_calibration(spec: Spec, file: str, env: str | None, override: str | None = None) -> Spec:
+    """A copy of the spec whose environment `env` carries its calibration's service times.
+
+    `override`: another calibration file (relative to the current directory) in place of the one
+    the environment names, e.g. one just measured on this machine (`make demo` writes it to out/).
+    """
     if not env:
         return spec
     index, e = next(((i, x) for i, x in enumerate(spec.environments) if x.id == env), (None, None))
-    if e is None or not e.calibration or index is None:
+    if e is None or index is None or not (override or e.calibration):
         return spec
     base = Path(file).resolve().parent if file and not file.startswith("<") else Path.cwd()
-    path = base / e.calibration
+    path = Path(override).resolve() if override else base / str(e.calibration)
     if not path.is_file():
         raise CalibrationError(
             f"{_where(spec, index)}: calibration file {e.calibration} not found under {base} "
@@ -84,6 +88,8 @@ def with_calibration(spec: Spec, file: str, env: str | None) -> Spec:
     clone.__dict__.pop("_archkit_index", None)
     _copy_paths(spec, clone)  # findings keep pointing at the user's lines
     ce = clone.environments[index]
+    if override:  # what AK230 and the reports read as this environment's calibration from now on
+        ce.calibration = str(path)
     by_model = {st.model.name: st for st in clone.dataflow.stages if st.model is not None}
     for name, entry in doc["models"].items():
         st = by_model.get(name)

@@ -56,6 +56,7 @@ class Options:
     budget_s: float = 600.0  # the whole run
     seed: int = 1
     models: list[str] = field(default_factory=list)  # only these model names (default: every one)
+    service: str | None = None  # the service's base URL, asked for its runtime (default: the spec's target)
 
 
 def _pcts(values: list[float]) -> dict[str, float]:
@@ -203,6 +204,15 @@ def environment() -> dict:
     }
 
 
+def _fingerprint(spec: Spec, triton: str, service: str | None) -> dict:
+    """This machine's fingerprint with the serving runtime the target reports and Triton's version."""
+    from archkit.calibrate.origin import service_runtime, triton_version
+    from archkit.machine import fingerprint
+
+    version = triton_version(triton)
+    return fingerprint(service_runtime(spec, service), {"triton": version} if version else None)
+
+
 def calibrate(spec: Spec, opts: Options, progress: Callable[[str], None] | None = None) -> dict:
     """Sweep every model stage; returns the calibration document (see module docstring)."""
     say = progress or (lambda _m: None)
@@ -219,6 +229,7 @@ def calibrate(spec: Spec, opts: Options, progress: Callable[[str], None] | None 
         "env": opts.env,
         "triton": opts.triton,
         "environment": environment(),
+        "fingerprint": _fingerprint(spec, opts.triton, opts.service),
         "method": (
             f"{opts.requests} sequential requests per batch size after {opts.warmup} warm-up; per-request "
             "deltas of Triton's inference statistics (compute input + infer + output = service time); "

@@ -74,6 +74,13 @@ def calibrate(
         float, typer.Option(min=1, max=86_400, help="Stop the whole run after this.")
     ] = 600.0,
     model: Annotated[list[str] | None, typer.Option(help="Only this model (repeatable).")] = None,
+    service: Annotated[
+        str | None,
+        typer.Option(
+            help="The service's base URL (loopback), asked at /v1/models for the runtime and precision it "
+            "serves with, recorded in the fingerprint (default: loadtest.target.host)."
+        ),
+    ] = None,
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="The calibration file (default: next to the spec).")
     ] = None,
@@ -121,6 +128,7 @@ def calibrate(
         seconds=seconds,
         budget_s=budget_s,
         models=list(model or []),
+        service=service,
     )
 
     def progress(msg: str) -> None:

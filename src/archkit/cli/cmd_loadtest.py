@@ -54,6 +54,10 @@ def loadtest(
         str, typer.Option("--level", "-l", help="baseline, stress, chaos, or a level id of the spec.")
     ] = "baseline",
     env: Annotated[str | None, typer.Option(help="Judge against this environment's budgets.")] = None,
+    calibration: Annotated[
+        Path | None,
+        typer.Option(help="With --env: predict from this calibration file instead of the environment's."),
+    ] = None,
     host: Annotated[
         str | None, typer.Option(help="Target base URL (loopback only); default: loadtest.target.host.")
     ] = None,
@@ -121,6 +125,8 @@ def loadtest(
     """
     from archkit import api
 
+    if calibration is not None and not env:
+        raise fail("--calibration needs --env (the environment whose calibration it replaces)", 2)
     try:
         outcome = api.loadtest(
             spec,
@@ -143,6 +149,7 @@ def loadtest(
             progress=_progress_printer(level),
             arrival=arrival.value if arrival else None,
             max_inflight=max_inflight,
+            calibration=str(calibration) if calibration is not None else None,
         )
     except api.ArchkitError as exc:
         raise fail_for(exc) from None

@@ -105,8 +105,9 @@ def _rows(pred: dict, meas: dict, keys: tuple[str, ...]) -> dict:
     return out
 
 
-def compare(spec: Spec, measured: dict, env: str | None) -> dict:
-    """The prediction at the offered rate next to what the run measured."""
+def compare(spec: Spec, measured: dict, env: str | None, host: str | None = None) -> dict:
+    """The prediction at the offered rate next to what the run measured (`host`: the target's URL,
+    asked for the runtime it serves with, to compare with the calibration's)."""
     rate = measured.get("offered_rps")
     if measured.get("kind") == "stress":
         rate = (measured.get("stress") or {}).get("knee_offered_rps") or rate
@@ -117,6 +118,7 @@ def compare(spec: Spec, measured: dict, env: str | None) -> dict:
     out: dict = {
         "source": pred["source"],
         "rate_rps": rate,
+        **_calibration(spec, host),
         "end_to_end": _rows(pred.get("end_to_end") or {}, measured.get("end_to_end") or {}, E2E_KEYS),
         "stages": {},
     }
@@ -132,6 +134,33 @@ def compare(spec: Spec, measured: dict, env: str | None) -> dict:
             "error_pct": error_pct(pred.get("knee_rps"), knee),
         }
     return out
+
+
+FOREIGN = "from a calibration of another machine"
+
+
+def _calibration(spec: Spec, host: str | None) -> dict:
+    """{"calibration": {...}} when the applied environment's calibration was measured on another
+    machine than this one (AK230; the service's reported runtime compared too), else {}."""
+    applied = getattr(spec, "_applied_env", None)
+    if not applied:
+        return {}
+    from archkit.calibrate.origin import mismatches, service_runtime
+    from archkit.machine import fingerprint
+    from archkit.reporting import locate
+
+    here = fingerprint(service_runtime(spec, host))
+    for m in mismatches(spec, here=here):
+        if m.env == applied:
+            where = locate(spec, m.spec_path)
+            return {
+                "calibration": {
+                    "foreign": True,
+                    "file": m.calibration,
+                    "finding": f"{where.file}:{where.line}:{where.col}: AK230 warning {m.message()}",
+                }
+            }
+    return {}
 
 
 def _fmt(x: float | None, unit: str = "") -> str:
@@ -171,14 +200,16 @@ def section(cmp: dict | None) -> tuple[str, list[str], list[list[str]], list[str
         return None
     if cmp.get("error"):
         return ("Predicted vs measured", ["", ""], [], [cmp["error"]])
+    foreign = (cmp.get("calibration") or {}).get("finding")
     return (
-        "Predicted vs measured",
+        "Predicted vs measured" + (f" ({FOREIGN})" if foreign else ""),
         ["what", "value", "predicted", "measured", "error"],
         _table_rows(cmp),
         [
             f"Prediction at {_fmt(cmp.get('rate_rps'), ' req/s')} from {cmp.get('source')}; error = "
             "(predicted − measured) / measured. A miss beyond ~15 % is a bug in the model or the spec."
-        ],
+        ]
+        + ([f"Every predicted value here comes {FOREIGN}: {foreign}"] if foreign else []),
     )
 
 
@@ -190,14 +221,15 @@ def prediction_lines(cmp: dict | None) -> list[str]:
         return [f"note: {cmp['error']}"]
     # the terminal gets the headline numbers (the report has every row): end to end, the knee,
     # and one figure per stage (its P50, else its mean)
-    out, seen = [], set()
+    foreign = (cmp.get("calibration") or {}).get("finding")
+    out, seen = ([f"note: {foreign}"] if foreign else []), set()
     for w, k, p, m, e in _table_rows(cmp):
         if w == "end to end" and k not in ("p50_ms", "p99_ms"):
             continue
         if w.startswith("stage ") and (w in seen or k == "p99_ms"):
             continue
         seen.add(w)
-        out.append(f"predicted {w} {k}: {p} vs measured {m} ({e})")
+        out.append(f"predicted {w} {k}: {p} vs measured {m} ({e})" + (f" [{FOREIGN}]" if foreign else ""))
     return out
 
 

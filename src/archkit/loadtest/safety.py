@@ -12,6 +12,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from archkit.errors import InputError
+from archkit.machine import is_loopback_host
 
 
 class RemoteTargetError(InputError, ValueError):
@@ -23,13 +24,7 @@ def host_of(url: str) -> str:
 
 
 def is_loopback(url: str) -> bool:
-    host = host_of(url)
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+    return is_loopback_host(url)
 
 
 def require_loopback(url: str, what: str = "target") -> None:

@@ -359,7 +359,7 @@ def execute(
         measured["stress"] = analyse_stress(spec, data.phases)
     if plan.kind == "chaos" and injector:
         measured["chaos"] = chaos_mod.analyse(injector.records, data.seconds, spec, plan.duration_s)
-    measured["predicted"] = compare_mod.compare(spec, measured, opts.env)
+    measured["predicted"] = compare_mod.compare(spec, measured, opts.env, target_host)
     verdicts = judge_mod.judge(spec, measured)
     b = spec.budgets
     budgets = {
