@@ -16,7 +16,7 @@ import yaml
 
 from archkit.loadtest import hist
 from archkit.loadtest.judge import judge, passed
-from archkit.loadtest.orderstats import decide, interval, min_samples, ranks
+from archkit.orderstats import decide, interval, min_samples, ranks
 from archkit.spec import load_text
 
 SAMPLES = [float(x) for x in range(1, 21)]

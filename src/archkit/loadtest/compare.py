@@ -133,6 +133,12 @@ def compare(spec: Spec, measured: dict, env: str | None, host: str | None = None
             "measured": knee,
             "error_pct": error_pct(pred.get("knee_rps"), knee),
         }
+        bracket = measured["stress"].get("knee_bracket_rps")
+        if bracket and None not in bracket and pred.get("knee_rps") is not None:
+            # the knee lies between the last offered rate that met the budgets and the first that
+            # did not: a prediction inside that bracket is as right as the steps can tell
+            out["knee_rps"]["bracket"] = bracket
+            out["knee_rps"]["within_bracket"] = bracket[0] <= pred["knee_rps"] <= bracket[1]
     return out
 
 
@@ -182,14 +188,13 @@ def _table_rows(cmp: dict) -> list[list[str]]:
             )
     knee = cmp.get("knee_rps")
     if knee:
+        measured = _fmt(knee["measured"])
+        if knee.get("bracket"):
+            lo, hi = knee["bracket"]
+            inside = "predicted inside" if knee.get("within_bracket") else "predicted outside"
+            measured += f" (between {_fmt(lo)} and {_fmt(hi)} offered; {inside})"
         rows.append(
-            [
-                "stress knee",
-                "req/s",
-                _fmt(knee["predicted"]),
-                _fmt(knee["measured"]),
-                _fmt(knee["error_pct"], " %"),
-            ]
+            ["stress knee", "req/s", _fmt(knee["predicted"]), measured, _fmt(knee["error_pct"], " %")]
         )
     return rows
 

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 import numpy as np
 from hdrh.histogram import HdrHistogram
 
-from archkit.loadtest.orderstats import interval
+from archkit.orderstats import interval
 
 LOWEST_US = 1
 HIGHEST_US = 600_000_000  # 10 minutes: longer than any request a bounded run waits for

@@ -14,7 +14,7 @@ Budget kinds (seed 000 §4.4: a spec is signed only after three levels of load t
 Percentiles come from HDR histograms of every request (exact to 0.1%), never locust's rounded stats.
 
 A percentile budget is judged on its sample count and the percentile's distribution-free 95 %
-interval (`archkit.loadtest.orderstats`): met when the whole interval is within the budget,
+interval (`archkit.orderstats`): met when the whole interval is within the budget,
 missed when the whole interval is beyond it, and otherwise **inconclusive** — neither met nor
 missed — with the run length (at this level's rate) that would decide it. A P99 from fewer than
 368 samples is always inconclusive: it is the largest of a few draws, not a verdict.
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from archkit.loadtest.orderstats import FORECAST_MAX_FACTOR, decide
+from archkit.orderstats import FORECAST_MAX_FACTOR, decide
 from archkit.spec.model import Spec
 
 THROUGHPUT_TOLERANCE = 0.05  # pacing jitter: 5% below the design rate still counts as sustained

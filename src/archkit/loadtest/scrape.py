@@ -13,8 +13,8 @@ import math
 import re
 import urllib.request
 
-from archkit.loadtest.orderstats import interval
 from archkit.loadtest.safety import require_loopback
+from archkit.orderstats import interval
 from archkit.spec.model import MetricRef, MetricType, Spec
 
 Sample = tuple[str, tuple[tuple[str, str], ...], float]
