@@ -2,7 +2,7 @@
 # The prediction loop on the machine it runs on (issue 29): start the OCR reference service on
 # 127.0.0.1, calibrate it here (into out/, the committed calibration stays as the documented
 # reference), predict with `archkit capacity`, measure an open-model baseline long enough for the
-# percentiles it judges (the level's 375 samples), and print the predicted-vs-measured table, end
+# percentiles it judges (the level's 500 requests), and print the predicted-vs-measured table, end
 # to end and per stage. Then say whether the committed calibration would have been foreign here.
 # `make demo` runs it (mk/fidelity.mk); the service is always stopped (trap).
 #

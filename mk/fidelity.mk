@@ -1,7 +1,7 @@
 # The prediction loop on this machine (issue 29, docs/benchmarks.md "Fidelity"): bench/fidelity.sh
 # starts the reference service on the spec's ports, calibrates it here into out/calibration/
 # (the committed specs/calibration/ file stays the documented reference), runs `archkit capacity`
-# and the reference spec's open-model baseline (1.5 req/s for 250 s: 375 samples, enough to decide
+# and the reference spec's open-model baseline (2 req/s for 250 s: 500 requests, enough to decide
 # a P99), writes the report to $(LOADTEST_OUT) (the review page overlays it) and prints the
 # predicted-vs-measured table, end to end and per stage. ~6 min on 2 cores.
 FIDELITY_DURATION ?=

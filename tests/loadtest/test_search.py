@@ -11,6 +11,7 @@ import yaml
 
 from archkit.loadtest import plan
 from archkit.loadtest.session import analyse_stress, step_met
+from archkit.plans.context import prepare
 from archkit.plans.stress import stress_schedule, stress_steps
 from archkit.spec import load_text
 from tests.conftest import ROOT
@@ -114,3 +115,32 @@ def test_the_measured_knee_is_compared_with_the_predicted_one(monkeypatch) -> No
     assert knee["bracket"] == [2.25, 3.375] and knee["within_bracket"]
     (line,) = [x for x in compare.prediction_lines(cmp) if "knee" in x]
     assert "between 2.25 and 3.375 offered; predicted inside" in line
+
+
+def test_each_stage_row_says_what_predicted_and_what_measured_it() -> None:
+    """The reference spec with its cpu calibration: a model stage rests on calibrated Triton compute,
+    the cache stage on its P50 budget alone (the +1906 % row of issue 29), decode on a declared cpu_ms."""
+    from archkit.loadtest import compare
+
+    spec = prepare(ROOT / "specs" / "ocr-reference.yaml", "cpu").spec
+    measured = {
+        "kind": "baseline",
+        "offered_rps": 2.0,
+        "end_to_end": {"p50_ms": 200.0},
+        "stages": {
+            "cache": {"p50_ms": 0.05, "mean_ms": 0.003, "metric": "ocr_stage_duration_seconds"},
+            "decode": {"p50_ms": 9.0, "mean_ms": 10.0, "metric": "ocr_stage_duration_seconds"},
+            "detect": {"mean_ms": 50.0, "metric": "nv_inference_request_duration_us"},
+        },
+    }
+    cmp = compare.compare(spec, measured, "cpu")
+    basis = cmp["stage_basis"]
+    assert basis["detect"]["predicted"].startswith("calibrated Triton compute per batch")
+    assert basis["detect"]["measured"].startswith("nv_inference_request_duration_us: Triton's mean")
+    assert basis["cache"]["predicted"] == "its P50 budget 1 ms taken as a delay: a budget, not a measurement"
+    assert (
+        basis["decode"]["predicted"].startswith("cpu_ms ")
+        and "declared in the spec" in basis["decode"]["predicted"]
+    )
+    notes = compare.section(cmp)[3]
+    assert any(n.startswith("stage cache: predicted from its P50 budget 1 ms") for n in notes)

@@ -126,6 +126,10 @@ def compare(spec: Spec, measured: dict, env: str | None, host: str | None = None
         rows = _rows((pred.get("stages") or {}).get(sid) or {}, m, STAGE_KEYS)
         if rows:
             out["stages"][sid] = rows
+            out.setdefault("stage_basis", {})[sid] = {
+                "predicted": _predicted_from(spec, sid),
+                "measured": _measured_by(m),
+            }
     if measured.get("stress") is not None:
         knee = measured["stress"].get("knee_rps")
         out["knee_rps"] = {
@@ -143,6 +147,32 @@ def compare(spec: Spec, measured: dict, env: str | None, host: str | None = None
 
 
 FOREIGN = "from a calibration of another machine"
+
+
+def _predicted_from(spec: Spec, sid: str) -> str:
+    """What a stage's predicted number rests on (issue 29 item 6): a measurement or a declaration."""
+    st = spec.stage(sid)
+    if st is None:
+        return "?"
+    shared = "simulated per visit on the shared cores (queueing included)"
+    if st.model is not None:
+        table = st.model.service_time or []
+        if table and all(t.measured for t in table):
+            return f"calibrated Triton compute per batch, {shared}"
+        return f"the declared service_time (not measured here), {shared}"
+    if st.cpu_ms is not None:
+        return f"cpu_ms {st.cpu_ms:g} ms declared in the spec, its spread from the P50/P99 budgets, {shared}"
+    if st.p50_ms is not None:
+        return f"its P50 budget {st.p50_ms:g} ms taken as a delay: a budget, not a measurement"
+    return "nothing declared"
+
+
+def _measured_by(m: dict) -> str:
+    """What measured a stage's number: the gateway's histogram or Triton's counters."""
+    metric = m.get("metric") or "?"
+    if metric.startswith("nv_inference"):
+        return f"{metric}: Triton's mean per inference request (queue + compute), no percentiles"
+    return f"{metric}: the service's histogram (P50/P99 interpolated in its buckets, the mean exact)"
 
 
 def _calibration(spec: Spec, host: str | None) -> dict:
@@ -214,7 +244,11 @@ def section(cmp: dict | None) -> tuple[str, list[str], list[list[str]], list[str
             f"Prediction at {_fmt(cmp.get('rate_rps'), ' req/s')} from {cmp.get('source')}; error = "
             "(predicted − measured) / measured. A miss beyond ~15 % is a bug in the model or the spec."
         ]
-        + ([f"Every predicted value here comes {FOREIGN}: {foreign}"] if foreign else []),
+        + ([f"Every predicted value here comes {FOREIGN}: {foreign}"] if foreign else [])
+        + [
+            f"stage {sid}: predicted from {b['predicted']}; measured by {b['measured']}."
+            for sid, b in (cmp.get("stage_basis") or {}).items()
+        ],
     )
 
 

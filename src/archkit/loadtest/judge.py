@@ -104,9 +104,9 @@ def _upper(
         why = f"{what} {_fmt(measured, unit)} {'≤' if ok else '>'} budget {_fmt(budget, unit)}" + (
             "" if ok else f" (over by {_fmt(measured - budget, unit)})"
         )
-        return Verdict(
-            vid, scope, metric, "<=", budget, measured, unit, ok, why + " (sample count unknown)", path
-        )
+        if metric in PCTS:  # a percentile without its sample count (an older measurement)
+            why += " (sample count unknown)"
+        return Verdict(vid, scope, metric, "<=", budget, measured, unit, ok, why, path)
     return _percentile(vid, scope, metric, budget, measured, unit, path, what, ci, duration_s)
 
 

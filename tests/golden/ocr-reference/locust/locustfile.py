@@ -76,7 +76,7 @@ LEVELS = {
     'baseline': {
         "kind": 'baseline',
         "users": 8,
-        "rate_rps": 1.5,
+        "rate_rps": 2.0,
         "duration_s": 250.0,
         "steps": [],
     },
