@@ -137,3 +137,25 @@ def test_every_predicted_line_from_a_foreign_calibration_says_so() -> None:
     assert len(lines) == 3 and all(x.endswith("[from a calibration of another machine]") for x in lines[1:])
     title, _head, _rows, notes = compare.section(cmp)
     assert title == "Predicted vs measured (from a calibration of another machine)" and "AK230" in notes[-1]
+
+
+def test_a_calibration_measures_the_service_stages_too(tmp_path) -> None:
+    """`stages` of a calibration (the service's own histograms under one client) replace the
+    declared cpu_ms of the gateway's stages: decode was 8.5 ms on the Zen 4, 3.8 ms on the Zen 5."""
+    doc = json.loads((ROOT / "specs" / "calibration" / "ocr-reference-cpu.json").read_text())
+    doc["stages"] = {
+        "decode": {"mean_ms": 3.83, "count": 30},
+        "cache": {"mean_ms": 0.003, "count": 30},
+        "ingress": {"mean_ms": 400.0, "count": 30},  # the whole request: never a stage's own time
+        "detect": {"mean_ms": 99.0, "count": 30},  # a model: Triton's numbers stand
+    }
+    cal = tmp_path / "cal.json"
+    cal.write_text(json.dumps(doc), encoding="utf-8")
+    spec_path = ROOT / "specs" / "ocr-reference.yaml"
+    base = prepare(spec_path, "cpu").spec
+    spec = prepare(spec_path, "cpu", str(cal)).spec
+    assert base.stage("decode").cpu_ms == 8.5 and spec.stage("decode").cpu_ms == 3.83
+    assert base.stage("cache").cpu_ms is None and spec.stage("cache").cpu_ms == 0.003
+    assert spec.stage("ingress").cpu_ms == base.stage("ingress").cpu_ms
+    assert spec.stage("detect").model.service_time == base.stage("detect").model.service_time
+    assert spec.environment("cpu").calibration == str(cal.resolve())  # what AK230 reads now

@@ -45,6 +45,19 @@ def _ints(text: str | None, what: str) -> list[int] | None:
     return vals
 
 
+def _payload_root(spec_obj, spec: Path) -> Path | None:
+    """Where the spec's scenario payloads are (its folder, else the current one); None if nowhere."""
+    from archkit.loadtest.plan import PlanError
+    from archkit.loadtest.session import payload_root
+
+    if spec_obj.loadtest is None:
+        return None
+    try:
+        return payload_root(spec_obj, spec.resolve().parent)
+    except PlanError:
+        return None
+
+
 @app.command()
 def calibrate(
     spec: Annotated[Path, typer.Argument(help="The spec file.", show_default=False)],
@@ -129,6 +142,7 @@ def calibrate(
         budget_s=budget_s,
         models=list(model or []),
         service=service,
+        stage_root=_payload_root(ctx.spec, spec),
     )
 
     def progress(msg: str) -> None:

@@ -1101,6 +1101,11 @@ class StageOverride(Node):
         description="the model's batching on this hardware (replaces the stage's; checked by verify --env)",
     )
     instances: Instances | None = Field(None, description="the model's instance count on this hardware")
+    cpu_ms: Ms | None = Field(
+        None,
+        description="a non-model stage's processor time per item on this hardware (replaces the stage's "
+        "cpu_ms; archkit calibrate measures it from the service's stage histograms)",
+    )
 
 
 class Environment(Node):
@@ -1225,6 +1230,10 @@ class Spec(Node):
                 _copy_paths(ov.batching, st.model.batching)
             if ov.instances is not None:
                 st.model.instances = ov.instances
+        for ov in env.stages:
+            st = clone.stage(ov.stage)
+            if st is not None and ov.cpu_ms is not None:
+                st.cpu_ms = ov.cpu_ms
         if env.device is not None:
             for st in clone.dataflow.stages:
                 if st.model is not None:
