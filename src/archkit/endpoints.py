@@ -389,8 +389,10 @@ def open_url(
     allow: Iterable[str] | AllowList | None = (),
     timeout: float = 10.0,
     headers: dict[str, str] | None = None,
+    data: bytes | None = None,
+    method: str | None = None,
 ) -> Any:
-    """GET `url` on the endpoint policy (judged first, so a refusal is an EndpointError before any I/O).
+    """GET (or `method` with `data`) `url` on the endpoint policy (judged first, so a refusal is an EndpointError before any I/O).
 
     An `Endpoint` that `require_allowed` returned is used as judged (its name is not looked up
     again). Returns urllib's response (a context manager); HTTP errors raise
@@ -402,5 +404,7 @@ def open_url(
         ep = url
     else:
         ep = judge(url.url if isinstance(url, Endpoint) else url)
-    request = urllib.request.Request(f"{ep.scheme}://{ep.authority}{ep.path}", headers=headers or {})
+    request = urllib.request.Request(
+        f"{ep.scheme}://{ep.authority}{ep.path}", data=data, headers=headers or {}, method=method
+    )
     return _opener(judge).open(request, timeout=timeout)

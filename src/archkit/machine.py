@@ -8,7 +8,6 @@ ISA flags, cores, GPUs, the serving runtime and versions); `differences` and
 from __future__ import annotations
 
 import contextlib
-import ipaddress
 import os
 import platform
 import re
@@ -16,7 +15,8 @@ import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+
+from archkit.endpoints import is_loopback_url
 
 
 def cpu_model() -> str:
@@ -226,11 +226,9 @@ def declared_differences(
 
 
 def is_loopback_host(url: str) -> bool:
-    """Whether a URL (or host) names this machine: localhost, 127.0.0.0/8 or ::1."""
-    host = urlsplit(url if "//" in url else f"//{url}").hostname or ""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+    """Whether a URL (or host) names this machine: localhost, 127.0.0.0/8 or ::1, in any spelling.
+
+    The one endpoint policy's parser (archkit.endpoints): `127.1` and `0x7f000001` are loopback,
+    `127.0.0.1@10.0.0.1` and `[::ffff:10.0.0.1]` are not.
+    """
+    return is_loopback_url(url)

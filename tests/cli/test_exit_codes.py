@@ -156,6 +156,7 @@ CASES: dict[str, list[tuple[int, Case]]] = {
         (1, lambda t: invoke("verify", REFERENCE, "--manifests", _drifted_manifests(t))),
         (2, lambda t: invoke("verify", _missing(t), "--manifests", ROOT / "reference_service" / "deploy")),
         (2, lambda t: invoke("verify", _bad(t), "--manifests", ROOT / "reference_service" / "deploy")),
+        (2, lambda t: invoke("verify", REFERENCE, "--triton-url", "http://167772161:8000")),  # 10.0.0.1
     ],
     "faulttree": [
         (0, lambda t: invoke("faulttree", REFERENCE)),

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import json
 import os
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from archkit import machine
 from archkit.calibrate.apply import CalibrationError, read
+from archkit.endpoints import open_url
 from archkit.spec.loader import file_of
 from archkit.spec.model import Spec
 
@@ -117,9 +117,9 @@ def service_runtime(spec: Spec, host: str | None = None, timeout_s: float = 3.0)
         return None
     url = host.rstrip("/") + "/v1/models"
     try:
-        with urllib.request.urlopen(url, timeout=timeout_s) as resp:  # loopback only (local_target)
+        with open_url(url, (), timeout=timeout_s) as resp:  # the endpoint policy: loopback only
             body = json.loads(resp.read().decode("utf-8", "replace"))
-    except (OSError, ValueError):
+    except (OSError, ValueError):  # EndpointError is a ValueError
         return None
     runtime = body.get("runtime") if isinstance(body, dict) else None
     return runtime if isinstance(runtime, dict) else None
@@ -131,9 +131,9 @@ def triton_version(triton_url: str, timeout_s: float = 3.0) -> str | None:
         return None
     url = (triton_url if "://" in triton_url else f"http://{triton_url}").rstrip("/") + "/v2"
     try:
-        with urllib.request.urlopen(url, timeout=timeout_s) as resp:
+        with open_url(url, (), timeout=timeout_s) as resp:  # the endpoint policy: loopback only
             body = json.loads(resp.read().decode("utf-8", "replace"))
-    except (OSError, ValueError):
+    except (OSError, ValueError):  # EndpointError is a ValueError
         return None
     version = body.get("version") if isinstance(body, dict) else None
     return str(version) if version else None

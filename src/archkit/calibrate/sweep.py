@@ -225,9 +225,9 @@ def stage_point(spec: Spec, service: str, requests: int, root: Path) -> dict[str
     service exposes no stage histograms or the spec has no such scenario.
     """
     import itertools
-    import urllib.request
 
     from archkit.calibrate.apply import stage_calibratable
+    from archkit.endpoints import open_url
     from archkit.loadtest import scrape
     from archkit.loadtest.safety import require_loopback
 
@@ -250,8 +250,10 @@ def stage_point(spec: Spec, service: str, requests: int, root: Path) -> dict[str
     target = service.rstrip("/") + (sc.path or "/")
     headers = {**sc.headers, "Content-Type": sc.payload.content_type or "application/octet-stream"}
     for path in itertools.islice(itertools.cycle(files), requests):
-        req = urllib.request.Request(target, data=path.read_bytes(), headers=headers, method=sc.method)
-        with urllib.request.urlopen(req, timeout=60) as resp:
+        # the endpoint policy's opener: the judged loopback address, no redirect off it, no proxy
+        with open_url(
+            target, (), timeout=60, headers=headers, data=path.read_bytes(), method=sc.method
+        ) as resp:
             resp.read()
     after = scrape.snapshot(urls)
     stages = scrape.decompose(spec, before, after, {}).get("stages", {})
