@@ -184,9 +184,9 @@ def _declared(spec: Spec) -> set[str]:
     # an LLM stage's engine declares its series through the engine adapter (archkit.engines)
     from archkit.engines import adapter
 
-    for st in spec.dataflow.stages:
-        if st.llm is not None:
-            eng = adapter(st.llm.engine.name.value)
+    for stage in spec.dataflow.stages:
+        if stage.llm is not None:
+            eng = adapter(stage.llm.engine.name.value)
             for measure in eng.measures:
                 names |= {n + sfx for n in eng.all_names(measure) for sfx in ("", "_bucket")}
     return names
