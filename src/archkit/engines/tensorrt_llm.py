@@ -37,8 +37,11 @@ TENSORRT_LLM = register(
                 Metric("nv_trt_llm_kv_cache_block_metrics", "gauge", "1", ("model", "kv_cache_block_type")),
             ),
             "requests": (Metric("nv_trt_llm_request_metrics", "gauge", "1", ("model", "request_type")),),
+            # Triton's counter of successes only (failures: nv_inference_request_failure)
             "request_success": (
-                Metric("nv_inference_request_success", "counter", "1", ("model", "version")),
+                Metric(
+                    "nv_inference_request_success", "counter", "1", ("model", "version"), success_only=True
+                ),
             ),
             "queue_seconds": (
                 Metric("nv_inference_queue_duration_us", "counter", "microseconds", ("model", "version")),
