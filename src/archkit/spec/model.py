@@ -1163,6 +1163,9 @@ class Spec(Node):
     loadtest: Loadtest | None = None
     environments: list[Environment] = Field(default_factory=list)
     checks: CheckSettings = Field(default_factory=CheckSettings)
+    traffic: Traffic = Field(
+        default_factory=lambda: Traffic(), description="admission and rate limits (archkit.spec.traffic)"
+    )
     _applied_env: str | None = PrivateAttr(default=None)
 
     @property
@@ -1279,6 +1282,7 @@ def assign_paths(node: Any, path: tuple[Any, ...] = ()) -> None:
 # The llm section builds on Node and the unit types above, so it is imported last and the models that
 # contain it are completed here (pydantic resolves the `LlmStage` annotation from this namespace).
 from archkit.spec.llm import LlmStage  # noqa: E402
+from archkit.spec.traffic import Traffic  # noqa: E402
 
 Stage.model_rebuild()
 Spec.model_rebuild()
