@@ -9,28 +9,23 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from archkit import api
-from archkit.render.tree import write_tree
 from archkit.spec.model import Spec
 from archkit.verify import Status
 from archkit.verify.kube import check_cluster
 from archkit.verify.state import load_manifests
 from tests.conftest import EXAMPLES, REFERENCE_SPECS
+from tests.deploy.helpers import load_spec, render_one
 
 SPECS = EXAMPLES + REFERENCE_SPECS
 K8S_VERSIONS = ("1.30.0", "1.37.0")  # the reference deploy's and kubernetes-validate's newest
 
 
 def _spec(path: Path) -> Spec:
-    res = api.load(path)
-    assert res.spec is not None
-    return res.spec
+    return load_spec(path)
 
 
 def _render(spec: Spec, out: Path) -> Path:
-    files, _ = api.generate(spec, "spec.yaml", only=["kubernetes"], formats=())
-    write_tree(out, files)
-    return out / "kubernetes"
+    return render_one(spec, "kubernetes", out)
 
 
 def _drift(spec: Spec, folder: Path) -> list[str]:

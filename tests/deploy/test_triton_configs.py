@@ -12,25 +12,20 @@ from pathlib import Path
 import pytest
 
 from archkit import api
-from archkit.render.tree import write_tree
 from archkit.spec.model import Scenario, TritonInput
 from archkit.verify import Status
 from archkit.verify.triton_repo import check_repository, parse_config
 from tests.conftest import EXAMPLES, REFERENCE_SPECS
+from tests.deploy.helpers import load_spec, render_one
 
 SPECS = EXAMPLES + REFERENCE_SPECS
 
 
-def load_file(path: Path):
-    res = api.load(path)
-    assert res.spec is not None
-    return res.spec
+load_file = load_spec
 
 
 def _render(spec, name: str, out: Path, env: str | None = None) -> Path:
-    files, _ = api.generate(spec, name, only=["triton"], formats=(), env=env)
-    write_tree(out, files)
-    return out / "triton"
+    return render_one(spec, "triton", out, name, env)
 
 
 @pytest.mark.parametrize("spec_file", SPECS, ids=[p.stem for p in SPECS])

@@ -29,6 +29,7 @@ BUILTIN = (
     "archkit.verify.triton",
     "archkit.verify.prometheus",
     "archkit.verify.triton_repo",
+    "archkit.verify.code",
 )
 ENTRY_POINTS = "archkit.verify_sources"
 
