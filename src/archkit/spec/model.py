@@ -1119,6 +1119,9 @@ class Spec(Node):
     loadtest: Loadtest | None = None
     environments: list[Environment] = Field(default_factory=list)
     checks: CheckSettings = Field(default_factory=CheckSettings)
+    config: Config | None = Field(
+        None, description="parameters in a configuration store per environment (seed 000 §4.2)"
+    )
     _applied_env: str | None = PrivateAttr(default=None)
 
     @property
@@ -1230,6 +1233,7 @@ def assign_paths(node: Any, path: tuple[Any, ...] = ()) -> None:
 
 # The llm section builds on Node and the unit types above, so it is imported last and the models that
 # contain it are completed here (pydantic resolves the `LlmStage` annotation from this namespace).
+from archkit.spec.config import Config  # noqa: E402
 from archkit.spec.llm import LlmStage  # noqa: E402
 
 Stage.model_rebuild()
