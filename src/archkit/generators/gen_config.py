@@ -15,18 +15,7 @@ import json
 import re
 
 from archkit.generators.registry import RenderContext, register
-from archkit.spec.config import ConfigParam, Scalar
-
-DEFAULT_ENV = "default"
-
-
-def text_of(value: Scalar) -> str:
-    """A value as the store holds it: booleans as true/false, numbers as written, strings as they are."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value)
+from archkit.spec.config import DEFAULT_ENV, text_of, value_in
 
 
 def env_name(key: str) -> str:
@@ -40,10 +29,6 @@ def _shell(value: str) -> str:
     if re.fullmatch(r"[A-Za-z0-9_./:@%+,-]*", value):
         return value
     return "'" + value.replace("'", "'\\''") + "'"
-
-
-def value_in(param: ConfigParam, env: str) -> Scalar | None:
-    return param.values.get(env, param.value) if env != DEFAULT_ENV else param.value
 
 
 @register("config", order=68)

@@ -54,14 +54,31 @@ def function_name(node_id: str) -> str:
     return name + "_" if keyword.iskeyword(name) else name
 
 
+def _unique(names: list[str]) -> list[str]:
+    """Function names made unique in order: ids 'call-a' and 'call_a' become call_a and call_a_2."""
+    seen: set[str] = set()
+    out = []
+    for name in names:
+        candidate, n = name, 1
+        while candidate in seen:
+            n += 1
+            candidate = f"{name}_{n}"
+        seen.add(candidate)
+        out.append(candidate)
+    return out
+
+
 def code_contract(spec: Spec) -> tuple[FunctionContract, ...]:
     """One contract per decision and call of the control flow, in document order."""
+    cf = spec.controlflow
+    ids = [d.id for d in cf.decisions] + [c.id for c in cf.calls]
+    names = iter(_unique([function_name(i) for i in ids]))
     out: list[FunctionContract] = []
     for d in spec.controlflow.decisions:
         out.append(
             FunctionContract(
                 d.id,
-                function_name(d.id),
+                next(names),
                 "decision",
                 d.timeout_ms,
                 0,
@@ -82,7 +99,7 @@ def code_contract(spec: Spec) -> tuple[FunctionContract, ...]:
         out.append(
             FunctionContract(
                 c.id,
-                function_name(c.id),
+                next(names),
                 "call",
                 c.timeout_ms,
                 r.attempts if r else 0,

@@ -56,3 +56,20 @@ class Config(Node):
         description="key prefix in the store (default: metadata.name)",
     )
     params: list[ConfigParam] = Field(default_factory=list)
+
+
+DEFAULT_ENV = "default"  # the values of no environment: each parameter's `value`
+
+
+def value_in(param: ConfigParam, env: str | None) -> Scalar | None:
+    """A parameter's value in an environment (its own, else the default); None when it has none."""
+    return param.values.get(env, param.value) if env and env != DEFAULT_ENV else param.value
+
+
+def text_of(value: Scalar) -> str:
+    """A value as a store holds it: booleans as true/false, whole floats without '.0', strings as they are."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)

@@ -30,6 +30,7 @@ BUILTIN = (
     "archkit.verify.prometheus",
     "archkit.verify.triton_repo",
     "archkit.verify.code",
+    "archkit.verify.config_store",
 )
 ENTRY_POINTS = "archkit.verify_sources"
 
