@@ -89,12 +89,21 @@ def test_every_action_maps_to_an_experiment(tmp_path: Path) -> None:
         Fault(at_s=4, action="pause", target="triton", duration_s=5),
         Fault(at_s=5, action="stop", target="triton"),
         Fault(at_s=6, action="delay", target="gateway", delay_ms=250, duration_s=20),
+        Fault(at_s=7, action="loss", target="gateway", loss_percent=12.5, duration_s=10),
+        Fault(
+            at_s=8,
+            action="stress",
+            target="triton",
+            stress_cpu_workers=2,
+            stress_memory_mib=512,
+            duration_s=15,
+        ),
     ]
     folder = render_one(spec, "chaosmesh", tmp_path)
     docs = list(yaml.safe_load_all((folder / "chaos.yaml").read_text()))
     for doc in docs:
         _validate(doc)
-    got = [(d["kind"], d["spec"]["action"], d["spec"].get("duration")) for d in docs]
+    got = [(d["kind"], d["spec"].get("action"), d["spec"].get("duration")) for d in docs]
     assert got == [
         ("PodChaos", "pod-kill", None),
         ("PodChaos", "pod-failure", "10s"),
@@ -102,6 +111,8 @@ def test_every_action_maps_to_an_experiment(tmp_path: Path) -> None:
         ("PodChaos", "pod-failure", "5s"),
         ("PodChaos", "pod-failure", "85s"),  # to the level's end: 90 s - 5 s
         ("NetworkChaos", "delay", "20s"),
+        ("NetworkChaos", "loss", "10s"),
+        ("StressChaos", None, "15s"),
     ]
     assert docs[0]["spec"]["selector"] == {
         "namespaces": ["ocr-reference"],
@@ -109,6 +120,19 @@ def test_every_action_maps_to_an_experiment(tmp_path: Path) -> None:
     }
     assert docs[2]["spec"]["containerNames"] == ["triton"]
     assert docs[5]["spec"]["delay"] == {"latency": "250ms"}
+    assert docs[6]["spec"]["loss"] == {"loss": "12.5"}
+    assert docs[7]["spec"]["stressors"] == {
+        "cpu": {"workers": 2, "load": 100},
+        "memory": {"workers": 1, "size": "512MiB"},
+    }
+    assert docs[7]["spec"]["containerNames"] == ["triton"]
+
+
+def test_loss_and_stress_need_their_amounts() -> None:
+    with pytest.raises(ValueError, match="loss_percent"):
+        Fault(at_s=1, action="loss", target="gateway")
+    with pytest.raises(ValueError, match="stress_cpu_workers"):
+        Fault(at_s=1, action="stress", target="gateway")
 
 
 def test_a_wrong_field_is_caught_by_the_schema() -> None:
@@ -124,3 +148,14 @@ def test_a_wrong_field_is_caught_by_the_schema() -> None:
     doc["spec"]["action"] = "pod-kill"
     doc["spec"]["latency"] = "1s"
     assert unknown_fields(doc, SCHEMAS["PodChaos"]) == [".spec.latency"]
+
+
+def test_the_local_runner_refuses_what_only_a_cluster_can_inject() -> None:
+    from archkit.loadtest.chaos import ChaosError, Injector
+
+    for fault in (
+        Fault(at_s=1, action="loss", target="gateway", loss_percent=5),
+        Fault(at_s=1, action="stress", target="gateway", stress_cpu_workers=1),
+    ):
+        with pytest.raises(ChaosError, match="chaos-mesh/"):
+            Injector([fault], {}, {}).preflight()

@@ -4,7 +4,9 @@ Seed 000 §4.4 proves resilience with Chaos Mesh. Each fault of a chaos level be
 experiment against the pods of the service it targets (selected by the labels the `kubernetes`
 generator gives them): kill -> PodChaos pod-kill (pod-failure when it lasts `duration_s`), restart
 -> PodChaos container-kill, stop and pause -> PodChaos pod-failure for the fault's duration,
-delay -> NetworkChaos delay of `delay_ms`.
+delay -> NetworkChaos delay of `delay_ms`, loss -> NetworkChaos loss of `loss_percent`, stress ->
+StressChaos with `stress_cpu_workers` and `stress_memory_mib` (loss and stress exist only here: the
+local runner cannot inject them).
 `archkit loadtest --level chaos` stays the runnable default on one machine (local processes and
 a delay proxy); these files are for a cluster, applied at each fault's `at_s` (an annotation).
 """
@@ -33,14 +35,27 @@ def experiment(spec: Spec, level: Level, index: int, fault: Fault) -> dict[str, 
     length = fault.duration_s if fault.duration_s is not None else max(level.duration_s - fault.at_s, 1)
     selector = {"namespaces": [ns], "labelSelectors": dict(labels)}
     body: dict[str, Any]
-    if fault.action == "delay":
+    if fault.action in ("delay", "loss"):
         kind = "NetworkChaos"
+        body = {"action": fault.action, "mode": "all", "selector": selector}
+        if fault.action == "delay":
+            body["delay"] = {"latency": f"{fault.delay_ms or 0:g}ms"}
+        else:
+            body["loss"] = {"loss": f"{fault.loss_percent or 0:g}"}
+        body["direction"] = "to"
+        body["duration"] = _seconds(length)
+    elif fault.action == "stress":
+        kind = "StressChaos"
+        stressors: dict[str, Any] = {}
+        if fault.stress_cpu_workers:
+            stressors["cpu"] = {"workers": fault.stress_cpu_workers, "load": 100}
+        if fault.stress_memory_mib:
+            stressors["memory"] = {"workers": 1, "size": f"{round(fault.stress_memory_mib)}MiB"}
         body = {
-            "action": "delay",
             "mode": "all",
             "selector": selector,
-            "delay": {"latency": f"{fault.delay_ms or 0:g}ms"},
-            "direction": "to",
+            "containerNames": [container],
+            "stressors": stressors,
             "duration": _seconds(length),
         }
     else:
@@ -69,7 +84,7 @@ def experiment(spec: Spec, level: Level, index: int, fault: Fault) -> dict[str, 
 
 @register("chaosmesh", order=69)
 def generate(ctx: RenderContext) -> dict[str, str]:
-    """Chaos Mesh experiments (PodChaos, NetworkChaos) for each chaos level's faults."""
+    """Chaos Mesh experiments (PodChaos, NetworkChaos, StressChaos) for each chaos level's faults."""
     lt = ctx.spec.loadtest
     out: dict[str, str] = {}
     for level in lt.levels if lt else []:

@@ -1004,15 +1004,34 @@ class Scenario(Node):
 
 
 class Fault(Node):
+    """One injected fault. loss and stress run in a cluster only (render's Chaos Mesh experiments)."""
+
     at_s: Annotated[float, Field(ge=0, le=MAX_SECONDS)]
-    action: Literal["stop", "kill", "restart", "pause", "delay"]
+    action: Literal["stop", "kill", "restart", "pause", "delay", "loss", "stress"]
     target: Annotated[Id, RefTo("service")] = Field(description="a topology service id")
     duration_s: Annotated[float, Field(ge=0, le=MAX_SECONDS)] | None = None
     delay_ms: Ms | None = None
+    loss_percent: Annotated[float, Field(gt=0, le=100)] | None = Field(
+        None, description="loss: share of the target's outgoing packets dropped, in percent"
+    )
+    stress_cpu_workers: Annotated[int, Field(ge=1, le=1024)] | None = Field(
+        None, description="stress: CPU-burning workers in the target's containers"
+    )
+    stress_memory_mib: Annotated[float, Field(gt=0, le=1_048_576)] | None = Field(
+        None, description="stress: memory each stress worker holds, in MiB"
+    )
     command: str | None = Field(None, description="how to apply it outside the local runner")
     expect_fallback: Annotated[Id, RefTo("control-flow node")] | None = Field(
         None, description="control-flow node expected to answer"
     )
+
+    @model_validator(mode="after")
+    def _amounts(self) -> Fault:
+        if self.action == "loss" and self.loss_percent is None:
+            raise ValueError("a loss fault needs loss_percent")
+        if self.action == "stress" and self.stress_cpu_workers is None and self.stress_memory_mib is None:
+            raise ValueError("a stress fault needs stress_cpu_workers or stress_memory_mib")
+        return self
 
 
 class Level(Node):
