@@ -29,7 +29,7 @@ from archkit.spec.model import Scenario, TritonInput
 from archkit.verify import Status
 from archkit.verify.findings import Recorder
 from archkit.verify.triton import triton_models
-from archkit.verify.triton_config import _check_config
+from archkit.verify.triton_config import check_config
 from tests.reference_service.conftest import ROOT, SERVICE_PY, free_ports
 
 pytestmark = pytest.mark.live
@@ -141,7 +141,7 @@ def test_triton_loads_generated_configs_with_zero_drift(tmp_path: Path) -> None:
             status, body = _get(f"{base}/v2/models/{model.name}/config")
             assert status == 200, model.name
             config = json.loads(body)
-            _check_config(rec, model.name, model, config)
+            check_config(rec, model.name, model, config)
         assert rec.findings
         assert [f.message for f in rec.findings if f.status is not Status.PASS] == []
         det = json.loads(_get(f"{base}/v2/models/ocr_detector/config")[1])

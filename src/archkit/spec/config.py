@@ -5,7 +5,7 @@ in a configuration centre (Consul KV), one value per environment, changed throug
 by hand. Each parameter has a key, a value (the default for every environment) and per-environment
 overrides, and says whether the service refuses to start without it. Text elsewhere in the spec
 refers to a parameter as `config:KEY` (a decision's criterion, a degrade rule's condition, a check
-command); rule AK113 reports a reference to a key this section does not declare. The `config`
+command); rule AK114 reports a reference to a key this section does not declare. The `config`
 generator exports the values as `consul kv import` JSON and as env files.
 """
 

@@ -125,8 +125,10 @@ class TimeoutFirst(CodeCheck):
         have = fn.values.get("timeout_ms", (0, _UNSET))[1]
         where = fn.at("timeout_ms")
         if fn.first != "timeout_ms":
-            rec.drift(
-                "VC411",
+            _emit(
+                rec,
+                False,
+                TimeoutFirst.code,
                 _label(fc),
                 fc.node,
                 "timeout_ms",
@@ -136,8 +138,10 @@ class TimeoutFirst(CodeCheck):
                 where,
             )
         elif have is _UNSET or not _same(have, fc.timeout_ms):
-            rec.drift(
-                "VC411",
+            _emit(
+                rec,
+                False,
+                TimeoutFirst.code,
                 _label(fc),
                 fc.node,
                 "timeout_ms",
@@ -145,7 +149,16 @@ class TimeoutFirst(CodeCheck):
                 where,
             )
         else:
-            rec.ok("VC411", _label(fc), fc.node, "timeout_ms", f"timeout_ms {_ms(fc.timeout_ms)}", where)
+            _emit(
+                rec,
+                True,
+                TimeoutFirst.code,
+                _label(fc),
+                fc.node,
+                "timeout_ms",
+                f"timeout_ms {_ms(fc.timeout_ms)}",
+                where,
+            )
 
 
 class Retries(CodeCheck):
@@ -171,8 +184,10 @@ class Retries(CodeCheck):
             problems.append(f"backoff_ms {_show(backoff)} instead of {fc.backoff_ms:g}")
         fld = "retry" if getattr(fc.node, "retry", None) is not None else None
         if problems:
-            rec.drift(
-                "VC412",
+            _emit(
+                rec,
+                False,
+                Retries.code,
                 _label(fc),
                 fc.node,
                 fld,
@@ -180,7 +195,9 @@ class Retries(CodeCheck):
                 fn.at("retries"),
             )
         else:
-            rec.ok("VC412", _label(fc), fc.node, fld, f"{fc.retries} retries", fn.at("retries"))
+            _emit(
+                rec, True, Retries.code, _label(fc), fc.node, fld, f"{fc.retries} retries", fn.at("retries")
+            )
 
 
 class Fallback(CodeCheck):
@@ -197,8 +214,10 @@ class Fallback(CodeCheck):
     def run(self, rec: Recorder, fc: FunctionContract, fn: Function) -> None:
         have = fn.values.get("fallback", (0, _UNSET))[1]
         if have is _UNSET or have != fc.fallback:
-            rec.drift(
-                "VC413",
+            _emit(
+                rec,
+                False,
+                Fallback.code,
                 _label(fc),
                 fc.node,
                 "on_failure",
@@ -206,7 +225,16 @@ class Fallback(CodeCheck):
                 fn.at("fallback"),
             )
         else:
-            rec.ok("VC413", _label(fc), fc.node, "on_failure", f"fallback {fc.fallback!r}", fn.at("fallback"))
+            _emit(
+                rec,
+                True,
+                Fallback.code,
+                _label(fc),
+                fc.node,
+                "on_failure",
+                f"fallback {fc.fallback!r}",
+                fn.at("fallback"),
+            )
 
 
 class BreakerWired(CodeCheck):
@@ -243,9 +271,9 @@ class BreakerWired(CodeCheck):
                 f"{_breaker_tuple(want)} (threshold, window_s, open_s, min_requests)"
             )
         if ok:
-            rec.ok("VC414", _label(fc), fc.node, fld, text, fn.at("breaker"))
+            _emit(rec, True, BreakerWired.code, _label(fc), fc.node, fld, text, fn.at("breaker"))
         else:
-            rec.drift("VC414", _label(fc), fc.node, fld, text, fn.at("breaker"))
+            _emit(rec, False, BreakerWired.code, _label(fc), fc.node, fld, text, fn.at("breaker"))
 
 
 def _breaker_tuple(b: Breaker) -> tuple[float, float, float, int]:
@@ -284,6 +312,13 @@ def _show(v: Any) -> str:
 CODE_CHECKS: tuple[type[CodeCheck], ...] = (TimeoutFirst, Retries, Fallback, BreakerWired)
 
 
+def _emit(
+    rec: Recorder, ok: bool, code: Code, label: str, node: Any, fld: str | None, message: str, where: str = ""
+) -> None:
+    """One finding: pass or drift, at the spec node's field and the code's file:line."""
+    (rec.ok if ok else rec.drift)(code, label, node, message, field=fld, where=where)
+
+
 def check_code(spec: Spec, root: Path) -> list[Finding]:
     """Every decision and call of the spec against the functions under root."""
     rec = Recorder(spec, "code")
@@ -293,15 +328,17 @@ def check_code(spec: Spec, root: Path) -> list[Finding]:
         fn = found.get(fc.function)
         if fn is None:
             note = f" ({len(broken)} file(s) did not parse: {broken[0]})" if broken else ""
-            rec.drift(
-                "VC410",
+            _emit(
+                rec,
+                False,
+                FunctionPresent.code,
                 _label(fc),
                 fc.node,
                 None,
                 f"no function {fc.function}() for {fc.kind} '{fc.node_id}' under {root}{note} (seed 000 §3.2)",
             )
             continue
-        rec.ok("VC410", _label(fc), fc.node, None, f"{fc.function}()", fn.at())
+        _emit(rec, True, FunctionPresent.code, _label(fc), fc.node, None, f"{fc.function}()", fn.at())
         for chk in CODE_CHECKS:
             chk().run(rec, fc, fn)
     return rec.findings

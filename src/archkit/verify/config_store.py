@@ -94,14 +94,16 @@ class ParamValue(Check):
         "Each parameter of the config section is in the store with the value the spec gives this environment.",
         "seed 000 §4.2",
     )
-    also = (
-        Code(
-            "VS511",
-            "no undeclared parameter",
-            "A key under the spec's prefix that the spec does not declare was set outside GitOps.",
-            "seed 000 §4.2",
-        ),
+    undeclared = Code(
+        "VS511",
+        "no undeclared parameter",
+        "A key under the spec's prefix that the spec does not declare was set outside GitOps.",
+        "seed 000 §4.2",
     )
+    also = (undeclared,)
+
+
+VALUE = ParamValue.code
 
 
 def check_store(spec: Spec, store: Store, timeout_s: float) -> list[Finding]:
@@ -120,41 +122,53 @@ def check_store(spec: Spec, store: Store, timeout_s: float) -> list[Finding]:
         if want is None:
             if p.required_at_start:
                 rec.drift(
-                    "VS510",
+                    VALUE,
                     label,
                     p,
-                    "values",
                     f"'{p.key}' is required at start but the spec gives it no value in {env}",
-                    where,
+                    field="values",
+                    where=where,
                 )
             continue
         if got is None:
             rec.drift(
-                "VS510", label, p, "value", f"'{p.key}' is not in the store ({env}: {text_of(want)!r})", where
+                VALUE,
+                label,
+                p,
+                f"'{p.key}' is not in the store ({env}: {text_of(want)!r})",
+                field="value",
+                where=where,
             )
         elif got != text_of(want):
             rec.drift(
-                "VS510",
+                VALUE,
                 label,
                 p,
-                "value",
                 f"'{p.key}' is {got!r} in the store, the spec gives {env} {text_of(want)!r}",
-                where,
+                field="value",
+                where=where,
             )
         else:
-            rec.ok("VS510", label, p, "value", f"{got!r}", where)
+            rec.ok(VALUE, label, p, f"{got!r}", field="value", where=where)
     extra = sorted(set(have) - {p.key for p in cfg.params})
     if extra:
         rec.drift(
-            "VS511",
+            ParamValue.undeclared,
             "config",
             cfg,
-            "params",
             f"the store holds key(s) the spec does not declare under {prefix}/: {', '.join(extra)}",
-            where,
+            field="params",
+            where=where,
         )
     else:
-        rec.ok("VS511", "config", cfg, "params", f"no key beyond the declared ones under {prefix}/", where)
+        rec.ok(
+            ParamValue.undeclared,
+            "config",
+            cfg,
+            f"no key beyond the declared ones under {prefix}/",
+            field="params",
+            where=where,
+        )
     return rec.findings
 
 

@@ -18,8 +18,8 @@ from archkit.spec.model import Spec
 from archkit.verify.findings import Finding, Recorder
 from archkit.verify.registry import DocRow, Option, Providers, Reading, Source, register_source
 from archkit.verify.state import StateError
-from archkit.verify.triton import triton_models
-from archkit.verify.triton_config import _check_config
+from archkit.verify.triton import ModelLoaded, triton_models
+from archkit.verify.triton_config import MaxBatchSize, check_config
 
 AREA = "triton"  # the same checks as the live Triton source, reported under its area
 
@@ -77,22 +77,27 @@ def check_repository(spec: Spec, root: Path) -> list[Finding]:
         found = repo.get(model.name)
         if found is None:
             rec.drift(
-                "VT210",
+                ModelLoaded.code,
                 label,
                 model,
-                "name",
                 f"model '{model.name}' (stage '{stage.id}') has no config.pbtxt in {root}",
+                field="name",
             )
             continue
         path, config = found
         if isinstance(config, str):
             rec.drift(
-                "VT220", label, model, "batching", f"Triton would refuse the config: {config}", str(path)
+                MaxBatchSize.code,
+                label,
+                model,
+                f"Triton would refuse the config: {config}",
+                field="batching",
+                where=str(path),
             )
             continue
-        rec.ok("VT210", label, model, "name", f"{path.relative_to(root)}", str(path))
+        rec.ok(ModelLoaded.code, label, model, f"{path.relative_to(root)}", field="name", where=str(path))
         before = len(rec.findings)
-        _check_config(rec, label, model, config)
+        check_config(rec, label, model, config)
         for f in rec.findings[before:]:
             f.where = str(path)
     return rec.findings

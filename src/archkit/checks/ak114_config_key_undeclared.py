@@ -1,4 +1,4 @@
-"""AK113: text refers to a configuration parameter (`config:KEY`) that the config section does not declare."""
+"""AK114: text refers to a configuration parameter (`config:KEY`) that the config section does not declare."""
 
 from archkit.checks.registry import Rule, register
 from archkit.spec.config import CONFIG_REF
@@ -20,7 +20,7 @@ def _texts(value):
 class ConfigKeyUndeclared(Rule):
     """A `config:KEY` reference names a parameter missing from `config.params`."""
 
-    code = "AK113"
+    code = "AK114"
     name = "config-key-undeclared"
     source = "seed 000 §4.2 (every parameter drawn on the diagram lives in the configuration centre, per environment)"
     rationale = """
