@@ -112,3 +112,28 @@ def test_read_points_pairs_durations_with_outcomes() -> None:
     ]
     reqs = read_points(lines)
     assert [(r.t, r.duration_ms, r.failed) for r in reqs] == [(0.0, 12.5, False), (1.0, 30.0, True)]
+
+
+def test_triton_http_scenarios_send_a_kserve_v2_request(tmp_path: Path) -> None:
+    """A triton-http target: the request goes to /v2/models/NAME/infer with zero-filled inputs."""
+    from archkit.spec.model import Scenario, TritonInput
+
+    res = api.load(TOY)
+    spec = res.spec
+    assert spec is not None and spec.loadtest is not None
+    spec.loadtest.target.protocol = "triton-http"
+    spec.loadtest.scenarios = [
+        Scenario(
+            id="det",
+            model="ocr_detector",
+            inputs=[TritonInput(name="image", datatype="UINT8", shape=[1, 2, 3])],
+        )
+    ]
+    files, _ = api.generate(spec, "toy.yaml", only=["k6"], formats=())
+    script = tmp_path / "script.js"
+    script.write_text(str(files["k6/script.js"]), encoding="utf-8")
+    options = _inspect(script, "baseline")
+    assert list(options["scenarios"]) == ["det"]
+    text = script.read_text(encoding="utf-8")
+    body = '{"inputs":[{"data":[0,0,0,0,0,0],"datatype":"UINT8","name":"image","shape":[1,2,3]}]}'
+    assert json.dumps(body) in text and '"path": "/v2/models/ocr_detector/infer"' in text
