@@ -66,6 +66,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from archkit.loadtest.k6 import K6Result
     from archkit.loadtest.session import Result as LoadtestRunResult
     from archkit.runbook.walk import CheckResult, RunbookReport, Step
     from archkit.verify.findings import VerifyReport
@@ -402,6 +403,7 @@ def loadtest(
     progress: Callable[[dict[str, Any]], None] | None = None,
     arrival: str | None = None,
     max_inflight: int | None = None,
+    calibration: str | None = None,
 ) -> LoadtestOutcome:
     """Load-test the spec's target at one level (baseline, stress, chaos or a level id) and judge its budgets.
 
@@ -420,7 +422,7 @@ def loadtest(
     from archkit.loadtest.runner import RunError
     from archkit.loadtest.safety import RemoteTargetError
 
-    run = prepare(spec_path, env)
+    run = prepare(spec_path, env, calibration)
     spec = run.spec
     if spec.loadtest is None:
         raise LoadtestError(f"{spec_path} has no loadtest section (target, scenarios, levels)")
@@ -479,6 +481,50 @@ def loadtest(
     return LoadtestOutcome(result, written, folder)
 
 
+def loadtest_k6(
+    spec_path: str | os.PathLike[str],
+    level: str = "baseline",
+    *,
+    env: str | None = None,
+    host: str | None = None,
+    rate: float | None = None,
+    duration: float | None = None,
+) -> K6Result:
+    """Run one level of render's k6 script with the real k6 binary; judged like a locust run.
+
+    Raises SpecLoadError, UnknownEnvironmentError or LoadtestError (a chaos level, no k6, a
+    missing payload, a non-loopback target).
+    """
+    from archkit.generators.gen_k6 import k6_data
+    from archkit.loadtest import k6 as k6_mod
+    from archkit.loadtest import plan as plan_mod
+    from archkit.loadtest import session
+
+    run = prepare(spec_path, env)
+    spec, plan = run.spec, run.load_test
+    if spec.loadtest is None or plan is None:
+        raise LoadtestError(f"{spec_path} has no loadtest section (target, scenarios, levels)")
+    files, _ = generate(spec, str(spec_path), only=["k6"], run=run)
+    script = files.get("k6/script.js")
+    if not isinstance(script, str):
+        raise LoadtestError(f"{spec_path}: no k6 script for a {plan.protocol} target (use --engine locust)")
+    try:
+        root = session.payload_root(spec, Path(spec_path).resolve().parent)
+    except plan_mod.PlanError as exc:
+        raise LoadtestError(str(exc)) from None
+    return k6_mod.run_k6(
+        spec,
+        Path(spec_path).name,
+        script,
+        k6_data(spec, plan),
+        level,
+        root,
+        host=host,
+        rate=rate,
+        duration=duration,
+    )
+
+
 # --------------------------------------------------------------------------- runbook
 
 
@@ -507,12 +553,25 @@ def runbook(
 # --------------------------------------------------------------------------- capacity
 
 
+def calibration_findings(
+    path: str | os.PathLike[str], env: str | None = None, calibration: str | None = None
+) -> list[Diagnostic]:
+    """AK230: each environment's calibration measured on another machine than its target (none
+    when the spec does not load: `capacity` and `check` report that themselves)."""
+    try:
+        run = prepare(path, env, calibration)
+    except ArchkitError:
+        return []
+    return run_rules(run.spec, select=["AK230"])
+
+
 def capacity(
     path: str | os.PathLike[str],
     env: str | None = None,
     rates: list[float] | None = None,
     plot: str | os.PathLike[str] | None = None,
     requests: int | None = None,
+    calibration: str | None = None,
 ) -> CapacityReport:
     """Load a spec and analyse every model stage: λ, ρ, P50/P99 per batch size, recommendation.
 
@@ -523,7 +582,7 @@ def capacity(
     `diagnostics` (the capacity command prints them like `archkit check`).
     """
     try:
-        run = prepare(path, env)
+        run = prepare(path, env, calibration)
     except SpecLoadError as exc:
         return CapacityReport(exc.file, "", None, None, diagnostics=exc.diagnostics)
     except UnknownEnvironmentError as exc:
