@@ -14,6 +14,7 @@ import pytest
 from archkit import api
 from archkit.spec.model import Scenario, TritonInput
 from archkit.verify import Status
+from archkit.verify.triton import triton_models
 from archkit.verify.triton_repo import check_repository, parse_config
 from tests.conftest import EXAMPLES, REFERENCE_SPECS
 from tests.deploy.helpers import load_spec, render_one
@@ -31,9 +32,13 @@ def _render(spec, name: str, out: Path, env: str | None = None) -> Path:
 @pytest.mark.parametrize("spec_file", SPECS, ids=[p.stem for p in SPECS])
 def test_generated_configs_have_zero_drift(spec_file: Path, tmp_path: Path) -> None:
     spec = load_file(spec_file)
+    if not triton_models(spec):  # an LLM service on vLLM (rag-chat) has no Triton model to configure
+        files, _ = api.generate(spec, spec_file.name, only=["triton"], formats=(), env=None)
+        assert files == {}
+        return
     repo = _render(spec, spec_file.name, tmp_path)
     findings = check_repository(spec, repo)
-    assert findings, "every example serves at least one model with Triton"
+    assert findings, "a spec with Triton model stages gets one config each"
     drift = [f"{f.code} {f.message}" for f in findings if f.status is not Status.PASS]
     assert drift == []
 

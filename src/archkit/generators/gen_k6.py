@@ -15,6 +15,7 @@ import json
 import math
 from typing import Any
 
+from archkit import engines
 from archkit.generators.jinja import render
 from archkit.generators.registry import RenderContext, register
 from archkit.plans.loadtest import LevelPlan, LoadTestPlan, ScenarioPlan
@@ -52,7 +53,8 @@ def _scenario(plan: LoadTestPlan, sc: ScenarioPlan, total_weight: float) -> dict
         "expect_status": list(sc.expect_status),
     }
     if plan.protocol == "triton-http" and sc.model:
-        out["path"] = sc.path or f"/v2/models/{sc.model}/infer"
+        infer = engines.adapter("triton").endpoints.infer or ""
+        out["path"] = sc.path or infer.format(model=sc.model)
         out["body"] = _triton_body(sc.inputs)
         out["headers"].setdefault("Content-Type", "application/json")
     else:

@@ -48,11 +48,11 @@ const MIX = {
 // loadtest.levels: open model at rate_rps (stress: its steps as [start s, rate]) or closed with users
 const LEVELS = {
   "baseline": {
-    "duration_s": 60.0,
+    "duration_s": 250.0,
     "kind": "baseline",
     "model": "open",
-    "rate_rps": 0.5,
-    "users": 2
+    "rate_rps": 2.0,
+    "users": 8
   },
   "chaos": {
     "duration_s": 90.0,
@@ -62,45 +62,41 @@ const LEVELS = {
     "users": 2
   },
   "stress": {
-    "duration_s": 160.0,
+    "duration_s": 400.0,
     "kind": "stress",
     "model": "open",
-    "rate_rps": 0.5,
+    "rate_rps": 1.0,
     "steps": [
       [
         0.0,
-        0.5
-      ],
-      [
-        20.0,
         1.0
       ],
       [
-        40.0,
+        72.0,
         1.5
       ],
       [
-        60.0,
-        2.0
-      ],
-      [
-        80.0,
-        2.5
-      ],
-      [
-        100.0,
-        3.0
-      ],
-      [
         120.0,
-        3.5
+        2.25
       ],
       [
-        140.0,
-        4.0
+        152.0,
+        3.375
+      ],
+      [
+        174.0,
+        5.0625
+      ],
+      [
+        194.0,
+        7.59375
+      ],
+      [
+        214.0,
+        11.390625
       ]
     ],
-    "users": 16
+    "users": 32
   }
 };
 
