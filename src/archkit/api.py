@@ -289,6 +289,7 @@ def verify(
     timeout_s: float = 10.0,
     env: str | None = None,
     default_source: bool = False,
+    allow_endpoints: Sequence[str] = (),
     **options: Any,
 ) -> VerifyResult:
     """Verify the running system against a spec, read-only, through every source the options name.
@@ -297,9 +298,13 @@ def verify(
     live, kubeconfig, context, in_cluster, triton_url, prometheus_url, rules); with
     `default_source`, naming none reads the current cluster. Raises `archkit.verify.StateError`
     (or ValueError) when a source cannot be used at all; partial reads (403, timeouts) become
-    `unknown` findings instead.
+    `unknown` findings instead. Every endpoint a source connects to must be loopback or named in
+    `allow_endpoints` (addresses in any form, networks, host names: `archkit.endpoints`);
+    anything else raises `archkit.endpoints.EndpointError` (an InputError) before any connection.
     """
     from archkit import verify as verify_mod
+    from archkit.endpoints import allow_list
+    from archkit.verify.reach import PROVIDER
     from archkit.verify.registry import all_options
 
     known = {o.name for o in all_options()}
@@ -313,7 +318,11 @@ def verify(
     except SpecLoadError as exc:
         return VerifyResult(None, exc.diagnostics)
     spec = run.spec
-    providers = {"rule_groups": lambda: expected_rule_groups(run, options.get("rules"))}
+    allowed = allow_list(allow_endpoints)  # a malformed entry is an InputError before anything is read
+    providers = {
+        "rule_groups": lambda: expected_rule_groups(run, options.get("rules")),
+        PROVIDER: lambda: allowed,
+    }
     report = verify_mod.verify_spec(spec, options, timeout_s, providers, default=default_source)
     return VerifyResult(report, [])
 
@@ -401,6 +410,9 @@ def loadtest(
     `loadtest.runner.RunError` (exit 1) when the load generator fails while running; a missed
     budget is not an error but `outcome.passed == False`.
     """
+    from archkit.errors import require_extra
+
+    require_extra("archkit loadtest", "load")  # before any import of locust, gevent, hdrh
     from archkit.generators import all_generators
     from archkit.loadtest import chaos as chaos_mod
     from archkit.loadtest import plan as plan_mod
@@ -496,9 +508,18 @@ def runbook(
 # --------------------------------------------------------------------------- capacity
 
 
-def capacity(path: str | os.PathLike[str], env: str | None = None) -> CapacityReport:
+def capacity(
+    path: str | os.PathLike[str],
+    env: str | None = None,
+    rates: list[float] | None = None,
+    plot: str | os.PathLike[str] | None = None,
+    requests: int | None = None,
+) -> CapacityReport:
     """Load a spec and analyse every model stage: λ, ρ, P50/P99 per batch size, recommendation.
 
+    `rates` (req/s): also predict P50/P95/P99, throughput and shed share at each offered rate
+    (`report.curve`, `requests` simulated requests each), with the knee; `plot` writes that
+    curve as SVG or PNG (by its suffix).
     A spec that does not load, or an unknown environment, comes back as the report's
     `diagnostics` (the capacity command prints them like `archkit check`).
     """
@@ -508,4 +529,11 @@ def capacity(path: str | os.PathLike[str], env: str | None = None) -> CapacityRe
         return CapacityReport(exc.file, "", None, None, diagnostics=exc.diagnostics)
     except UnknownEnvironmentError as exc:
         return CapacityReport(exc.file, "", None, None, diagnostics=[exc.diagnostic()])
-    return capacity_report(run.spec, run.file)
+    report = capacity_report(run.spec, run.file, rates, requests)
+    if plot is not None and report.curve is not None:
+        from archkit.atomic import write_atomic
+        from archkit.perf.curve import curve_png, curve_svg, load_curve
+
+        curve = load_curve(report.curve)
+        write_atomic(plot, curve_png(curve) if str(plot).lower().endswith(".png") else curve_svg(curve))
+    return report

@@ -24,6 +24,7 @@ REFERENCE = ROOT / "specs" / "ocr-reference.yaml"  # no check errors, every budg
 WITH_ERRORS = ROOT / "examples" / "recommendation.yaml"
 OVER_BUDGET = ROOT / "examples" / "industrial-inspection.yaml"  # batch 8 misses the 50 ms P99
 JAR = ROOT / ".cache" / "plantuml" / "plantuml-1.2026.8.jar"
+MEF = ROOT / "tests" / "faulttree" / "faulttrees" / "aralia" / "edf9202.xml"
 RUNBOOK = """\
 apiVersion: archkit/v1
 metadata: {name: exit-codes, owners: [oncall@example.test]}
@@ -129,6 +130,7 @@ CASES: dict[str, list[tuple[int, Case]]] = {
         (1, lambda t: invoke("check", _bad(t))),  # schema errors are findings of check
         (2, lambda t: invoke("check", _missing(t))),
         (2, lambda t: invoke("check", REFERENCE, "-f", "xml")),
+        (2, lambda t: invoke("check", REFERENCE, "-o", _existing(t))),  # exists: never overwritten
     ],
     "capacity": [
         (0, lambda t: invoke("capacity", REFERENCE)),
@@ -159,6 +161,13 @@ CASES: dict[str, list[tuple[int, Case]]] = {
         (0, lambda t: invoke("faulttree", REFERENCE)),
         (1, lambda t: invoke("faulttree", _tree_over_limits(t))),
         (2, lambda t: invoke("faulttree", _missing(t))),
+        (2, lambda t: invoke("faulttree", "import", MEF, "-o", _existing(t))),  # exists: never overwritten
+        (
+            2,
+            lambda t: invoke(
+                "faulttree", "export", REFERENCE, "--tree", "ocr-unavailable", "-o", _existing(t)
+            ),
+        ),
     ],
     "slo": [
         (0, lambda t: invoke("slo", "export", REFERENCE)),
@@ -184,6 +193,7 @@ CASES: dict[str, list[tuple[int, Case]]] = {
             ),
         ),
         (2, lambda t: invoke("renderers", "install", "--no-such-option")),
+        (2, lambda t: invoke("renderers", "install", "--from", t / "nonexistent.jar")),
     ],
     "schema": [(0, lambda t: invoke("schema")), (2, lambda t: invoke("schema", "-f", "xml"))],
     "rules": [(0, lambda t: invoke("rules")), (2, lambda t: invoke("rules", "-f", "sarif"))],

@@ -70,6 +70,30 @@ def fail_for(exc: BaseException) -> typer.Exit:
     return fail(str(exc), exit_code(exc))
 
 
+def refuse_existing(path: str | os.PathLike[str] | None) -> None:
+    """Before any work: exit 2 (OutputExistsError) when an `-o` path is there already (a symlink too)."""
+    from archkit.errors import OutputExistsError
+
+    if path is not None and os.path.lexists(path):
+        raise fail_for(OutputExistsError(str(path)))
+
+
+def write_new(path: str | os.PathLike[str], text: str | bytes) -> None:
+    """Write an `-o` file that must not exist yet, atomically: never over a user's file or symlink.
+
+    The one answer of every command for "output exists": OutputExistsError, exit 2.
+    """
+    from archkit.atomic import create_atomic
+    from archkit.errors import OutputExistsError
+
+    try:
+        create_atomic(path, text)
+    except FileExistsError:
+        raise fail_for(OutputExistsError(str(path))) from None
+    except OSError as exc:
+        raise fail(f"cannot write {path}: {exc.strerror or exc}", 2) from None
+
+
 @contextmanager
 def archkit_errors() -> Iterator[None]:
     """Turn any ArchkitError raised inside into its one-line message and exit code (no traceback)."""

@@ -35,6 +35,7 @@ from archkit.generators.jinja import md_text, render
 from archkit.generators.registry import RenderContext, register
 from archkit.plans.alerts import ALERTS_RUNBOOK, Alert
 from archkit.plans.runbook import RunbookOrder, runbook_order
+from archkit.runbook.terminal import shown
 from archkit.spec.model import BasicEvent, FaultTree, Service, Spec
 
 # --------------------------------------------------------------------------- Markdown helpers
@@ -100,10 +101,13 @@ CHECKLIST: tuple[ChecklistLine, ...] = (
         "log-levels",
         "Log levels are set (INFO in production; ERROR only for unrecoverable faults)",
         "seed 000 §5.2",
-        (),
+        ("AK611",),
     ),
     ChecklistLine(
-        "clock-sync", "Clocks are synchronised (NTP enabled, drift < 10 ms)", "seed 000 §5.3", ("AK605",)
+        "clock-sync",
+        "Clocks are synchronised (NTP enabled, drift < 10 ms)",
+        "seed 000 §5.3",
+        ("AK605", "AK614"),
     ),
     ChecklistLine(
         "memory-leak",
@@ -127,7 +131,7 @@ CHECKLIST: tuple[ChecklistLine, ...] = (
         "dns",
         "DNS resolution is fast and fails over (timeout:1 attempts:2 rotate; lookups < 50 ms)",
         "seed 000 §5.7",
-        (),
+        ("AK323",),
     ),
     ChecklistLine(
         "cuda-context",
@@ -139,13 +143,13 @@ CHECKLIST: tuple[ChecklistLine, ...] = (
         "os-tuning",
         "OS parameters are set (somaxconn 65535, swappiness 1, file-max)",
         "seed 000 §5.9",
-        ("AK310",),
+        ("AK310", "AK322"),
     ),
     ChecklistLine(
         "quantization",
         "Quantisation is declared per model with its measured accuracy drop",
         "seed 000 §5.10",
-        (),
+        ("AK612",),
     ),
     ChecklistLine(
         "security-groups",
@@ -567,9 +571,13 @@ def generate(ctx: RenderContext) -> dict[str, str]:
     alerts, orders = ctx.plans.alerts.alerts, ctx.plans.runbooks
 
     def page(template: str, **values: Any) -> str:
-        return render(
+        text = render(
             f"runbooks/{template}", ctx.templates_dir, header=header, spec=spec, spec_name=spec_ref, **values
         )
+        # control, bidi and invisible characters from the spec are shown escaped, as the terminal
+        # shows them (archkit.runbook.terminal): an ESC sequence or U+202E in a label or a command
+        # must not recolour or reorder what the on-call engineer reads in a viewer or `cat`
+        return shown(text, keep="\n\t")
 
     files: dict[str, str] = {}
     for tree in spec.faulttrees:

@@ -12,9 +12,9 @@ from __future__ import annotations
 import math
 import os
 import re
-import urllib.request
 
 from archkit import engines
+from archkit.endpoints import EndpointError, open_url
 from archkit.loadtest.safety import require_loopback
 from archkit.spec.model import MetricRef, MetricType, Spec
 
@@ -64,10 +64,10 @@ def parse(text: str) -> list[Sample]:
 def fetch(url: str, timeout: float = 3.0) -> list[Sample] | None:
     """Scrape one endpoint (loopback only); None when it does not answer."""
     require_loopback(url, "metrics endpoint")
-    try:
-        with urllib.request.urlopen(url, timeout=timeout) as resp:
+    try:  # the endpoint policy's opener: no redirect off loopback, no proxy from the environment
+        with open_url(url, (), timeout=timeout) as resp:
             return parse(resp.read().decode("utf-8", "replace"))
-    except OSError:
+    except (OSError, EndpointError):
         return None
 
 

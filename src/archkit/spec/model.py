@@ -38,6 +38,8 @@ MAX_BATCH = 1_024  # dynamic batches beyond ~1k items exceed GPU memory for visi
 MAX_WORKERS = 1_024  # workers (threads, processes) of one replica of a non-model stage
 MAX_ITEMS = 10_000  # items one request fans out to (line crops, candidates to rank)
 MAX_SECONDS = 86_400.0  # periods, windows and durations in seconds: a day
+# A load-test level may run a week: seed 000 §2.2 soaks each static-layer update for 72 hours.
+MAX_LEVEL_SECONDS = 7 * 86_400.0
 Ms = Annotated[float, Field(ge=0, le=MAX_MS, description="milliseconds, at most a day (86,400,000)")]
 Fraction = Annotated[float, Field(ge=0, le=1)]
 PositiveInt = Annotated[int, Field(ge=1)]
@@ -142,6 +144,7 @@ class StageKind(str, Enum):
     queue = "queue"
     rules = "rules"
     human = "human"
+    llm = "llm"
 
 
 class Plane(str, Enum):
@@ -188,7 +191,7 @@ class Batching(Node):
     max_batch_size: BatchSize
     preferred_batch_sizes: list[BatchSize] = Field(default_factory=list, max_length=64)
     max_queue_delay_us: Annotated[int, Field(ge=0, le=60_000_000)] = Field(
-        0, description="at most a minute (60,000,000 us): seed 000 §2.1 uses 100 ms"
+        0, description="at most a minute (60,000,000 us): seed 000 §2.1 uses 1,000 us (1 ms)"
     )
     max_queue_size: Annotated[int, Field(ge=0, le=1_000_000)] | None = Field(
         None, description="bounded queue: requests beyond it are refused; at most 1,000,000"
@@ -216,7 +219,10 @@ class RollbackVerification(Node):
 class Quantization(Node):
     mode: Literal["none", "dynamic", "static", "fp16", "int8"] = "none"
     layers: list[str] = Field(default_factory=list)
-    accuracy_drop: Fraction | None = None
+    accuracy_drop: Fraction | None = Field(None, description="measured accuracy lost to quantisation (AK612)")
+    max_accuracy_drop: Fraction | None = Field(
+        None, description="the most accuracy the design accepts to lose (seed 000 §5.10: YOLOv5 lost 3.2 %)"
+    )
 
 
 class ModelInfo(Node):
@@ -306,6 +312,7 @@ class Stage(Node):
     egress: bool = Field(False, description="data leaves the trust boundary from here")
     logs_payload: bool = Field(False, description="raw payloads are written to logs")
     model: ModelInfo | None = None
+    llm: LlmStage | None = Field(None, description="an LLM served by a continuous-batching engine (kind llm)")
     cache: CacheSettings | None = None
     budget_alert: Literal["ticket", "page"] = Field(
         "ticket",
@@ -637,6 +644,10 @@ class OsTuning(Node):
     max_clock_drift_ms: Ms | None = None
     swappiness: Annotated[int, Field(ge=0, le=200)] | None = Field(
         None, description="vm.swappiness, 0 to 200"
+    )
+    resolver_options: list[str] | None = Field(
+        None,
+        description="resolv.conf `options` (seed 000 §5.7: timeout:1 attempts:2 rotate), checked by AK323",
     )
 
 
@@ -1020,7 +1031,12 @@ class Level(Node):
         10, description="simulated users, at most 100,000 (locust runs a few thousand per core)"
     )
     rate_rps: Annotated[float, Field(gt=0, le=MAX_RPS)] | None = None
-    duration_s: Seconds = 60
+    duration_s: Annotated[
+        float,
+        Field(
+            gt=0, le=MAX_LEVEL_SECONDS, description="seconds, at most a week (604,800): a 72-hour soak fits"
+        ),
+    ] = 60
     max_requests: Annotated[int, Field(ge=1, le=10**9)] | None = None
     start_rps: Annotated[float, Field(gt=0, le=MAX_RPS)] | None = None
     step_rps: Annotated[float, Field(gt=0, le=MAX_RPS)] | None = None
@@ -1115,6 +1131,9 @@ class Spec(Node):
     loadtest: Loadtest | None = None
     environments: list[Environment] = Field(default_factory=list)
     checks: CheckSettings = Field(default_factory=CheckSettings)
+    traffic: Traffic = Field(
+        default_factory=lambda: Traffic(), description="admission and rate limits (archkit.spec.traffic)"
+    )
     _applied_env: str | None = PrivateAttr(default=None)
 
     @property
@@ -1222,3 +1241,12 @@ def assign_paths(node: Any, path: tuple[Any, ...] = ()) -> None:
     elif isinstance(node, dict):
         for k, item in node.items():
             assign_paths(item, path + (k,))
+
+
+# The llm section builds on Node and the unit types above, so it is imported last and the models that
+# contain it are completed here (pydantic resolves the `LlmStage` annotation from this namespace).
+from archkit.spec.llm import LlmStage  # noqa: E402
+from archkit.spec.traffic import Traffic  # noqa: E402
+
+Stage.model_rebuild()
+Spec.model_rebuild()
