@@ -402,6 +402,7 @@ def loadtest(
     progress: Callable[[dict[str, Any]], None] | None = None,
     arrival: str | None = None,
     max_inflight: int | None = None,
+    calibration: str | None = None,
 ) -> LoadtestOutcome:
     """Load-test the spec's target at one level (baseline, stress, chaos or a level id) and judge its budgets.
 
@@ -420,7 +421,7 @@ def loadtest(
     from archkit.loadtest import session
     from archkit.loadtest.safety import RemoteTargetError
 
-    run = prepare(spec_path, env)
+    run = prepare(spec_path, env, calibration)
     spec = run.spec
     if spec.loadtest is None:
         raise LoadtestError(f"{spec_path} has no loadtest section (target, scenarios, levels)")
@@ -508,12 +509,25 @@ def runbook(
 # --------------------------------------------------------------------------- capacity
 
 
+def calibration_findings(
+    path: str | os.PathLike[str], env: str | None = None, calibration: str | None = None
+) -> list[Diagnostic]:
+    """AK230: each environment's calibration measured on another machine than its target (none
+    when the spec does not load: `capacity` and `check` report that themselves)."""
+    try:
+        run = prepare(path, env, calibration)
+    except ArchkitError:
+        return []
+    return run_rules(run.spec, select=["AK230"])
+
+
 def capacity(
     path: str | os.PathLike[str],
     env: str | None = None,
     rates: list[float] | None = None,
     plot: str | os.PathLike[str] | None = None,
     requests: int | None = None,
+    calibration: str | None = None,
 ) -> CapacityReport:
     """Load a spec and analyse every model stage: λ, ρ, P50/P99 per batch size, recommendation.
 
@@ -524,7 +538,7 @@ def capacity(
     `diagnostics` (the capacity command prints them like `archkit check`).
     """
     try:
-        run = prepare(path, env)
+        run = prepare(path, env, calibration)
     except SpecLoadError as exc:
         return CapacityReport(exc.file, "", None, None, diagnostics=exc.diagnostics)
     except UnknownEnvironmentError as exc:

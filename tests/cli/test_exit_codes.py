@@ -249,13 +249,18 @@ def test_a_usage_error_is_one_line(command):
 
 @pytest.mark.live
 def test_loadtest_exit_codes_against_a_live_target(toy_server, tmp_path):  # noqa: F811
-    """0 when the toy service meets loose budgets, 1 when a 5 ms P99 is missed (a real locust run each)."""
+    """0 when the toy service meets loose budgets, 1 when a 5 ms P50 is missed (a real locust run each).
+
+    2 s at 40 req/s is ~80 samples: enough to decide a P50 (6) or a P95 (72), too few for a P99
+    (368), which is inconclusive: exit 0, and 1 under --strict.
+    """
     toy = toy_server(delay_ms=20)
     (tmp_path / "ok").mkdir()
     (tmp_path / "tight").mkdir()
     ok = toy_spec(tmp_path / "ok", toy.port)
-    tight = toy_spec(tmp_path / "tight", toy.port, **{"budgets.p99_ms": 5})
+    tight = toy_spec(tmp_path / "tight", toy.port, **{"budgets.p50_ms": 5})
     common = ["--duration", "2", "--no-prometheus"]
     assert invoke("loadtest", ok, *common, "-o", tmp_path / "rep-ok") == 0
     assert invoke("loadtest", tight, *common, "-o", tmp_path / "rep-tight") == 1
+    assert invoke("loadtest", ok, *common, "--strict", "-o", tmp_path / "rep-strict") == 1
     assert readme_table()["loadtest"] >= LIVE_CODES["loadtest"]

@@ -180,6 +180,10 @@ def _curve_text(curve) -> str:
 def capacity(
     spec: Annotated[Path, typer.Argument(help="Spec file to analyse.", show_default=False)],
     env: Annotated[str | None, typer.Option(help="Apply this environment's overrides.")] = None,
+    calibration: Annotated[
+        Path | None,
+        typer.Option(help="With --env: this calibration file instead of the one the environment names."),
+    ] = None,
     format: Annotated[
         CapacityFormat, typer.Option("--format", "-f", help="text or json.")
     ] = CapacityFormat.text,
@@ -208,13 +212,23 @@ def capacity(
         raise fail(str(exc), 2) from None
     if plot is not None and rates is None:
         raise fail("--plot needs --rate (the rates to draw)", 2)
-    rep = api.capacity(spec, env=env, rates=rates, plot=plot)
+    if calibration is not None and not env:
+        raise fail("--calibration needs --env (the environment whose calibration it replaces)", 2)
+    cal = str(calibration) if calibration is not None else None
+    rep = api.capacity(spec, env=env, rates=rates, plot=plot, calibration=cal)
     if rep.diagnostics:
         for d in rep.diagnostics:
             typer.echo(diag_line(d), err=True)
         raise fail(f"cannot analyse {spec}", 2)
+    # AK230: a calibration from another machine than the target predicts for that machine
+    foreign = api.calibration_findings(spec, env, cal)
     if format is CapacityFormat.json:
-        typer.echo(json.dumps(rep.as_dict(), indent=2, ensure_ascii=False))
+        doc = rep.as_dict()
+        if foreign:
+            doc["findings"] = [d.as_dict() for d in foreign]
+        typer.echo(json.dumps(doc, indent=2, ensure_ascii=False))
     else:
+        for d in foreign:
+            typer.echo(diag_line(d), err=True)
         typer.echo(_text(rep) + _curve_text(rep.curve), nl=False)
     raise typer.Exit(1 if rep.missed else 0)

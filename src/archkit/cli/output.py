@@ -53,7 +53,9 @@ def fail(message: str, code: int = 2) -> typer.Exit:
 # The one table from error class to exit code (first match wins): 2 for a usage or input problem
 # (a spec that does not load, a missing file, an unknown environment or name, a bad option),
 # 1 for a run that started and failed. Findings, drift and missed budgets are results, not
-# errors: the commands exit 1 on them themselves.
+# errors: the commands exit 1 on them themselves. A load-test budget that is inconclusive (its
+# percentile's confidence interval straddles it, or too few samples) is not missed: exit 0, or 1
+# under `archkit loadtest --strict` (docs/loadtest.md).
 EXIT_CODES: tuple[tuple[type[BaseException], int], ...] = (
     (InputError, 2),
     (ArchkitError, 1),
