@@ -50,7 +50,10 @@ def _text(rep) -> str:
         )
     if rep.workers:
         lines.append("")
-    if not rep.stages:
+    from archkit.cli.capacity_llm import llm_text
+
+    lines += llm_text(rep.llm)
+    if not rep.stages and not rep.llm:
         lines += ["no model stages", ""]
     for s in rep.stages:
         lines.append(

@@ -67,7 +67,7 @@ def _scale(expr: str, unit: float) -> str:
     return expr if unit == 1.0 else f"({expr} * {fmt_number(unit)})"
 
 
-class _Planner:
+class Planner:
     """Builds the alert and recording plan of one spec."""
 
     def __init__(self, spec: Spec):
@@ -473,10 +473,15 @@ class _Planner:
 
 def alert_plan(spec: Spec) -> AlertPlan:
     """The alerting and recording rules of a spec, in a stable order (pure: same spec, same plan)."""
-    p = _Planner(spec)
+    p = Planner(spec)
     order = {st.id: i for i, st in enumerate(spec.dataflow.stages)}
     for sm in sorted(spec.observability.stages, key=lambda m: (order.get(m.stage, 10**6), m.stage)):
         p.stage(sm)
+    from archkit.plans.alerts.llm import llm_alerts
+
+    for st in spec.dataflow.stages:
+        if st.llm is not None:
+            llm_alerts(p, st, _tree_for(spec, st.service))
     rules = p.slo()
     p.golden()
     return AlertPlan(spec.metadata.name, p.alerts, p.records, rules.matrices)
