@@ -408,7 +408,8 @@ def loadtest(
     """Load-test the spec's target at one level (baseline, stress, chaos or a level id) and judge its budgets.
 
     Traffic only ever goes to loopback addresses. Raises SpecLoadError, UnknownEnvironmentError
-    or LoadtestError (all InputError) for anything that keeps the test from starting; a missed
+    or LoadtestError (all InputError) for anything that keeps the test from starting, and
+    `loadtest.runner.RunError` (exit 1) when the load generator fails while running; a missed
     budget is not an error but `outcome.passed == False`.
     """
     from archkit.errors import require_extra
@@ -419,7 +420,6 @@ def loadtest(
     from archkit.loadtest import plan as plan_mod
     from archkit.loadtest import report as report_mod
     from archkit.loadtest import session
-    from archkit.loadtest.runner import RunError
     from archkit.loadtest.safety import RemoteTargetError
 
     run = prepare(spec_path, env, calibration)
@@ -474,9 +474,10 @@ def loadtest(
         plan_mod.PlanError,
         chaos_mod.ChaosError,
         report_mod.ReportDirError,
-        RunError,
     ) as exc:
         raise LoadtestError(str(exc)) from None
+    # a RunError (the load generator failed while running) stays what it is: a runtime
+    # ArchkitError, exit 1 (errors.py), not an input error
     written = report_mod.write(result, folder, with_plots=plots) if folder is not None else {}
     return LoadtestOutcome(result, written, folder)
 

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from archkit import api
 from archkit.spec import load_file
-from archkit.verify import Status, run
+from archkit.verify import Status
 from archkit.verify.catalogue import update
 from archkit.verify.findings import Recorder, to_sarif, to_text
 from archkit.verify.registry import (
@@ -36,6 +36,7 @@ from archkit.verify.registry import (
 from archkit.verify.state import load_snapshot
 from tests.conftest import ROOT
 from tests.verify.cluster_fixtures import INDUSTRIAL_SPEC
+from tests.verify.inputs import run
 
 REGENERATE = ".venv/bin/python -m archkit.verify.catalogue docs/verify.md"
 FIX = ROOT / "tests" / "verify" / "fixtures" / "industrial-inspection"

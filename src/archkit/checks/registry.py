@@ -217,6 +217,8 @@ def split_suppressed(spec: Spec, diags: Iterable[Diagnostic]) -> tuple[list[Diag
     """(active, suppressed): a finding whose line, or its enclosing object's line, carries an
     `# archkit: ignore[CODE] reason` comment naming its code is suppressed, with that reason."""
     smap = source_of(spec)
+    if not smap.ignores:  # the common case: no suppression comment in the file
+        return list(diags), []
     active: list[Diagnostic] = []
     suppressed: list[Diagnostic] = []
     for d in diags:

@@ -21,7 +21,7 @@ from typing import Any
 
 from archkit.generators.registry import RenderContext, register
 from archkit.plans.alerts.model import promql_label_value
-from archkit.plans.alerts.planner import _Planner
+from archkit.plans.alerts.planner import latency_query
 from archkit.plans.slo import ALERT_WINDOWS, SLI_RECORD, TIERS, SloPlan, slo_plan, tier_factor
 from archkit.spec.model import Spec, Stage
 
@@ -90,14 +90,13 @@ def dashboard_rows(spec: Spec, slos: SloPlan | None = None) -> list[RowSpec]:
                       f"answers with confidence ≥ {q.confidence_floor:g} per second (seed 004 §3.4)", floor)
         )  # fmt: skip
         rows.append(row)
-    planner = _Planner(spec)
     bound = {sm.stage: sm for sm in spec.observability.stages}
     for st in spec.dataflow.stages:
         row = RowSpec(next(next_id), f"Stage {st.name or st.id}", f"stage:{st.id}")
         sm = bound.get(st.id)
         lat_q: list[tuple[str, str]] = []
         if sm is not None and sm.latency is not None:
-            expr, kind, _, _ = planner._latency_query(sm.latency, 0.99)
+            expr, kind, _, _ = latency_query(sm.latency, 0.99)
             lat_q.append((expr, f"{'P99' if kind == 'p99' else kind} latency"))
         budget = [st.p99_ms / 1000] if st.p99_ms else []
         row.panels.append(
@@ -113,7 +112,7 @@ def dashboard_rows(spec: Spec, slos: SloPlan | None = None) -> list[RowSpec]:
             qc = []
             for ref, legend in ((sm.queue, "queue"), (sm.compute, "compute")):
                 if ref is not None:
-                    expr, _, _, _ = planner._latency_query(ref, 0.99)
+                    expr, _, _, _ = latency_query(ref, 0.99)
                     qc.append((expr, legend))
             row.panels.append(
                 PanelSpec(next(next_id), f"{st.id}: {'engine' if st.llm else 'Triton'} queue vs compute",
@@ -174,11 +173,16 @@ def panel_ids(spec: Spec) -> dict[str, int]:
     return out
 
 
-def panel_url(spec: Spec, key: str) -> str | None:
-    """`metadata.links.dashboard` + `?viewPanel=<id>` for a stage ('stage:<id>') or SLO ('slo:<name>')."""
+def panel_url(spec: Spec, key: str, ids: dict[str, int] | None = None) -> str | None:
+    """`metadata.links.dashboard` + `?viewPanel=<id>` for a stage ('stage:<id>') or SLO ('slo:<name>').
+
+    `ids` (from `panel_ids`) saves planning the dashboard again for each of many links.
+    """
     base = spec.metadata.links.get("dashboard")
-    pid = panel_ids(spec).get(key)
-    if not base or pid is None:
+    if not base:
+        return None
+    pid = (ids if ids is not None else panel_ids(spec)).get(key)
+    if pid is None:
         return None
     return f"{base}{'&' if '?' in base else '?'}viewPanel={pid}"
 

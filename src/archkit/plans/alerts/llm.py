@@ -10,16 +10,17 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from archkit.engines import adapter
-from archkit.plans.alerts.model import RATE_WINDOW, Alert, Case, Recording, Series, _camel, _fmt
+from archkit.plans.alerts.model import RATE_WINDOW, Alert, Case, Recording, Series, camel, fmt_number
+from archkit.plans.alerts.planner import latency_query
 from archkit.spec.model import MetricRef, MetricType, Stage
 
 if TYPE_CHECKING:
-    from archkit.plans.alerts.planner import _Planner
+    from archkit.plans.alerts.planner import Planner
 
 KV_USAGE_MAX = 0.95  # above this share of KV blocks the next long prompt preempts (vLLM recompute)
 
 
-def llm_alerts(p: _Planner, st: Stage, tree: str | None) -> None:
+def llm_alerts(p: Planner, st: Stage, tree: str | None) -> None:
     """Recordings and alerts of one LLM stage."""
     llm = st.llm
     assert llm is not None
@@ -38,7 +39,7 @@ def llm_alerts(p: _Planner, st: Stage, tree: str | None) -> None:
         if not eng.has(measure):
             continue
         ref = MetricRef(metric=eng.metric(measure, ver).name, type=MetricType.histogram, labels=labels)
-        query = p._latency_query(ref, 0.99)
+        query = latency_query(ref, 0.99)
         p.records.append(Recording(rec, query[0], dict(common), "stages"))
         if budget_ms is None:
             continue
@@ -48,10 +49,10 @@ def llm_alerts(p: _Planner, st: Stage, tree: str | None) -> None:
                 query,
                 budget_ms / 1000,
                 fire_at_zero=False,
-                name=p.name(f"{_camel(st.id)}{what.title()}AboveBudget"),
+                name=p.name(f"{camel(st.id)}{what.title()}AboveBudget"),
                 group="latency",
                 severity=st.budget_alert,
-                summary=f"{title}: {what} P99 above the {_fmt(budget_ms)} ms budget",
+                summary=f"{title}: {what} P99 above the {fmt_number(budget_ms)} ms budget",
                 description=(
                     f"The {what} P99 over {RATE_WINDOW} from the engine's own histogram "
                     f"({eng.title}) is above the stage's llm budget (docs/llm.md)."
@@ -69,13 +70,13 @@ def llm_alerts(p: _Planner, st: Stage, tree: str | None) -> None:
         s = Series.of(eng.metric("kv_cache_usage", ver).name, labels)
         p.add(
             Alert(
-                name=p.name(f"{_camel(st.id)}KvCacheNearlyFull"),
+                name=p.name(f"{camel(st.id)}KvCacheNearlyFull"),
                 group="golden",
-                expr=f"max({s}) > {_fmt(KV_USAGE_MAX)}",
+                expr=f"max({s}) > {fmt_number(KV_USAGE_MAX)}",
                 query=f"max({s})",
                 threshold=KV_USAGE_MAX,
                 severity="ticket",
-                summary=f"{title}: KV cache above {_fmt(KV_USAGE_MAX * 100)} % of its blocks",
+                summary=f"{title}: KV cache above {fmt_number(KV_USAGE_MAX * 100)} % of its blocks",
                 description=(
                     "A full KV cache preempts running sequences (recomputed later) and queues new ones: "
                     "add replicas, lower max_num_seqs or shorten prompts (AK702)."
@@ -94,7 +95,7 @@ def llm_alerts(p: _Planner, st: Stage, tree: str | None) -> None:
         s = Series.of(eng.metric("preemptions", ver).name, labels)
         p.add(
             Alert(
-                name=p.name(f"{_camel(st.id)}PreemptionStorm"),
+                name=p.name(f"{camel(st.id)}PreemptionStorm"),
                 group="golden",
                 expr=f"sum(rate({s}[{RATE_WINDOW}])) > 1",
                 query=f"sum(rate({s}[{RATE_WINDOW}]))",
@@ -121,7 +122,7 @@ def llm_alerts(p: _Planner, st: Stage, tree: str | None) -> None:
         limit = llm.engine.max_num_seqs
         p.add(
             Alert(
-                name=p.name(f"{_camel(st.id)}QueueGrowing"),
+                name=p.name(f"{camel(st.id)}QueueGrowing"),
                 group="golden",
                 expr=f"max({s}) > {limit}",
                 query=f"max({s})",
