@@ -53,6 +53,24 @@ def test_a_second_adapter_with_a_taken_name_is_refused() -> None:
         engines.register(clash)
 
 
+def test_vllm_v1_renames_resolve_per_version() -> None:
+    vllm = engines.adapter("vllm")
+    assert vllm.metric("kv_cache_usage", "0.8.5").name == "vllm:gpu_cache_usage_perc"
+    assert vllm.metric("kv_cache_usage", "0.10.1").name == "vllm:kv_cache_usage_perc"
+    assert vllm.metric("itl_seconds", "0.10.1").name == "vllm:time_per_output_token_seconds"
+    assert vllm.metric("itl_seconds").name == "vllm:inter_token_latency_seconds"
+    assert vllm.metric("ttft_seconds").name == "vllm:time_to_first_token_seconds"
+    assert vllm.metric("preemptions").kind == "counter"
+
+
+def test_llm_engines_share_the_measure_vocabulary() -> None:
+    for name in ("vllm", "sglang", "tgi", "tensorrt-llm"):
+        assert name in engines.names()
+    assert engines.adapter("sglang").metric("kv_cache_usage").name == "sglang:token_usage"
+    assert not engines.adapter("tgi").has("ttft_seconds")  # TGI exports no TTFT histogram
+    assert engines.adapter("tensorrt-llm").metric("ttft_seconds").unit == "milliseconds"
+
+
 def _literals(tree: ast.AST) -> list[tuple[int, str]]:
     """Every string constant of a module except docstrings, with its line."""
     docstrings = set()
@@ -96,3 +114,44 @@ def test_the_success_only_flag_decides_the_error_ratio_denominator() -> None:
     assert counts_successes_only(engines.adapter("triton").metric("request_success").name)
     assert not counts_successes_only(engines.adapter("triton").metric("request_failure").name)
     assert not counts_successes_only("checkout_success")  # a name alone decides nothing
+
+
+TOY_ENGINE = '''
+"""archkit_toyserve: the adapter of a toy serving engine, as its own distribution ships it."""
+
+from archkit.engines import Endpoints, EngineAdapter, Metric
+
+ADAPTER = EngineAdapter(
+    name="toyserve",
+    title="Toy Serve",
+    endpoints=Endpoints(ready="/healthz", metrics="/metrics"),
+    measures={
+        "request_success": (Metric("toyserve_requests_ok_total", "counter", success_only=True),),
+        "ttft_seconds": (Metric("toyserve_ttft_seconds", "histogram", "seconds"),),
+    },
+)
+'''
+
+
+def test_an_entry_point_adapter_is_registered_and_read_by_the_planners(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/development.md, "engine adapter": one module of data and an `archkit.engines` entry
+    point; the alert planner then knows its success-only counter with no edit elsewhere."""
+    from archkit.engines import registry
+    from archkit.plans.alerts.model import counts_successes_only
+    from tests.plugins import install
+
+    install(
+        tmp_path,
+        monkeypatch,
+        "archkit_toyserve",
+        TOY_ENGINE,
+        "archkit.engines",
+        "toyserve = archkit_toyserve:ADAPTER",
+    )
+    engines.names()
+    monkeypatch.setattr(registry, "_ADAPTERS", dict(registry._ADAPTERS))
+    monkeypatch.setattr(registry, "_loaded", False)
+    assert engines.adapter("toyserve").metric("ttft_seconds").unit == "seconds"
+    assert counts_successes_only("toyserve_requests_ok_total")

@@ -66,6 +66,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from archkit.loadtest.k6 import K6Result
     from archkit.loadtest.session import Result as LoadtestRunResult
     from archkit.runbook.walk import CheckResult, RunbookReport, Step
     from archkit.verify.findings import VerifyReport
@@ -407,7 +408,8 @@ def loadtest(
     """Load-test the spec's target at one level (baseline, stress, chaos or a level id) and judge its budgets.
 
     Traffic only ever goes to loopback addresses. Raises SpecLoadError, UnknownEnvironmentError
-    or LoadtestError (all InputError) for anything that keeps the test from starting; a missed
+    or LoadtestError (all InputError) for anything that keeps the test from starting, and
+    `loadtest.runner.RunError` (exit 1) when the load generator fails while running; a missed
     budget is not an error but `outcome.passed == False`.
     """
     from archkit.errors import require_extra
@@ -418,7 +420,6 @@ def loadtest(
     from archkit.loadtest import plan as plan_mod
     from archkit.loadtest import report as report_mod
     from archkit.loadtest import session
-    from archkit.loadtest.runner import RunError
     from archkit.loadtest.safety import RemoteTargetError
 
     run = prepare(spec_path, env, calibration)
@@ -473,11 +474,56 @@ def loadtest(
         plan_mod.PlanError,
         chaos_mod.ChaosError,
         report_mod.ReportDirError,
-        RunError,
     ) as exc:
         raise LoadtestError(str(exc)) from None
+    # a RunError (the load generator failed while running) stays what it is: a runtime
+    # ArchkitError, exit 1 (errors.py), not an input error
     written = report_mod.write(result, folder, with_plots=plots) if folder is not None else {}
     return LoadtestOutcome(result, written, folder)
+
+
+def loadtest_k6(
+    spec_path: str | os.PathLike[str],
+    level: str = "baseline",
+    *,
+    env: str | None = None,
+    host: str | None = None,
+    rate: float | None = None,
+    duration: float | None = None,
+) -> K6Result:
+    """Run one level of render's k6 script with the real k6 binary; judged like a locust run.
+
+    Raises SpecLoadError, UnknownEnvironmentError or LoadtestError (a chaos level, no k6, a
+    missing payload, a non-loopback target).
+    """
+    from archkit.generators.gen_k6 import k6_data
+    from archkit.loadtest import k6 as k6_mod
+    from archkit.loadtest import plan as plan_mod
+    from archkit.loadtest import session
+
+    run = prepare(spec_path, env)
+    spec, plan = run.spec, run.load_test
+    if spec.loadtest is None or plan is None:
+        raise LoadtestError(f"{spec_path} has no loadtest section (target, scenarios, levels)")
+    files, _ = generate(spec, str(spec_path), only=["k6"], run=run)
+    script = files.get("k6/script.js")
+    if not isinstance(script, str):
+        raise LoadtestError(f"{spec_path}: no k6 script for a {plan.protocol} target (use --engine locust)")
+    try:
+        root = session.payload_root(spec, Path(spec_path).resolve().parent)
+    except plan_mod.PlanError as exc:
+        raise LoadtestError(str(exc)) from None
+    return k6_mod.run_k6(
+        spec,
+        Path(spec_path).name,
+        script,
+        k6_data(spec, plan),
+        level,
+        root,
+        host=host,
+        rate=rate,
+        duration=duration,
+    )
 
 
 # --------------------------------------------------------------------------- runbook

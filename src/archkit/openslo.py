@@ -21,7 +21,7 @@ from typing import Any
 import yaml
 
 from archkit.errors import InputError
-from archkit.plans.alerts.model import _fmt
+from archkit.plans.alerts.model import fmt_number
 from archkit.plans.slo import TIERS, PlannedSlo, Selector, slo_plan, tier_factor
 from archkit.spec.model import Slo, Spec
 
@@ -62,7 +62,7 @@ def _slo_documents(s: PlannedSlo) -> list[dict[str, Any]]:
     if s.stage:
         ann[ANN + "stage"] = s.stage
     if s.threshold_ms is not None:
-        ann[ANN + "threshold-ms"] = _fmt(s.threshold_ms)
+        ann[ANN + "threshold-ms"] = fmt_number(s.threshold_ms)
     if s.kind == "latency" and not (s.slo is not None and s.slo.good and s.slo.total):
         ann[ANN + "events"] = "stage-histogram"  # import reads the stage's histogram again
     sli: dict[str, Any] = {"apiVersion": API, "kind": "SLI", "metadata": {"name": f"{s.service}-{s.name}-sli"},
@@ -75,7 +75,7 @@ def _slo_documents(s: PlannedSlo) -> list[dict[str, Any]]:
                 "kind": "AlertPolicy",
                 "metadata": {"name": f"{s.service}-{s.name}-burn-{tier.lower()}"},
                 "spec": {
-                    "description": f"{_fmt(share * 100)} % of the budget in {long_w} ({severity})",
+                    "description": f"{fmt_number(share * 100)} % of the budget in {long_w} ({severity})",
                     "alertWhenBreaching": True,
                     "conditions": [
                         {
@@ -86,7 +86,7 @@ def _slo_documents(s: PlannedSlo) -> list[dict[str, Any]]:
                                 "condition": {
                                     "kind": "burnrate",
                                     "op": "gte",
-                                    "threshold": float(_fmt(tier_factor(share, long_w, s.window_days))),
+                                    "threshold": float(fmt_number(tier_factor(share, long_w, s.window_days))),
                                     "lookbackWindow": long_w,
                                     "alertAfter": short_w,
                                 },

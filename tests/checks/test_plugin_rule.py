@@ -7,13 +7,13 @@ sys.path, found by importlib.metadata like an installed wheel.
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 import pytest
 
 from archkit import api
 from archkit.checks import registry
+from tests.plugins import install
 
 PLUGIN = '''
 """archkit_ownership: every spec names at least two owners (a bus factor above one)."""
@@ -53,22 +53,8 @@ metadata: {name: t, owners: [ana]}
 
 @pytest.fixture
 def ownership_plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    (tmp_path / "archkit_ownership.py").write_text(PLUGIN, encoding="utf-8")
-    info = tmp_path / "archkit_ownership-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text(
-        "Metadata-Version: 2.1\nName: archkit-ownership\nVersion: 0.1\n", encoding="utf-8"
-    )
-    (info / "entry_points.txt").write_text(
-        textwrap.dedent(
-            """\
-            [archkit.rules]
-            too-few-owners = archkit_ownership:TooFewOwners
-            """
-        ),
-        encoding="utf-8",
-    )
-    monkeypatch.syspath_prepend(str(tmp_path))
+    entry = "too-few-owners = archkit_ownership:TooFewOwners"
+    install(tmp_path, monkeypatch, "archkit_ownership", PLUGIN, "archkit.rules", entry)
     # the built-ins loaded, then a copy of the registry for this test: the entry point is read
     # again and the rule forgotten afterwards
     registry.all_rules()

@@ -7,11 +7,11 @@ that renders a plan, and a distribution's entry point naming it. The distributio
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 import pytest
 from tests.conftest import EXAMPLES
+from tests.plugins import install
 
 from archkit import api
 from archkit.generators import registry
@@ -30,22 +30,9 @@ def generate(ctx):
 
 @pytest.fixture
 def tiny_plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    (tmp_path / "archkit_tiny.py").write_text(PLUGIN, encoding="utf-8")
-    info = tmp_path / "archkit_tiny-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text(
-        "Metadata-Version: 2.1\nName: archkit-tiny\nVersion: 0.1\n", encoding="utf-8"
+    install(
+        tmp_path, monkeypatch, "archkit_tiny", PLUGIN, "archkit.generators", "tiny = archkit_tiny:generate"
     )
-    (info / "entry_points.txt").write_text(
-        textwrap.dedent(
-            """\
-            [archkit.generators]
-            tiny = archkit_tiny:generate
-            """
-        ),
-        encoding="utf-8",
-    )
-    monkeypatch.syspath_prepend(str(tmp_path))
     # the built-ins loaded, then a copy of the registry for this test, so the plug-in is discovered
     # (entry points are read again) and forgotten afterwards
     registry.all_generators()

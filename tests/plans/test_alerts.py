@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from archkit.plans import alert_plan, prepare
-from archkit.plans.alerts.model import _fmt
+from archkit.plans.alerts.model import fmt_number
 from tests.conftest import EXAMPLES, REFERENCE_SPECS
 
 SPECS = EXAMPLES + REFERENCE_SPECS
@@ -26,10 +26,10 @@ def test_query_op_threshold_rebuild_the_expression(spec_file: Path) -> None:
             continue  # SLO burn-rate rules come from archkit.plans.slo; pieces are optional there
         assert a.query and a.threshold is not None and a.op in (">", "<"), a.name
         if len(a.windows) > 1:  # multi-window burn rate: the same comparison per window, joined by and
-            assert a.expr.startswith(f"{a.query} {a.op} {_fmt(a.threshold)} and "), a.name
+            assert a.expr.startswith(f"{a.query} {a.op} {fmt_number(a.threshold)} and "), a.name
             assert all(f"[{w}]" in a.expr for w in a.windows), a.name
         else:
-            assert a.expr == f"{a.query} {a.op} {_fmt(a.threshold)}", a.name
+            assert a.expr == f"{a.query} {a.op} {fmt_number(a.threshold)}", a.name
         assert all(f"[{w}]" in a.query for w in a.windows[:1]), a.name
 
 

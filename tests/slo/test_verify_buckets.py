@@ -18,7 +18,7 @@ import pytest
 from archkit.loadtest.prom import LivePrometheus
 from archkit.plans.context import prepare
 from archkit.verify.findings import Status
-from archkit.verify.prometheus_slo import check_slo_buckets
+from archkit.verify.prometheus import slo_buckets as check_slo_buckets
 
 PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
 DEMO = Path(__file__).parent / "data" / "slo-demo.yaml"

@@ -10,9 +10,10 @@ import pytest
 import yaml
 
 from archkit.spec import load_file
-from archkit.verify import Status, run
+from archkit.verify import Status
 from archkit.verify.state import load_manifests, load_snapshot
 from tests.verify.cluster_fixtures import INDUSTRIAL_SPEC, as_list, cluster_objects
+from tests.verify.inputs import run
 
 _CLEAN = cluster_objects()
 

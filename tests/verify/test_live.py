@@ -14,10 +14,11 @@ import time
 import pytest
 
 from archkit.spec import load_file
-from archkit.verify import Status, run
+from archkit.verify import Status
 from archkit.verify.kube import namespaces_of
 from archkit.verify.state import KINDS, read_live
 from tests.verify.cluster_fixtures import INDUSTRIAL_SPEC, cluster_objects
+from tests.verify.inputs import run
 from tests.verify.k8s_standin import RESOURCES, StandIn
 
 pytestmark = pytest.mark.live  # the stand-in API server listens on 127.0.0.1

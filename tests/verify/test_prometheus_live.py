@@ -18,8 +18,9 @@ import yaml
 from archkit import api
 from archkit.process import stop
 from archkit.spec import load_file
-from archkit.verify import Status, run
+from archkit.verify import Status
 from tests.verify.cluster_fixtures import INDUSTRIAL_SPEC
+from tests.verify.inputs import run
 
 pytestmark = pytest.mark.live
 PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"

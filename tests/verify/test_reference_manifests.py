@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 
 from archkit.spec import load_file
-from archkit.verify import Status, run
+from archkit.verify import Status
 from archkit.verify.state import load_manifests
 from tests.conftest import ROOT
+from tests.verify.inputs import run
 
 SPEC_FILE, DEPLOY = ROOT / "specs" / "ocr-reference.yaml", ROOT / "reference_service" / "deploy"
 pytestmark = pytest.mark.skipif(

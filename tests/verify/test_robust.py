@@ -9,9 +9,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from archkit.spec import load_file
-from archkit.verify import run, to_json, to_junit, to_text
+from archkit.verify import to_json, to_junit, to_text
 from archkit.verify.state import ClusterState, KindRead
 from tests.verify.cluster_fixtures import INDUSTRIAL_SPEC, cluster_objects
+from tests.verify.inputs import run
 
 SPEC = load_file(INDUSTRIAL_SPEC).spec
 CLEAN = cluster_objects()

@@ -14,8 +14,9 @@ import pytest
 
 from archkit import api
 from archkit.spec import load_text
-from archkit.verify import Status, run
+from archkit.verify import Status
 from tests.conftest import ROOT
+from tests.verify.inputs import run
 
 pytestmark = pytest.mark.live
 SPEC_FILE = Path(__file__).parent / "fixtures" / "ocr-triton.yaml"  # where findings say the spec is

@@ -21,7 +21,8 @@ MAX_BYTES = 4 * 1024 * 1024
 
 
 class CalibrationError(InputError):
-    """The calibration file a spec references is missing or not a calibration."""
+    """Calibration failed: a referenced calibration file is missing or not one, or a sweep could not
+    run (no model stage, bad inputs, out of time). An input error: `archkit calibrate` exits 2."""
 
 
 def _where(spec: Spec, index: int) -> str:

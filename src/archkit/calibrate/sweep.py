@@ -29,16 +29,12 @@ from typing import Any
 
 import numpy as np
 
+from archkit.calibrate.apply import CalibrationError
 from archkit.calibrate.triton import Client, ModelConfig, TritonError, delta
-from archkit.errors import ArchkitError
 from archkit.machine import cpu_model, load_average
 from archkit.spec.model import Spec
 
 KIND = "calibration"
-
-
-class CalibrateError(ArchkitError, RuntimeError):
-    """Calibration could not run (no model stage, Triton unreachable, bad inputs, out of time)."""
 
 
 @dataclass
@@ -92,7 +88,7 @@ def _item(cfg: ModelConfig, opts: Options, rng: np.random.Generator) -> dict[str
         if path is not None and path.is_file():
             arr = np.load(path, allow_pickle=False)
         elif path is not None:
-            raise CalibrateError(
+            raise CalibrationError(
                 f"{path}: missing (calibrate --inputs expects DIR/MODEL/INPUT.npy per input)"
             )
         else:
@@ -142,7 +138,7 @@ def batch_point(
             samples[k].append(v)
         samples["service"].append(parts["compute_input"] + parts["compute_infer"] + parts["compute_output"])
     if not samples["service"]:
-        raise CalibrateError(f"model {cfg.name}: out of time before any measured request (--budget-s)")
+        raise CalibrationError(f"model {cfg.name}: out of time before any measured request (--budget-s)")
     return {
         "requests": len(samples["service"]),
         "service_ms": _pcts(samples["service"]),
@@ -185,7 +181,7 @@ def concurrency_point(
     finally:
         probe.close()
     if errors:
-        raise CalibrateError(f"model {cfg.name} at concurrency {c}: {errors[0]}")
+        raise CalibrationError(f"model {cfg.name} at concurrency {c}: {errors[0]}")
     d = delta(before, after)
     done = d["success"][0]
     compute = sum(_ms(d[k]) for k in ("compute_input", "compute_infer", "compute_output"))
@@ -270,7 +266,7 @@ def calibrate(spec: Spec, opts: Options, progress: Callable[[str], None] | None 
     say = progress or (lambda _m: None)
     stages = model_stages(spec, opts.models)
     if not stages:
-        raise CalibrateError("the spec has no model stage served by Triton (dataflow.stages[].model)")
+        raise CalibrationError("the spec has no model stage served by Triton (dataflow.stages[].model)")
     end = time.monotonic() + opts.budget_s
     rng = np.random.default_rng(opts.seed)
     client = Client(opts.triton, opts.token)
@@ -294,7 +290,7 @@ def calibrate(spec: Spec, opts: Options, progress: Callable[[str], None] | None 
             try:
                 cfg = client.config(name)
             except TritonError as exc:
-                raise CalibrateError(f"stage {stage_id}: model {name}: {exc}") from None
+                raise CalibrationError(f"stage {stage_id}: model {name}: {exc}") from None
             item = _item(cfg, opts, rng)
             st = spec.stage(stage_id)
             declared = (

@@ -135,3 +135,13 @@ def fmt_ms(v: float) -> str:
 
 def is_sensitive(classes) -> set:
     return {c.lower() for c in classes} & SENSITIVE
+
+
+def llm_analyses(ctx) -> list:
+    """The LLM analysis of every `kind: llm` stage (no rate searches), computed once per check run."""
+    from pathlib import Path
+
+    from archkit.perf.llm.analysis import analyse_spec
+
+    base = Path(ctx.file).parent if ctx.file else None
+    return ctx.memo("llm", lambda: analyse_spec(ctx.spec, base=base, search=False))

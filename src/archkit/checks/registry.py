@@ -29,6 +29,7 @@ FAMILIES = {
     "AK4": "resilience",
     "AK5": "security and compliance",
     "AK6": "observability",
+    "AK7": "LLM serving",
 }
 
 
@@ -216,6 +217,8 @@ def split_suppressed(spec: Spec, diags: Iterable[Diagnostic]) -> tuple[list[Diag
     """(active, suppressed): a finding whose line, or its enclosing object's line, carries an
     `# archkit: ignore[CODE] reason` comment naming its code is suppressed, with that reason."""
     smap = source_of(spec)
+    if not smap.ignores:  # the common case: no suppression comment in the file
+        return list(diags), []
     active: list[Diagnostic] = []
     suppressed: list[Diagnostic] = []
     for d in diags:
@@ -272,6 +275,7 @@ FAMILY_INPUTS: dict[str, frozenset[str]] = {
     "AK4": frozenset({"controlflow", "dataflow", "policies", "topology"}),
     "AK5": frozenset({"dataflow", "policies", "topology", "observability"}),
     "AK6": frozenset({"dataflow", "observability", "topology"}),
+    "AK7": frozenset({"budgets", "dataflow", "topology"}),
 }
 
 

@@ -109,7 +109,7 @@ def calibrate(
     """
     from archkit.atomic import write_atomic
     from archkit.calibrate.apply import CalibrationError, read
-    from archkit.calibrate.sweep import CalibrateError, Options
+    from archkit.calibrate.sweep import Options
     from archkit.calibrate.sweep import calibrate as run
     from archkit.calibrate.triton import TritonError
     from archkit.errors import InputError
@@ -151,7 +151,7 @@ def calibrate(
 
     try:
         doc = run(ctx.spec, opts, progress)
-    except (CalibrateError, TritonError, RemoteTargetError) as exc:
+    except (CalibrationError, TritonError, RemoteTargetError) as exc:
         raise fail(str(exc), 2) from None
     text = json.dumps(doc, indent=1, sort_keys=True) + "\n"
     write_atomic(out, text.encode("utf-8"))

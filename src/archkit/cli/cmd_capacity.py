@@ -50,7 +50,10 @@ def _text(rep) -> str:
         )
     if rep.workers:
         lines.append("")
-    if not rep.stages:
+    from archkit.cli.capacity_llm import llm_text
+
+    lines += llm_text(rep.llm)
+    if not rep.stages and not rep.llm:
         lines += ["no model stages", ""]
     for s in rep.stages:
         lines.append(
@@ -171,7 +174,7 @@ def _curve_text(curve) -> str:
         )
     knee = "not reached" if curve["knee_rps"] is None else f"{curve['knee_rps']:g} req/s"
     lines.append(
-        f"  knee: {knee} ({curve['knee_reason']}); closed-form ceiling {_f(curve['ceiling_rps'])} req/s"
+        f"  knee: {knee} ({curve['knee_reason']}); closed-form ceiling {_ms(curve['ceiling_rps'])} req/s"
     )
     return "\n".join(lines) + "\n"
 

@@ -210,11 +210,8 @@ def render(
                 + (f", {len(w.refused)} refused" if w.refused else "")
                 + (f", {len(res.skipped)} not rendered" if res.skipped else "")
             )
-        rules_text = res.files.get("prometheus/rules.yaml")
-        if isinstance(rules_text, str):  # the rules' cost: what the Prometheus will record and alert on
-            from archkit.plans.slo import rules_file_cost
-
-            typer.echo(rules_file_cost(rules_text).line())
+        if res.rule_cost is not None:  # the rules' cost: what the Prometheus will record and alert on
+            typer.echo(res.rule_cost.line())
         if errors:
             typer.echo(
                 f"archkit: {spec}: {len(errors)} error(s) found by the checks, shown on the review page "

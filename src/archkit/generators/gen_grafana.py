@@ -15,14 +15,15 @@ runbooks where a stage's or an SLO's panel is when `metadata.links.dashboard` is
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from archkit.generators.registry import RenderContext, register
 from archkit.plans.alerts.model import promql_label_value
-from archkit.plans.alerts.planner import _Planner
+from archkit.plans.alerts.planner import latency_query
 from archkit.plans.slo import ALERT_WINDOWS, SLI_RECORD, TIERS, SloPlan, slo_plan, tier_factor
-from archkit.spec.model import Spec
+from archkit.spec.model import Spec, Stage
 
 DATASOURCE_UID = "${datasource}"
 
@@ -89,14 +90,13 @@ def dashboard_rows(spec: Spec, slos: SloPlan | None = None) -> list[RowSpec]:
                       f"answers with confidence ≥ {q.confidence_floor:g} per second (seed 004 §3.4)", floor)
         )  # fmt: skip
         rows.append(row)
-    planner = _Planner(spec)
     bound = {sm.stage: sm for sm in spec.observability.stages}
     for st in spec.dataflow.stages:
         row = RowSpec(next(next_id), f"Stage {st.name or st.id}", f"stage:{st.id}")
         sm = bound.get(st.id)
         lat_q: list[tuple[str, str]] = []
         if sm is not None and sm.latency is not None:
-            expr, kind, _, _ = planner._latency_query(sm.latency, 0.99)
+            expr, kind, _, _ = latency_query(sm.latency, 0.99)
             lat_q.append((expr, f"{'P99' if kind == 'p99' else kind} latency"))
         budget = [st.p99_ms / 1000] if st.p99_ms else []
         row.panels.append(
@@ -112,14 +112,52 @@ def dashboard_rows(spec: Spec, slos: SloPlan | None = None) -> list[RowSpec]:
             qc = []
             for ref, legend in ((sm.queue, "queue"), (sm.compute, "compute")):
                 if ref is not None:
-                    expr, _, _, _ = planner._latency_query(ref, 0.99)
+                    expr, _, _, _ = latency_query(ref, 0.99)
                     qc.append((expr, legend))
             row.panels.append(
-                PanelSpec(next(next_id), f"{st.id}: Triton queue vs compute", "timeseries", qc, "s",
-                          "time waiting in the batcher's queue against time computing")
+                PanelSpec(next(next_id), f"{st.id}: {'engine' if st.llm else 'Triton'} queue vs compute",
+                          "timeseries", qc, "s", "time waiting in the batcher's queue against time computing")
             )  # fmt: skip
+        if st.llm is not None:
+            row.panels += _llm_panels(st, next_id)
         rows.append(row)
     return rows
+
+
+def _llm_panels(st: Stage, next_id: Iterator[int]) -> list[PanelSpec]:
+    """An LLM stage's TTFT/ITL against its budgets and its KV cache, queue and preemptions."""
+    from archkit.engines import adapter
+    from archkit.plans.alerts.model import Series
+
+    llm = st.llm
+    assert llm is not None
+    eng, ver = adapter(llm.engine.name.value), llm.engine.version
+    labels = {eng.model_label: llm.model.name} if eng.model_label and llm.model.name else {}
+    tok = [
+        (f"{rec}{_sel(st.id)}", legend)
+        for measure, rec, legend in (
+            ("ttft_seconds", "archkit:llm_ttft_seconds:p99_rate5m", "TTFT P99"),
+            ("itl_seconds", "archkit:llm_itl_seconds:p99_rate5m", "ITL P99"),
+        )
+        if eng.has(measure)
+    ]
+    b = llm.budgets
+    budgets = sorted(x / 1000 for x in (b.ttft_p99_ms, b.itl_p99_ms) if x is not None)
+    load = []
+    for measure, legend, fn in (
+        ("kv_cache_usage", "KV cache used (ratio)", "max({})"),
+        ("running_requests", "running", "sum({})"),
+        ("waiting_requests", "waiting", "sum({})"),
+        ("preemptions", "preemptions/s", "sum(rate({}[5m]))"),
+    ):
+        if eng.has(measure) and (measure != "preemptions" or eng.metric(measure, ver).kind == "counter"):
+            load.append((fn.format(Series.of(eng.metric(measure, ver).name, labels)), legend))
+    return [
+        PanelSpec(next(next_id), f"{st.id}: TTFT and ITL vs budget", "timeseries", tok, "s",
+                  f"{eng.title}: P99 time to first token and inter-token latency (docs/llm.md)", budgets),
+        PanelSpec(next(next_id), f"{st.id}: KV cache, queue and preemptions", "timeseries", load, "short",
+                  f"max_num_seqs {llm.engine.max_num_seqs}; a full KV cache preempts (AK702)"),
+    ]  # fmt: skip
 
 
 def panel_ids(spec: Spec) -> dict[str, int]:
@@ -135,11 +173,16 @@ def panel_ids(spec: Spec) -> dict[str, int]:
     return out
 
 
-def panel_url(spec: Spec, key: str) -> str | None:
-    """`metadata.links.dashboard` + `?viewPanel=<id>` for a stage ('stage:<id>') or SLO ('slo:<name>')."""
+def panel_url(spec: Spec, key: str, ids: dict[str, int] | None = None) -> str | None:
+    """`metadata.links.dashboard` + `?viewPanel=<id>` for a stage ('stage:<id>') or SLO ('slo:<name>').
+
+    `ids` (from `panel_ids`) saves planning the dashboard again for each of many links.
+    """
     base = spec.metadata.links.get("dashboard")
-    pid = panel_ids(spec).get(key)
-    if not base or pid is None:
+    if not base:
+        return None
+    pid = (ids if ids is not None else panel_ids(spec)).get(key)
+    if pid is None:
         return None
     return f"{base}{'&' if '?' in base else '?'}viewPanel={pid}"
 

@@ -515,6 +515,7 @@ def _alert_pages(spec: Spec, alerts: list[Alert], orders: dict[str, RunbookOrder
         for tid, o in orders.items()
     }
     out = []
+    ids = _dashboard_panels(spec)
     for a in alerts:
         out.append(
             {
@@ -531,20 +532,28 @@ def _alert_pages(spec: Spec, alerts: list[Alert], orders: dict[str, RunbookOrder
                 "tree_label": md_text((trees[a.tree].label or a.tree) if a.tree else ""),
                 "first_check": first.get(a.tree or "", "escalation"),
                 "series": [code(s) for s in a.series],
-                "dashboard": _panel_link(spec, a),
+                "dashboard": _panel_link(spec, a, ids),
             }
         )
     return out
 
 
-def _panel_link(spec: Spec, a: Alert) -> str | None:
+def _dashboard_panels(spec: Spec) -> dict[str, int]:
+    """The dashboard's panel ids, planned once per page set (none without a dashboard link)."""
+    from archkit.generators.gen_grafana import panel_ids
+
+    return panel_ids(spec) if spec.metadata.links.get("dashboard") else {}
+
+
+def _panel_link(spec: Spec, a: Alert, ids: dict[str, int]) -> str | None:
     """The alert's Grafana panel (its SLO's or its stage's) when `metadata.links.dashboard` is set."""
     from urllib.parse import quote
 
     from archkit.generators.gen_grafana import panel_url
 
     slo = a.labels.get("archkit_slo")
-    url = panel_url(spec, f"slo:{slo}") if slo else panel_url(spec, f"stage:{a.stage}") if a.stage else None
+    key = f"slo:{slo}" if slo else f"stage:{a.stage}" if a.stage else None
+    url = panel_url(spec, key, ids) if key else None
     return quote(url, safe=":/?#@!$&'*+,;=%-._~") if url else None
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from archkit.generators.diagram_text import num, one_line, wrap
 from archkit.generators.registry import RenderContext, register
-from archkit.spec.model import NodePool, Service
+from archkit.spec.model import NodePool, Service, Topology
 
 # `diagrams` keeps the current diagram/cluster in module-level context variables; one build
 # at a time keeps two renders in one process from mixing nodes.
@@ -185,12 +185,7 @@ def _build(ctx: RenderContext, direction: str, spread: float = 1.0) -> str:
         raise RendererMissing(
             "the topology diagram needs the `diagrams` package: pip install 'archkit[render]'"
         ) from exc
-    from diagrams import Cluster, Diagram, Edge, Node, setcluster, setdiagram
-    from diagrams.generic.compute import Rack
-    from diagrams.generic.network import Subnet, Switch
-    from diagrams.generic.storage import Storage
-    from diagrams.k8s.compute import Deploy
-    from diagrams.onprem.network import Internet
+    from diagrams import Diagram, setcluster, setdiagram
 
     from archkit.generators.renderers import icon_root
 
@@ -229,134 +224,180 @@ def _build(ctx: RenderContext, direction: str, spread: float = 1.0) -> str:
             node_attr=node_attr,
             edge_attr=edge_attr,
         ) as diag:
-            nets: dict[str, Any] = {}
-            if topo.networks:
-                with Cluster("networks"):
-                    for i, n in enumerate(topo.networks):
-                        if n.id in nets:
-                            continue
-                        lab = [f"{n.id} · {n.kind}", n.cidr, f"MTU {n.mtu}"] + (
-                            ["public"] if n.public else []
-                        )
-                        nets[n.id] = Switch("\n".join(text(x, WRAP) for x in lab), nodeid=f"net{i}")
-            pools: dict[str, Any] = {}
-            svc_nodes: dict[str, Any] = {}
-            by_pool: dict[str, list[tuple[int, Service]]] = {}
-            for i, s in enumerate(topo.services):
-                by_pool.setdefault(s.pool, []).append((i, s))
-            for i, p in enumerate(topo.node_pools):
-                if p.id in pools:
-                    continue
-                with Cluster(text(f"node pool {p.id}", 60), graph_attr={"fontsize": "12"}):
-                    pools[p.id] = Rack(pool_label(p), nodeid=f"pool{i}")
-                    inside = [(j, s) for j, s in by_pool.get(p.id, []) if not s.external]
-                    tuning = os_tuning_label(topo, [s for _, s in inside])
-                    if tuning is not None:
-                        Node(
-                            tuning,
-                            nodeid=f"os{i}",
-                            # a plain box, not an icon node (diagrams' defaults: fixed 1.4 in, label below)
-                            shape="note",
-                            style="filled",
-                            fillcolor="#f9fafb",
-                            fixedsize="false",
-                            labelloc="c",
-                            width="0",
-                            height="0",
-                            margin="0.1,0.05",
-                            fontsize="10",
-                        )
-                    for j, s in inside:
-                        if s.id not in svc_nodes:
-                            svc_nodes[s.id] = Deploy(service_label(s), nodeid=f"svc{j}")
-            external = [(j, s) for j, s in enumerate(topo.services) if s.external and s.id not in svc_nodes]
-            if external:  # third parties are not ours to deploy: outside every pool
-                with Cluster("external dependencies", graph_attr={"style": "dashed", "fontsize": "12"}):
-                    for j, s in external:
-                        svc_nodes[s.id] = Internet(service_label(s), nodeid=f"svc{j}")
-            orphans = [(j, s) for pid, items in by_pool.items() if pid not in pools for j, s in items]
-            if orphans:
-                with Cluster("services on undefined pools / external"):
-                    for j, s in orphans:
-                        if s.id not in svc_nodes:
-                            svc_nodes[s.id] = Deploy(
-                                service_label(s) + "\n" + text(f"pool {s.pool} ?"), nodeid=f"svc{j}"
-                            )
-            for p in topo.node_pools:
-                for net in p.networks:
-                    if net in nets and pools.get(p.id) is not None:
-                        nets[net] - Edge(color="#9ca3af", style="dashed") - pools[p.id]
-            stores: dict[str, Any] = {}
-            if topo.storage:
-                with Cluster("storage"):
-                    for i, st in enumerate(topo.storage):
-                        if st.id in stores:
-                            continue
-                        lab = [f"{st.id} · {st.type}"]
-                        if st.source:
-                            lab.append(st.source)
-                        if st.mount_options:
-                            lab.append("opts " + ",".join(st.mount_options))
-                        if st.size_gib:
-                            lab.append(f"{num(st.size_gib)} GiB")
-                        if st.encrypted:
-                            lab.append("encrypted")
-                        if st.data_classes:
-                            lab.append("data " + ", ".join(st.data_classes))
-                        stores[st.id] = Storage("\n".join(text(x, WRAP) for x in lab), nodeid=f"sto{i}")
-            sources: dict[str, Any] = {}
-
-            def source(ref: str) -> Any:
-                if ref.startswith("service:") and ref[8:] in svc_nodes:
-                    return svc_nodes[ref[8:]]
-                if ref not in sources:
-                    k = len(sources)
-                    if ref == "public":
-                        sources[ref] = Internet("public", nodeid=f"src{k}")
-                    else:
-                        sources[ref] = Subnet(text(ref, 30), nodeid=f"src{k}")
-                return sources[ref]
-
-            for s in topo.services:
-                node = svc_nodes.get(s.id)
-                if node is None:
-                    continue
-                for m in s.mounts:
-                    if m.storage in stores:
-                        (
-                            node
-                            >> Edge(
-                                fontsize="9",
-                                fontname="DejaVu Sans",
-                                # a head label sits at the mount's end of the edge, not mid-way
-                                headlabel=text(m.path + (" (ro)" if m.read_only else ""), 30),
-                                labeldistance="2.5",
-                                color="#b45309",
-                                style="dotted",
-                            )
-                            >> stores[m.storage]
-                        )
-                for r in s.ingress:
-                    rule = ",".join(str(p) for p in r.ports) or "all ports"
-                    if r.auth != "none":
-                        rule += f" · {r.auth}"
-                    (
-                        source(r.from_)
-                        >> Edge(fontsize="9", fontname="DejaVu Sans", label=text(rule, 30), color="#1d4ed8")
-                        >> node
-                    )
-                if s.public and not s.ingress:
-                    (
-                        source("public")
-                        >> Edge(fontsize="9", fontname="DejaVu Sans", label="public", color="#1d4ed8")
-                        >> node
-                    )
+            # nodes in a fixed order (the DOT is compared byte for byte): networks, pools with their
+            # services, the pools' network links, storage, then mounts and ingress
+            nets = _network_nodes(topo)
+            pools, svc_nodes = _pool_and_service_nodes(topo)
+            _pool_network_edges(topo, nets, pools)
+            stores = _storage_nodes(topo)
+            _service_edges(topo, svc_nodes, stores)
             src = diag.dot.source
     root = icon_root()
     if root is not None:
         src = src.replace(str(root) + "/", "")
     header = ctx.header("//")
     return header + "\n" + src if src.endswith("\n") else header + "\n" + src + "\n"
+
+
+def _network_nodes(topo: Topology) -> dict[str, Any]:
+    """One switch per network plane (kind, CIDR, MTU), in a cluster of their own."""
+    from diagrams import Cluster
+    from diagrams.generic.network import Switch
+
+    nets: dict[str, Any] = {}
+    if topo.networks:
+        with Cluster("networks"):
+            for i, n in enumerate(topo.networks):
+                if n.id in nets:
+                    continue
+                lab = [f"{n.id} · {n.kind}", n.cidr, f"MTU {n.mtu}"] + (["public"] if n.public else [])
+                nets[n.id] = Switch("\n".join(text(x, WRAP) for x in lab), nodeid=f"net{i}")
+    return nets
+
+
+def _pool_and_service_nodes(topo: Topology) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Each node pool as a cluster holding its hardware, OS tuning and services; third-party
+    services apart; services on a pool that does not exist flagged."""
+    from diagrams import Cluster, Node
+    from diagrams.generic.compute import Rack
+    from diagrams.k8s.compute import Deploy
+    from diagrams.onprem.network import Internet
+
+    pools: dict[str, Any] = {}
+    svc_nodes: dict[str, Any] = {}
+    by_pool: dict[str, list[tuple[int, Service]]] = {}
+    for i, s in enumerate(topo.services):
+        by_pool.setdefault(s.pool, []).append((i, s))
+    for i, p in enumerate(topo.node_pools):
+        if p.id in pools:
+            continue
+        with Cluster(text(f"node pool {p.id}", 60), graph_attr={"fontsize": "12"}):
+            pools[p.id] = Rack(pool_label(p), nodeid=f"pool{i}")
+            inside = [(j, s) for j, s in by_pool.get(p.id, []) if not s.external]
+            tuning = os_tuning_label(topo, [s for _, s in inside])
+            if tuning is not None:
+                Node(
+                    tuning,
+                    nodeid=f"os{i}",
+                    # a plain box, not an icon node (diagrams' defaults: fixed 1.4 in, label below)
+                    shape="note",
+                    style="filled",
+                    fillcolor="#f9fafb",
+                    fixedsize="false",
+                    labelloc="c",
+                    width="0",
+                    height="0",
+                    margin="0.1,0.05",
+                    fontsize="10",
+                )
+            for j, s in inside:
+                if s.id not in svc_nodes:
+                    svc_nodes[s.id] = Deploy(service_label(s), nodeid=f"svc{j}")
+    external = [(j, s) for j, s in enumerate(topo.services) if s.external and s.id not in svc_nodes]
+    if external:  # third parties are not ours to deploy: outside every pool
+        with Cluster("external dependencies", graph_attr={"style": "dashed", "fontsize": "12"}):
+            for j, s in external:
+                svc_nodes[s.id] = Internet(service_label(s), nodeid=f"svc{j}")
+    orphans = [(j, s) for pid, items in by_pool.items() if pid not in pools for j, s in items]
+    if orphans:
+        with Cluster("services on undefined pools / external"):
+            for j, s in orphans:
+                if s.id not in svc_nodes:
+                    svc_nodes[s.id] = Deploy(
+                        service_label(s) + "\n" + text(f"pool {s.pool} ?"), nodeid=f"svc{j}"
+                    )
+    return pools, svc_nodes
+
+
+def _pool_network_edges(topo: Topology, nets: dict[str, Any], pools: dict[str, Any]) -> None:
+    """A dashed link from each pool to each network plane it is on."""
+    from diagrams import Edge
+
+    for p in topo.node_pools:
+        for net in p.networks:
+            if net in nets and pools.get(p.id) is not None:
+                nets[net] - Edge(color="#9ca3af", style="dashed") - pools[p.id]
+
+
+def _storage_nodes(topo: Topology) -> dict[str, Any]:
+    """One node per storage: type, source, mount options, size, encryption, data classes."""
+    from diagrams import Cluster
+    from diagrams.generic.storage import Storage
+
+    stores: dict[str, Any] = {}
+    if topo.storage:
+        with Cluster("storage"):
+            for i, st in enumerate(topo.storage):
+                if st.id in stores:
+                    continue
+                lab = [f"{st.id} · {st.type}"]
+                if st.source:
+                    lab.append(st.source)
+                if st.mount_options:
+                    lab.append("opts " + ",".join(st.mount_options))
+                if st.size_gib:
+                    lab.append(f"{num(st.size_gib)} GiB")
+                if st.encrypted:
+                    lab.append("encrypted")
+                if st.data_classes:
+                    lab.append("data " + ", ".join(st.data_classes))
+                stores[st.id] = Storage("\n".join(text(x, WRAP) for x in lab), nodeid=f"sto{i}")
+    return stores
+
+
+def _service_edges(topo: Topology, svc_nodes: dict[str, Any], stores: dict[str, Any]) -> None:
+    """Each service's mounts (to their storage) and ingress rules (from their sources)."""
+    from diagrams import Edge
+    from diagrams.generic.network import Subnet
+    from diagrams.onprem.network import Internet
+
+    sources: dict[str, Any] = {}
+
+    def source(ref: str) -> Any:
+        if ref.startswith("service:") and ref[8:] in svc_nodes:
+            return svc_nodes[ref[8:]]
+        if ref not in sources:
+            k = len(sources)
+            if ref == "public":
+                sources[ref] = Internet("public", nodeid=f"src{k}")
+            else:
+                sources[ref] = Subnet(text(ref, 30), nodeid=f"src{k}")
+        return sources[ref]
+
+    for s in topo.services:
+        node = svc_nodes.get(s.id)
+        if node is None:
+            continue
+        for m in s.mounts:
+            if m.storage in stores:
+                (
+                    node
+                    >> Edge(
+                        fontsize="9",
+                        fontname="DejaVu Sans",
+                        # a head label sits at the mount's end of the edge, not mid-way
+                        headlabel=text(m.path + (" (ro)" if m.read_only else ""), 30),
+                        labeldistance="2.5",
+                        color="#b45309",
+                        style="dotted",
+                    )
+                    >> stores[m.storage]
+                )
+        for r in s.ingress:
+            rule = ",".join(str(p) for p in r.ports) or "all ports"
+            if r.auth != "none":
+                rule += f" · {r.auth}"
+            (
+                source(r.from_)
+                >> Edge(fontsize="9", fontname="DejaVu Sans", label=text(rule, 30), color="#1d4ed8")
+                >> node
+            )
+        if s.public and not s.ingress:
+            (
+                source("public")
+                >> Edge(fontsize="9", fontname="DejaVu Sans", label="public", color="#1d4ed8")
+                >> node
+            )
 
 
 @register("topology", order=30)

@@ -1,8 +1,7 @@
 """Predicted against measured: per stage and end to end, the prediction's error in percent.
 
 The prediction is the whole-pipeline model (`archkit.perf.pipeline.predict`) at the rate the
-load test offered; where that module is not available the older composition stands in (the sum
-of stage P50s along the critical path, per-stage ceilings for the knee) and the result says so.
+load test offered.
 Error is (predicted − measured) / measured: positive when the model promised too much latency
 (or too high a knee), negative when it was optimistic. A miss of more than ~15 % is a bug in the
 model or the spec (DESIGN: the prediction loop), never noise to hide.
@@ -10,8 +9,7 @@ model or the spec (DESIGN: the prediction loop), never noise to hide.
 
 from __future__ import annotations
 
-from typing import Any
-
+from archkit import engines
 from archkit.spec.model import Spec
 
 E2E_KEYS = ("p50_ms", "p95_ms", "p99_ms", "mean_ms")
@@ -24,74 +22,16 @@ def error_pct(predicted: float | None, measured: float | None) -> float | None:
     return round((predicted - measured) / measured * 100.0, 1)
 
 
-def _get(obj: Any, *names: str) -> Any:
-    """A field of a dataclass, a dict or an object, by the first name present."""
-    for name in names:
-        if isinstance(obj, dict) and name in obj:
-            return obj[name]
-        if not isinstance(obj, dict) and hasattr(obj, name):
-            return getattr(obj, name)
-    return None
-
-
-def _as_dict(obj: Any) -> dict:
-    if obj is None:
-        return {}
-    if isinstance(obj, dict):
-        return obj
-    if hasattr(obj, "as_dict"):
-        return obj.as_dict()
-    return {k: v for k, v in vars(obj).items() if not k.startswith("_")}
-
-
 def predict(spec: Spec, env: str | None, rate_rps: float | None) -> dict:
     """{"source", "end_to_end": {p50_ms...}, "stages": {id: {p50_ms...}}, "knee_rps"} at this rate."""
-    import importlib
+    from archkit.perf.pipeline import predict as pipeline_predict
 
-    try:
-        pipeline: Any = importlib.import_module("archkit.perf.pipeline")
-    except ImportError:
-        pipeline = None
-    fn = getattr(pipeline, "predict", None)
-    if fn is not None:
-        got = fn(spec, rate_rps=rate_rps)
-        e2e = _as_dict(_get(got, "end_to_end", "e2e")) or {k: _get(got, k) for k in E2E_KEYS}
-        stages_raw = _get(got, "stages") or {}
-        if isinstance(stages_raw, list | tuple):
-            stages_raw = {_get(s, "stage", "id"): s for s in stages_raw}
-        stages = {str(k): {key: _get(v, key) for key in STAGE_KEYS} for k, v in stages_raw.items()}
-        knee = _get(got, "knee_rps", "ceiling_rps", "saturation_rps")
-        return {
-            "source": "archkit.perf.pipeline.predict",
-            "end_to_end": e2e,
-            "stages": stages,
-            "knee_rps": knee,
-        }
-    return _fallback(spec)
-
-
-def _fallback(spec: Spec) -> dict:
-    """The composition that predates the pipeline model: budgets along the critical path."""
-    from archkit.perf.capacity import model_capacities
-    from archkit.perf.latency import critical_path
-
-    path = critical_path(spec)
-    e2e = {"p50_ms": round(path.p50_sum, 3), "p99_ms": round(path.p99_rss, 3)} if path else {}
-    stages = {
-        s.id: {"p50_ms": s.p50_ms, "p99_ms": s.p99_ms} for s in spec.dataflow.stages if s.p50_ms is not None
-    }
-    knee = None
-    for cap in model_capacities(spec):
-        ceiling = cap.ceiling_rps
-        if ceiling is None:
-            continue
-        per_request = getattr(cap.stage, "items_per_request", None) or 1.0
-        knee = ceiling / per_request if knee is None else min(knee, ceiling / per_request)
+    got = pipeline_predict(spec, rate_rps=rate_rps)
     return {
-        "source": "stage P50 budgets on the critical path; knee from per-stage ceilings (no pipeline model)",
-        "end_to_end": e2e,
-        "stages": stages,
-        "knee_rps": round(knee, 3) if knee is not None else None,
+        "source": "archkit.perf.pipeline.predict",
+        "end_to_end": {k: getattr(got, k) for k in E2E_KEYS},
+        "stages": {s.stage: {k: getattr(s, k) for k in STAGE_KEYS} for s in got.stages},
+        "knee_rps": got.knee_rps,
     }
 
 
@@ -170,7 +110,9 @@ def _predicted_from(spec: Spec, sid: str) -> str:
 def _measured_by(m: dict) -> str:
     """What measured a stage's number: the gateway's histogram or Triton's counters."""
     metric = m.get("metric") or "?"
-    if metric.startswith("nv_inference"):
+    from archkit.loadtest.scrape import ENGINE_PARTS_GLOB  # the engine's counters, named by its adapter
+
+    if metric == ENGINE_PARTS_GLOB or engines.adapter("triton").series(metric) is not None:
         return f"{metric}: Triton's mean per inference request (queue + compute), no percentiles"
     return f"{metric}: the service's histogram (P50/P99 interpolated in its buckets, the mean exact)"
 

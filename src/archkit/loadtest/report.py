@@ -261,40 +261,57 @@ def _samples(v) -> str:
     return "—" if v.samples is None else str(v.samples)
 
 
-def sections(res) -> list[tuple[str, list[str], list[list[str]], list[str]]]:
+Section = tuple[str, list[str], list[list[str]], list[str]]
+
+
+def sections(res) -> list[Section]:
     """The report as (title, table header, rows, notes) sections, shared by Markdown and HTML."""
     m = res.measured
-    out = []
-    out.append(
-        (
-            "Budgets",
-            ["budget", "limit", "measured", "samples", "result", "why"],
+    out = [_budgets_section(res), _measured_section(res)]
+    extra = (generator_mod.section(m.get("generator")), compare_mod.section(m.get("predicted")))
+    out += [x for x in extra if x is not None]
+    for optional in (_stress_section(res), _chaos_section(res), _decomposition_section(res)):
+        if optional is not None:
+            out.append(optional)
+    out += [_alerts_section(res), _environment_section(res)]
+    return out
+
+
+def _budgets_section(res) -> Section:
+    """Each budget's verdict with its sample size."""
+    return (
+        "Budgets",
+        ["budget", "limit", "measured", "samples", "result", "why"],
+        [
             [
-                [
-                    v.id,
-                    f"{v.op} {_v(v.budget, v.unit)}" if v.budget is not None else "—",
-                    _v(
-                        v.measured if v.unit != "ratio" or v.measured is None else round(v.measured * 100, 4),
-                        "%" if v.unit == "ratio" else v.unit,
-                    ),
-                    _samples(v),
-                    _mark(v),
-                    v.why,
-                ]
-                for v in res.verdicts
-            ],
-            (
-                [
-                    "A percentile budget is judged on its 95 % order-statistics interval: met when the "
-                    "whole interval is within the budget, missed when it is all beyond, otherwise "
-                    "INCONCLUSIVE (counts as met unless `--strict`; its why says how long a run would "
-                    "decide it)."
-                ]
-                if res.verdicts
-                else ["The spec declares no budget that this level can judge."]
-            ),
-        )
+                v.id,
+                f"{v.op} {_v(v.budget, v.unit)}" if v.budget is not None else "—",
+                _v(
+                    v.measured if v.unit != "ratio" or v.measured is None else round(v.measured * 100, 4),
+                    "%" if v.unit == "ratio" else v.unit,
+                ),
+                _samples(v),
+                _mark(v),
+                v.why,
+            ]
+            for v in res.verdicts
+        ],
+        (
+            [
+                "A percentile budget is judged on its 95 % order-statistics interval: met when the "
+                "whole interval is within the budget, missed when it is all beyond, otherwise "
+                "INCONCLUSIVE (counts as met unless `--strict`; its why says how long a run would "
+                "decide it)."
+            ]
+            if res.verdicts
+            else ["The spec declares no budget that this level can judge."]
+        ),
     )
+
+
+def _measured_section(res) -> Section:
+    """End to end and per scenario, client side."""
+    m = res.measured
     e2e = m.get("end_to_end", {})
     rows = [
         [
@@ -321,176 +338,180 @@ def sections(res) -> list[tuple[str, list[str], list[list[str]], list[str]]]:
                 _v(s.get("max_ms")),
             ]
         )
-    out.append(
-        (
-            "Measured (client side, every request, HDR histograms)",
-            ["what", "requests", "error rate", "req/s ok", "P50 ms", "P95 ms", "P99 ms", "max ms"],
-            rows,
-            [
-                f"Offered rate {_v(m.get('offered_rps'), 'req/s')}, {res.plan.users} users, "
-                f"{_v(m.get('duration_s'), 's')} measured; stopped: {m.get('stopped') or '—'}."
-            ],
-        )
+    return (
+        "Measured (client side, every request, HDR histograms)",
+        ["what", "requests", "error rate", "req/s ok", "P50 ms", "P95 ms", "P99 ms", "max ms"],
+        rows,
+        [
+            f"Offered rate {_v(m.get('offered_rps'), 'req/s')}, {res.plan.users} users, "
+            f"{_v(m.get('duration_s'), 's')} measured; stopped: {m.get('stopped') or '—'}."
+        ],
     )
-    extra = (generator_mod.section(m.get("generator")), compare_mod.section(m.get("predicted")))
-    out += [x for x in extra if x is not None]
-    if m.get("phases") and res.plan.kind == "stress":
-        st = m.get("stress") or {}
-        out.append(
-            (
-                "Stress steps",
-                [
-                    "offered req/s",
-                    "achieved ok req/s",
-                    "error rate",
-                    "P50 ms",
-                    "P99 ms",
-                    "statuses",
-                    "within budgets",
-                ],
-                [
-                    [
-                        _v(p["offered_rps"]),
-                        _v(p["throughput_rps"]),
-                        _v(p["error_rate"]),
-                        _v(p["p50_ms"]),
-                        _v(p["p99_ms"]),
-                        ", ".join(f"{k}: {n}" for k, n in p["statuses"].items()),
-                        "yes" if _step_ok(res, p) else "no",
-                    ]
-                    for p in m["phases"]
-                ],
-                [
-                    f"Knee: {_v(st.get('knee_rps'), 'req/s')} (highest throughput of the steps that met the P99 "
-                    f"and error budgets).",
-                    f"Past the knee: {st.get('failure_mode')}",
-                ],
-            )
-        )
-    if m.get("chaos"):
-        out.append(
-            (
-                "Chaos faults",
-                [
-                    "fault",
-                    "applied at",
-                    "ended",
-                    "errors in burst",
-                    "peak error rate",
-                    "worst P99 ms",
-                    "recovery s",
-                    "fallback answers",
-                ],
-                [
-                    [
-                        f"{f['action']} {f['target']}",
-                        _v(f.get("started_s"), "s"),
-                        _v(f.get("ended_s"), "s"),
-                        f"{f.get('burst_errors', '—')} of {f.get('burst_requests', '—')}",
-                        _v(f.get("peak_error_rate")),
-                        _v(f.get("worst_p99_ms")),
-                        _v(f.get("recovery_s")),
-                        (
-                            f"{f.get('fallback_answers', 0)} × status {f['fallback_status']} ({f['expect_fallback']})"
-                            if f.get("fallback_status") is not None
-                            else (
-                                f"{f['expect_fallback']}: no status to recognise"
-                                if f.get("expect_fallback")
-                                else "—"
-                            )
-                        ),
-                    ]
-                    for f in m["chaos"]
-                ],
-                [f"fault {f['index'] + 1}: {f['error']}" for f in m["chaos"] if f.get("error")]
-                + [n for f in m["chaos"] for n in f.get("notes", [])],
-            )
-        )
-    dec = m.get("decomposition") or {}
-    if dec.get("stages") or dec.get("models") or dec.get("server"):
-        rows = [
-            ["client observed (mean)", _v((dec.get("client") or {}).get("mean_ms")), "every request, HDR"]
-        ]
-        if dec.get("server"):
-            rows.append(["server side (mean)", _v(dec["server"]["mean_ms"]), dec["server"]["source"]])
-            rows.append(
-                ["network + serialisation", _v(dec.get("network_serialisation_ms")), "client − server"]
-            )
-        for sid, s in dec.get("stages", {}).items():
-            if "queue_ms" in s:
-                detail = (
-                    f"queue {_v(s.get('queue_ms'))} + compute {_v(s.get('compute_ms'))} ms per request "
-                    f"from {s.get('metric')} ({s.get('count')} requests)"
-                )
-            else:
-                detail = (
-                    f"P50 {_v(s.get('p50_ms'))} / P99 {_v(s.get('p99_ms'))} ms from {s.get('metric')} "
-                    f"({s.get('count')} obs.)"
-                )
-            rows.append([f"stage {sid}", _v(s.get("mean_ms")), detail])
-        for model, mm in dec.get("models", {}).items():
-            for part in (
-                "queue_ms",
-                "compute_input_ms",
-                "compute_infer_ms",
-                "compute_output_ms",
-                "request_ms",
-            ):
-                if part in mm:
-                    rows.append(
-                        [
-                            f"model {model}: {part[:-3].replace('_', ' ')}",
-                            _v(mm[part]),
-                            f"{ENGINE_FAMILY} counters over {mm['requests']} requests",
-                        ]
-                    )
-        out.append(
-            (
-                "Latency decomposition (ms)",
-                ["part", "mean ms", "source"],
-                rows,
-                ["Seed 000 §2.1: network, queue and compute measured apart, not guessed."],
-            )
-        )
-    alerts = res.alerts
-    out.append(
-        (
-            "Alerts (live Prometheus)",
-            ["alert", "labels", "pending at", "firing at", "last seen"],
+
+
+def _stress_section(res) -> Section | None:
+    """Each stress step, the knee and what happens past it."""
+    m = res.measured
+    if not (m.get("phases") and res.plan.kind == "stress"):
+        return None
+    st = m.get("stress") or {}
+    return (
+        "Stress steps",
+        [
+            "offered req/s",
+            "achieved ok req/s",
+            "error rate",
+            "P50 ms",
+            "P99 ms",
+            "statuses",
+            "within budgets",
+        ],
+        [
             [
-                [
-                    a["alert"],
-                    ", ".join(f"{k}={v}" for k, v in a["labels"].items()),
-                    _v(a["pending_s"], "s"),
-                    _v(a["firing_s"], "s"),
-                    _v(a["last_seen_s"], "s"),
-                ]
-                for a in alerts
-            ],
-            list(res.alert_notes) + ([] if alerts else ["No alert went pending or fired during the run."]),
-        )
-    )
-    env = res.environment
-    out.append(
-        (
-            "Environment",
-            ["", ""],
-            [
-                ["CPU", f"{env.get('cpu')} ({env.get('cores')} cores)"],
-                ["load average", _v(env.get("load_average"))],
-                ["python", env.get("python", "?")],
-                ["platform", env.get("platform", "?")],
+                _v(p["offered_rps"]),
+                _v(p["throughput_rps"]),
+                _v(p["error_rate"]),
+                _v(p["p50_ms"]),
+                _v(p["p99_ms"]),
+                ", ".join(f"{k}: {n}" for k, n in p["statuses"].items()),
+                "yes" if _step_ok(res, p) else "no",
             ]
-            + [[k, v] for k, v in env.get("versions", {}).items()]
-            + [
-                ["spec", f"{res.spec_file}" + (f" (environment {res.env})" if res.env else "")],
-                ["target", res.plan.host],
-                ["level", f"{res.plan.level} ({res.plan.kind})"],
-            ],
-            [],
-        )
+            for p in m["phases"]
+        ],
+        [
+            f"Knee: {_v(st.get('knee_rps'), 'req/s')} (highest throughput of the steps that met the P99 "
+            f"and error budgets).",
+            f"Past the knee: {st.get('failure_mode')}",
+        ],
     )
-    return out
+
+
+def _chaos_section(res) -> Section | None:
+    """Each fault: its burst of errors, its recovery, the fallback answers."""
+    m = res.measured
+    if not m.get("chaos"):
+        return None
+    return (
+        "Chaos faults",
+        [
+            "fault",
+            "applied at",
+            "ended",
+            "errors in burst",
+            "peak error rate",
+            "worst P99 ms",
+            "recovery s",
+            "fallback answers",
+        ],
+        [
+            [
+                f"{f['action']} {f['target']}",
+                _v(f.get("started_s"), "s"),
+                _v(f.get("ended_s"), "s"),
+                f"{f.get('burst_errors', '—')} of {f.get('burst_requests', '—')}",
+                _v(f.get("peak_error_rate")),
+                _v(f.get("worst_p99_ms")),
+                _v(f.get("recovery_s")),
+                (
+                    f"{f.get('fallback_answers', 0)} × status {f['fallback_status']} ({f['expect_fallback']})"
+                    if f.get("fallback_status") is not None
+                    else (
+                        f"{f['expect_fallback']}: no status to recognise" if f.get("expect_fallback") else "—"
+                    )
+                ),
+            ]
+            for f in m["chaos"]
+        ],
+        [f"fault {f['index'] + 1}: {f['error']}" for f in m["chaos"] if f.get("error")]
+        + [n for f in m["chaos"] for n in f.get("notes", [])],
+    )
+
+
+def _decomposition_section(res) -> Section | None:
+    """Client, server, network and per-stage and per-model server time (seed 000 §2.1)."""
+    dec = res.measured.get("decomposition") or {}
+    if not (dec.get("stages") or dec.get("models") or dec.get("server")):
+        return None
+    rows = [["client observed (mean)", _v((dec.get("client") or {}).get("mean_ms")), "every request, HDR"]]
+    if dec.get("server"):
+        rows.append(["server side (mean)", _v(dec["server"]["mean_ms"]), dec["server"]["source"]])
+        rows.append(["network + serialisation", _v(dec.get("network_serialisation_ms")), "client − server"])
+    for sid, s in dec.get("stages", {}).items():
+        if "queue_ms" in s:
+            detail = (
+                f"queue {_v(s.get('queue_ms'))} + compute {_v(s.get('compute_ms'))} ms per request "
+                f"from {s.get('metric')} ({s.get('count')} requests)"
+            )
+        else:
+            detail = (
+                f"P50 {_v(s.get('p50_ms'))} / P99 {_v(s.get('p99_ms'))} ms from {s.get('metric')} "
+                f"({s.get('count')} obs.)"
+            )
+        rows.append([f"stage {sid}", _v(s.get("mean_ms")), detail])
+    for model, mm in dec.get("models", {}).items():
+        for part in (
+            "queue_ms",
+            "compute_input_ms",
+            "compute_infer_ms",
+            "compute_output_ms",
+            "request_ms",
+        ):
+            if part in mm:
+                rows.append(
+                    [
+                        f"model {model}: {part[:-3].replace('_', ' ')}",
+                        _v(mm[part]),
+                        f"{ENGINE_FAMILY} counters over {mm['requests']} requests",
+                    ]
+                )
+    return (
+        "Latency decomposition (ms)",
+        ["part", "mean ms", "source"],
+        rows,
+        ["Seed 000 §2.1: network, queue and compute measured apart, not guessed."],
+    )
+
+
+def _alerts_section(res) -> Section:
+    """Alerts that went pending or fired during the run."""
+    alerts = res.alerts
+    return (
+        "Alerts (live Prometheus)",
+        ["alert", "labels", "pending at", "firing at", "last seen"],
+        [
+            [
+                a["alert"],
+                ", ".join(f"{k}={v}" for k, v in a["labels"].items()),
+                _v(a["pending_s"], "s"),
+                _v(a["firing_s"], "s"),
+                _v(a["last_seen_s"], "s"),
+            ]
+            for a in alerts
+        ],
+        list(res.alert_notes) + ([] if alerts else ["No alert went pending or fired during the run."]),
+    )
+
+
+def _environment_section(res) -> Section:
+    """Where and with what the run was made."""
+    env = res.environment
+    return (
+        "Environment",
+        ["", ""],
+        [
+            ["CPU", f"{env.get('cpu')} ({env.get('cores')} cores)"],
+            ["load average", _v(env.get("load_average"))],
+            ["python", env.get("python", "?")],
+            ["platform", env.get("platform", "?")],
+        ]
+        + [[k, v] for k, v in env.get("versions", {}).items()]
+        + [
+            ["spec", f"{res.spec_file}" + (f" (environment {res.env})" if res.env else "")],
+            ["target", res.plan.host],
+            ["level", f"{res.plan.level} ({res.plan.kind})"],
+        ],
+        [],
+    )
 
 
 def _step_ok(res, p: dict) -> bool:

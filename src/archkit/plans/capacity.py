@@ -34,6 +34,7 @@ class CapacityReport:
     pipeline: dict[str, Any] | None = (
         None  # PipelinePrediction.as_dict(): ceiling, bottleneck, resources, e2e
     )
+    llm: list[dict[str, Any]] = field(default_factory=list)  # plans.llm_capacity.llm_row per LLM stage
     curve: dict[str, Any] | None = None  # LoadCurve.as_dict() when rates were asked for (`--rate`)
 
     @property
@@ -53,8 +54,10 @@ class CapacityReport:
     @property
     def missed(self) -> bool:
         """True when a model stage's predicted P99 misses its budget or a worker pool is overloaded."""
-        return any(s["declared"] and not s["declared"]["meets"] for s in self.stages) or any(
-            w["rho"] >= 1 for w in self.workers
+        return (
+            any(s["declared"] and not s["declared"]["meets"] for s in self.stages)
+            or any(w["rho"] >= 1 for w in self.workers)
+            or any(not b["met"] for row in self.llm for b in row["budgets"])
         )
 
     def as_dict(self) -> dict[str, Any]:
@@ -69,6 +72,7 @@ class CapacityReport:
             "pipeline": self.pipeline,
             "knee": self.knee,
             "curve": self.curve,
+            "llm": self.llm,
         }
 
 
@@ -101,6 +105,9 @@ def capacity_report(
 
     report = CapacityReport(file, spec.metadata.name, spec.budgets.throughput_rps, spec.budgets.p99_ms)
     report.pipeline = predict(spec, knee=True).as_dict()
+    from archkit.plans.llm_capacity import llm_rows
+
+    report.llm = llm_rows(spec, file)
     if rates:
         from archkit.perf.curve import sweep
 

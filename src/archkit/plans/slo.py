@@ -30,14 +30,14 @@ from archkit.plans.alerts.model import (
     MatrixCase,
     Recording,
     Series,
-    _base,
-    _camel,
-    _fmt,
-    _label_name,
-    _minutes,
-    _unit_seconds,
+    base_metric,
     burn_factor,
+    camel,
     counts_successes_only,
+    duration_minutes,
+    fmt_number,
+    label_name,
+    metric_unit_seconds,
     promql_label_value,
 )
 from archkit.slo_math import (
@@ -59,7 +59,7 @@ TIERS: tuple[tuple[str, float, str, str, str], ...] = (
     ("Slow", 0.10, "1d", "2h", "ticket"),
     ("Steady", 0.10, "3d", "6h", "ticket"),
 )
-ALERT_WINDOWS: tuple[str, ...] = tuple(sorted({w for t in TIERS for w in (t[2], t[3])}, key=_minutes))
+ALERT_WINDOWS: tuple[str, ...] = tuple(sorted({w for t in TIERS for w in (t[2], t[3])}, key=duration_minutes))
 SLI_RECORD = "archkit:slo_sli_error:ratio_rate"
 OBJECTIVE_RECORD = "archkit:slo_objective:ratio"
 BUDGET_RECORD = "archkit:slo_error_budget:ratio"
@@ -78,7 +78,7 @@ class Selector:
 
     @classmethod
     def of(cls, events: SloEvents) -> Selector:
-        out = [(_label_name(m.label), m.op, m.value) for m in events.matchers]
+        out = [(label_name(m.label), m.op, m.value) for m in events.matchers]
         return cls(events.metric, tuple((k, op, v) for k, op, v in out if k is not None))
 
     @classmethod
@@ -147,7 +147,7 @@ def _regex_witness(pattern: str) -> str | None:
 
 def le_pattern(le: float) -> str:
     """An RE2 that matches the `le` label of boundary `le` however a client formats it ("1", "1.0")."""
-    text = _fmt(le)
+    text = fmt_number(le)
     return re.escape(text) + ("0*" if "." in text or "e" in text else r"(\.0+)?")
 
 
@@ -211,7 +211,7 @@ class PlannedSlo:
         """Input series whose error ratio is `ratio` over any window (None if none can be built)."""
         samples, total = minutes + 5, 100.0
         counts = {"bad": ratio * total, "good": (1 - ratio) * total}
-        extra = {"le": _fmt(self.le)} if self.le is not None else {}
+        extra = {"le": fmt_number(self.le)} if self.le is not None else {}
         out: list[tuple[str, str]] = []
         inside = 0.0  # events of the bad/good series that the total selector selects too
         for key, sel in (("bad", self.bad), ("good", self.good)):
@@ -220,7 +220,7 @@ class PlannedSlo:
             labels = sel.witness(**extra)
             if labels is None:
                 return None
-            out.append((sel.series(labels), f"0+{_fmt(counts[key])}x{samples}"))
+            out.append((sel.series(labels), f"0+{fmt_number(counts[key])}x{samples}"))
             if self.total is not None and self.total.matches(sel.name, labels):
                 inside += counts[key]
         if self.total is not None and total - inside > 1e-9:
@@ -230,7 +230,7 @@ class PlannedSlo:
             for sel in (self.bad, self.good):
                 if sel is not None and sel.matches(self.total.name, labels):
                     return None  # the rest of the total would count as bad or good too
-            out.append((self.total.series(labels), f"0+{_fmt(total - inside)}x{samples}"))
+            out.append((self.total.series(labels), f"0+{fmt_number(total - inside)}x{samples}"))
         return Case(out, minutes)
 
 
@@ -271,8 +271,8 @@ def _latency(
     sm = latency_binding(spec, stage)
     if sm is None or sm.latency is None:
         return {}, stage, None, None
-    base = _base(sm.latency.metric, "_bucket")
-    unit = _unit_seconds(base)
+    base = base_metric(sm.latency.metric, "_bucket")
+    unit = metric_unit_seconds(base)
     thr = threshold_ms / 1000 / unit
     gap = bucket_gap(thr, sm.latency.buckets, unit)
     le = thr if gap is None else (gap.lower if gap.lower is not None else gap.upper)
@@ -342,7 +342,7 @@ class SloRules:
 
 
 def tier_factor(share: float, long_window: str, window_days: int) -> float:
-    return burn_factor(share, _minutes(long_window) / 60, window_days)
+    return burn_factor(share, duration_minutes(long_window) / 60, window_days)
 
 
 def slo_rules(spec: Spec, plan: SloPlan, unique_name: Callable[[str], str], minutes: int) -> SloRules:
@@ -368,15 +368,15 @@ def slo_rules(spec: Spec, plan: SloPlan, unique_name: Callable[[str], str], minu
                 )
             )
         out.recordings += [
-            Recording(OBJECTIVE_RECORD, f"vector({_fmt(s.objective)})", dict(lab), "slo"),
-            Recording(BUDGET_RECORD, f"vector({_fmt(s.budget)})", dict(lab), "slo"),
-            Recording(REMAINING_RECORD, f"1 - ({SLI_RECORD}{s.window}{s.selector} / {_fmt(s.budget)})", dict(lab), "slo"),
+            Recording(OBJECTIVE_RECORD, f"vector({fmt_number(s.objective)})", dict(lab), "slo"),
+            Recording(BUDGET_RECORD, f"vector({fmt_number(s.budget)})", dict(lab), "slo"),
+            Recording(REMAINING_RECORD, f"1 - ({SLI_RECORD}{s.window}{s.selector} / {fmt_number(s.budget)})", dict(lab), "slo"),
         ]  # fmt: skip
         names: dict[str, float] = {}
         for tier, share, long_w, short_w, severity in TIERS:
             factor = tier_factor(share, long_w, s.window_days)
             thr = factor * s.budget
-            name = unique_name(f"{_camel(s.name)}ErrorBudgetBurn{tier}")
+            name = unique_name(f"{camel(s.name)}ErrorBudgetBurn{tier}")
             names[name] = factor
             what = "latency" if s.kind == "latency" else "error"
             out.alerts.append(
@@ -384,19 +384,19 @@ def slo_rules(spec: Spec, plan: SloPlan, unique_name: Callable[[str], str], minu
                     name=name,
                     group="slo",
                     expr=(
-                        f"({SLI_RECORD}{long_w}{s.selector} > {_fmt(thr)}) and "
-                        f"({SLI_RECORD}{short_w}{s.selector} > {_fmt(thr)})"
+                        f"({SLI_RECORD}{long_w}{s.selector} > {fmt_number(thr)}) and "
+                        f"({SLI_RECORD}{short_w}{s.selector} > {fmt_number(thr)})"
                     ),
                     severity=severity,
                     summary=(
-                        f"{s.service}/{s.name}: {what} budget burning {_fmt(factor)}x too fast "
-                        f"({_fmt(share * 100)} % of the {s.window_days}-day budget in {long_w})"
+                        f"{s.service}/{s.name}: {what} budget burning {fmt_number(factor)}x too fast "
+                        f"({fmt_number(share * 100)} % of the {s.window_days}-day budget in {long_w})"
                     ),
                     description=(
-                        f"SLI error ratio of SLO {s.name} ({_fmt(s.objective * 100)} %) above "
-                        f"{_fmt(factor)} x (1 - objective) over {long_w} and {short_w} (SRE Workbook, "
-                        f"multiwindow multi-burn-rate alert; factor {_fmt(share)} x {s.window_days * 24} h "
-                        f"/ {_fmt(_minutes(long_w) / 60)} h)."
+                        f"SLI error ratio of SLO {s.name} ({fmt_number(s.objective * 100)} %) above "
+                        f"{fmt_number(factor)} x (1 - objective) over {long_w} and {short_w} (SRE Workbook, "
+                        f"multiwindow multi-burn-rate alert; factor {fmt_number(share)} x {s.window_days * 24} h "
+                        f"/ {fmt_number(duration_minutes(long_w) / 60)} h)."
                     ),
                     for_=None,
                     labels={**lab, "slo_window": s.window, "burn_tier": tier.lower()},
@@ -419,7 +419,7 @@ def slo_rules(spec: Spec, plan: SloPlan, unique_name: Callable[[str], str], minu
                 continue
             case = s.case(ratio, minutes)
             if case is not None:
-                name = f"SLO {s.name} at {_fmt(level)}x burn ({_fmt(ratio * 100)} % errors)"
+                name = f"SLO {s.name} at {fmt_number(level)}x burn ({fmt_number(ratio * 100)} % errors)"
                 out.matrices.append(MatrixCase(name, case, {n: f < level for n, f in names.items()}))
     return out
 
@@ -447,15 +447,3 @@ def rule_cost(plan: AlertPlan) -> RuleCost:
     rule labels); an alert adds ALERTS and ALERTS_FOR_STATE series while pending or firing."""
     rec = {(r.record, tuple(sorted(r.labels.items()))) for r in plan.recordings}
     return RuleCost(len(plan.recordings), len(plan.alerts), len(rec) + 2 * len(plan.alerts))
-
-
-def rules_file_cost(text: str) -> RuleCost:
-    """`rule_cost` of a rendered rules.yaml (what `archkit render` reports)."""
-    import yaml
-
-    doc = yaml.safe_load(text) or {}
-    rules = [r for g in doc.get("groups") or [] for r in g.get("rules") or []]
-    recs = [r for r in rules if "record" in r]
-    alerts = [r for r in rules if "alert" in r]
-    keys = {(r["record"], tuple(sorted((r.get("labels") or {}).items()))) for r in recs}
-    return RuleCost(len(recs), len(alerts), len(keys) + 2 * len(alerts))

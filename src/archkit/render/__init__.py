@@ -20,6 +20,7 @@ from archkit.checks.registry import INTERNAL_ERROR
 from archkit.diagnostics import Diagnostic, Severity
 from archkit.errors import ArchkitError, InputError, SpecLoadError, UnknownNameError
 from archkit.plans.context import RunContext, prepare, with_environment
+from archkit.plans.slo import RuleCost, rule_cost
 from archkit.render.tree import WriteResult, write_tree
 from archkit.spec import Spec
 
@@ -40,6 +41,7 @@ class RenderResult:
     diagnostics: list[Diagnostic]
     skipped: dict[str, str] = field(default_factory=dict)  # file not rendered -> why, and the fix
     notes: dict[str, str] = field(default_factory=dict)  # source drawn another way -> how and why
+    rule_cost: RuleCost | None = None  # the Prometheus rules' cost, when they were generated
 
 
 def generate(
@@ -157,6 +159,8 @@ def render(
         run.spec, str(spec_path), only, formats, measured, templates_dir, env, progress, tools, run
     )
     result = RenderResult(files, write_tree(out_dir, files, check=check, force=force), diags)
+    if "prometheus/rules.yaml" in files:  # read from the plan the rules were rendered from
+        result.rule_cost = rule_cost(run.alerts)
     result.skipped.update(tools.unrendered)
     result.notes.update(tools.notes)
     return result

@@ -1,7 +1,7 @@
 """`archkit verify`: hold a cluster, Triton and Prometheus to the spec, read-only.
 
 The sources are plug-ins (`archkit.verify.registry`): `verify_spec` reads every source the
-options ask for and runs its checks; `run` does the same for inputs already read.
+options ask for and runs its checks; `run_inputs` does the same for inputs already read.
 """
 
 from __future__ import annotations
@@ -42,7 +42,6 @@ __all__ = [
     "load_snapshot",
     "rbac_clusterrole",
     "read_live",
-    "run",
     "run_inputs",
     "to_json",
     "to_junit",
@@ -77,26 +76,6 @@ def _broken(spec: Spec, cls: type[Source], exc: Exception) -> Reading:
     message = f"internal error in verify source {cls.name}: {type(exc).__name__}: {exc}"
     rec.unknown(codes[0], f"source/{cls.name}", spec, message)
     return Reading({"area": cls.name, "error": message}, rec.findings)
-
-
-def run(
-    spec: Spec,
-    state: ClusterState | None = None,
-    triton_url: str | None = None,
-    prometheus_url: str | None = None,
-    expected_groups: list[str] | None = None,
-    groups_note: str = "",
-    timeout_s: float = 10.0,
-) -> VerifyReport:
-    """The built-in sources' checks against inputs already read (a cluster state, server URLs)."""
-    inputs: dict[str, Any] = {}
-    if state is not None:
-        inputs["kube"] = state
-    if triton_url:
-        inputs["triton"] = triton_url
-    if prometheus_url:
-        inputs["prometheus"] = (prometheus_url, expected_groups, groups_note)
-    return run_inputs(spec, inputs, timeout_s)
 
 
 def verify_spec(

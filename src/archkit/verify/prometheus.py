@@ -234,6 +234,11 @@ def check_prometheus(
     return rec.findings
 
 
+def slo_buckets(spec: Spec, url: str, timeout_s: float = 5.0) -> list[Finding]:
+    """VP320 (`prometheus_slo`) against the Prometheus at `url`, read as this source reads it."""
+    return check_slo_buckets(spec, url, _get, _Unreachable, timeout_s)
+
+
 @register_source
 class PrometheusSource(Source):
     """A Prometheus server's loaded rules and scrape targets."""
@@ -276,5 +281,5 @@ class PrometheusSource(Source):
         if not any(
             f.code == Reachable.code.id for f in findings
         ):  # reachable: latency SLOs against live buckets
-            findings += check_slo_buckets(spec, url, timeout_s)
+            findings += slo_buckets(spec, url, timeout_s)
         return Reading({"area": self.name, "source": url}, findings)

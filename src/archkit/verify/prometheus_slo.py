@@ -8,6 +8,8 @@ between two boundaries. The boundaries a service really exports are read from Pr
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import Any
 from urllib.parse import urlencode
 
 from archkit.plans.slo import Selector, slo_plan
@@ -41,10 +43,16 @@ def _boundaries(data: dict) -> list[float]:
     return sorted(set(out))
 
 
-def check_slo_buckets(spec: Spec, url: str, timeout_s: float = 5.0) -> list[Finding]:
-    """VP320 for every latency SLO of the spec (declared or derived)."""
-    from archkit.verify.prometheus import _get, _Unreachable
+# The Prometheus source's reader: GET base + path within a timeout -> the answer's `data`;
+# raises `unreachable` when Prometheus cannot answer. Passed in, so that this module does not
+# import the source (which imports it).
+Get = Callable[[str, str, float], dict[str, Any]]
 
+
+def check_slo_buckets(
+    spec: Spec, url: str, get: Get, unreachable: type[Exception], timeout_s: float = 5.0
+) -> list[Finding]:
+    """VP320 for every latency SLO of the spec (declared or derived)."""
     rec = Recorder(spec, "prometheus")
     for s in slo_plan(spec).slos:
         if s.kind != "latency" or s.total is None or s.threshold_ms is None:
@@ -53,8 +61,8 @@ def check_slo_buckets(spec: Spec, url: str, timeout_s: float = 5.0) -> list[Find
         label = f"slo/{s.name}"
         series = Selector(s.total.name, tuple(m for m in s.total.matchers if m[0] != "le"))
         try:
-            data = _get(url, "/api/v1/query?" + urlencode({"query": f"count by (le) ({series})"}), timeout_s)
-        except _Unreachable as exc:
+            data = get(url, "/api/v1/query?" + urlencode({"query": f"count by (le) ({series})"}), timeout_s)
+        except unreachable as exc:
             rec.unknown(SloBuckets.code, label, node, str(exc), field=fld)
             continue
         les = _boundaries(data)

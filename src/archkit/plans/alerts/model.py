@@ -51,7 +51,7 @@ def burn_factor(share: float, long_window_h: float, slo_window_days: int) -> flo
 # --------------------------------------------------------------------------- names and selectors
 
 
-def _fmt(x: float) -> str:
+def fmt_number(x: float) -> str:
     """A stable, exact-enough decimal for expressions and test series."""
     if x == math.inf:
         return "+Inf"
@@ -59,7 +59,7 @@ def _fmt(x: float) -> str:
     return str(int(r)) if r == int(r) and abs(r) < 1e15 else repr(r)
 
 
-def _label_name(name: str) -> str | None:
+def label_name(name: str) -> str | None:
     """A valid Prometheus label name for `name` (invalid characters become '_')."""
     if name.startswith("__"):
         return None  # reserved (e.g. __name__): the spec cannot set it
@@ -80,7 +80,7 @@ class Series:
     def of(cls, name: str, labels: dict[str, str], **extra: str) -> Series:
         out: dict[str, str] = {}
         for k, v in sorted(labels.items()):
-            ln = _label_name(str(k))
+            ln = label_name(str(k))
             if ln is not None:
                 out[ln] = str(v)
         out.update(extra)
@@ -99,21 +99,21 @@ class Series:
         return "{" + ", ".join([f'__name__="{promql_label_value(self.name)}"'] + matchers) + "}"
 
 
-def _unit_seconds(metric: str) -> float:
+def metric_unit_seconds(metric: str) -> float:
     """Seconds per unit of a latency metric, from its name (archkit.slo_math.unit_seconds)."""
     return unit_seconds(metric)
 
 
-def _base(metric: str, suffix: str) -> str:
+def base_metric(metric: str, suffix: str) -> str:
     return metric.removesuffix(suffix)
 
 
-def _camel(text: str) -> str:
+def camel(text: str) -> str:
     parts = [p for p in re.split(r"[^A-Za-z0-9]+", text) if p]
     return "".join(p[:1].upper() + p[1:] for p in parts) or "Stage"
 
 
-def _minutes(duration: str) -> int:
+def duration_minutes(duration: str) -> int:
     n, unit = int(duration[:-1]), duration[-1]
     return math.ceil(n * {"s": 1 / 60, "m": 1, "h": 60, "d": 1440}[unit])
 

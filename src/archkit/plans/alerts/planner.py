@@ -11,12 +11,12 @@ from archkit.plans.alerts.model import (
     Case,
     Recording,
     Series,
-    _base,
-    _camel,
-    _fmt,
-    _minutes,
-    _unit_seconds,
+    base_metric,
+    camel,
     counts_successes_only,
+    duration_minutes,
+    fmt_number,
+    metric_unit_seconds,
 )
 from archkit.spec.model import MetricRef, MetricType, Spec, Stage, StageMetrics
 
@@ -39,7 +39,35 @@ def _ratio_expr(err: Series, req: Series, window: str, success_only: bool) -> st
     return f"({e} / {r})"
 
 
-class _Planner:
+def latency_query(ref: MetricRef, q: float) -> tuple[str, str, float, str]:
+    """How a bound latency series reads as seconds at quantile `q`: (PromQL, kind, seconds per
+    unit, metric read); the alerts and the dashboard panels use the same query."""
+    sel = Series.of(ref.metric, ref.labels)
+    if ref.type is MetricType.histogram:
+        base = base_metric(ref.metric, "_bucket")
+        unit = metric_unit_seconds(base)
+        bucket = sel.renamed(base + "_bucket")
+        expr = f"histogram_quantile({fmt_number(q)}, sum by (le) (rate({bucket}[{RATE_WINDOW}])))"
+        return _scale(expr, unit), "p99", unit, base + "_bucket"
+    if ref.type is MetricType.summary:
+        unit = metric_unit_seconds(ref.metric)
+        expr = f"max({sel.with_(quantile=fmt_number(q))})"
+        return _scale(expr, unit), "p99", unit, ref.metric
+    if ref.type is MetricType.counter_us or ref.count_metric:
+        unit = 1e-6 if ref.type is MetricType.counter_us else metric_unit_seconds(ref.metric)
+        cnt = Series.of(ref.count_metric or ref.metric + "_count", ref.labels)
+        expr = f"(sum(rate({sel}[{RATE_WINDOW}])) / sum(rate({cnt}[{RATE_WINDOW}])))"
+        return _scale(expr, unit), "mean", unit, ref.metric
+    # a gauge holding the current latency
+    unit = metric_unit_seconds(ref.metric)
+    return _scale(f"max({sel})", unit), "gauge", unit, ref.metric
+
+
+def _scale(expr: str, unit: float) -> str:
+    return expr if unit == 1.0 else f"({expr} * {fmt_number(unit)})"
+
+
+class Planner:
     """Builds the alert and recording plan of one spec."""
 
     def __init__(self, spec: Spec):
@@ -48,7 +76,7 @@ class _Planner:
         self.records: list[Recording] = []
         self.obs = spec.observability
         self.for_ = self.obs.alert_for
-        self.for_min = _minutes(self.for_)
+        self.for_min = duration_minutes(self.for_)
         self._names: set[str] = set()
 
     # ---- helpers
@@ -65,11 +93,11 @@ class _Planner:
 
     @staticmethod
     def counter(inc: float, samples: int) -> str:
-        return f"0+{_fmt(inc)}x{samples}"
+        return f"0+{fmt_number(inc)}x{samples}"
 
     @staticmethod
     def gauge(value: float, samples: int) -> str:
-        return f"{_fmt(value)}x{samples}"
+        return f"{fmt_number(value)}x{samples}"
 
     def add(self, alert: Alert) -> None:
         self.alerts.append(alert)
@@ -102,51 +130,25 @@ class _Planner:
         if sm.queue is not None:
             self.queue(st, sm.queue, common, title, tree)
 
-    def _latency_query(self, ref: MetricRef, q: float) -> tuple[str, str, float, str]:
-        """(PromQL in seconds, kind, seconds per unit, metric names read)."""
-        sel = Series.of(ref.metric, ref.labels)
-        if ref.type is MetricType.histogram:
-            base = _base(ref.metric, "_bucket")
-            unit = _unit_seconds(base)
-            bucket = sel.renamed(base + "_bucket")
-            expr = f"histogram_quantile({_fmt(q)}, sum by (le) (rate({bucket}[{RATE_WINDOW}])))"
-            return self._scale(expr, unit), "p99", unit, base + "_bucket"
-        if ref.type is MetricType.summary:
-            unit = _unit_seconds(ref.metric)
-            expr = f"max({sel.with_(quantile=_fmt(q))})"
-            return self._scale(expr, unit), "p99", unit, ref.metric
-        if ref.type is MetricType.counter_us or ref.count_metric:
-            unit = 1e-6 if ref.type is MetricType.counter_us else _unit_seconds(ref.metric)
-            cnt = Series.of(ref.count_metric or ref.metric + "_count", ref.labels)
-            expr = f"(sum(rate({sel}[{RATE_WINDOW}])) / sum(rate({cnt}[{RATE_WINDOW}])))"
-            return self._scale(expr, unit), "mean", unit, ref.metric
-        # a gauge holding the current latency
-        unit = _unit_seconds(ref.metric)
-        return self._scale(f"max({sel})", unit), "gauge", unit, ref.metric
-
-    @staticmethod
-    def _scale(expr: str, unit: float) -> str:
-        return expr if unit == 1.0 else f"({expr} * {_fmt(unit)})"
-
     def _latency_case(self, ref: MetricRef, kind: str, unit: float, value_s: float, minutes: int) -> Case:
         """Series whose latency reads about `value_s` seconds."""
         samples = minutes + 5
         v = value_s / unit  # in the metric's own unit
         sel = Series.of(ref.metric, ref.labels)
         if ref.type is MetricType.histogram:
-            bucket = sel.renamed(_base(ref.metric, "_bucket") + "_bucket")
+            bucket = sel.renamed(base_metric(ref.metric, "_bucket") + "_bucket")
             # every observation falls in (v/2, v]: the interpolated p99 is ~0.99·v, above v/2
             lo, hi = v / 2, v
             return Case(
                 [
-                    (str(bucket.with_(le=_fmt(lo))), self.counter(0, samples)),
-                    (str(bucket.with_(le=_fmt(hi))), self.counter(10, samples)),
+                    (str(bucket.with_(le=fmt_number(lo))), self.counter(0, samples)),
+                    (str(bucket.with_(le=fmt_number(hi))), self.counter(10, samples)),
                     (str(bucket.with_(le="+Inf")), self.counter(10, samples)),
                 ],
                 minutes,
             )
         if ref.type is MetricType.summary:
-            return Case([(str(sel.with_(quantile=_fmt(0.99))), self.gauge(v, samples))], minutes)
+            return Case([(str(sel.with_(quantile=fmt_number(0.99))), self.gauge(v, samples))], minutes)
         if kind == "mean":
             cnt = Series.of(ref.count_metric or ref.metric + "_count", ref.labels)
             return Case(
@@ -157,7 +159,7 @@ class _Planner:
     def latency(
         self, st: Stage, ref: MetricRef, common: dict[str, str], title: str, tree: str | None
     ) -> None:
-        expr, kind, unit, read = self._latency_query(ref, 0.99)
+        expr, kind, unit, read = latency_query(ref, 0.99)
         rec = (
             "archkit:stage_latency_seconds:p99_rate5m"
             if kind == "p99"
@@ -182,10 +184,10 @@ class _Planner:
                 (expr, kind, unit, read),
                 budget_s,
                 fire_at_zero=False,
-                name=self.name(f"{_camel(st.id)}LatencyAboveBudget"),
+                name=self.name(f"{camel(st.id)}LatencyAboveBudget"),
                 group="latency",
                 severity=st.budget_alert,
-                summary=f"{title}: {what} above the {_fmt(st.p99_ms)} ms P99 budget",
+                summary=f"{title}: {what} above the {fmt_number(st.p99_ms)} ms P99 budget",
                 description=why,
                 for_=self.for_,
                 labels=dict(common),
@@ -215,7 +217,7 @@ class _Planner:
             else (2 * threshold_s + pad_s, threshold_s / 2)
         )
         return Alert(
-            expr=f"{expr} > {_fmt(threshold_s)}",
+            expr=f"{expr} > {fmt_number(threshold_s)}",
             query=expr,
             threshold=threshold_s,
             windows=(RATE_WINDOW,) if kind != "gauge" else (),
@@ -245,14 +247,14 @@ class _Planner:
         minutes = self.steady(self.for_min)
         self.add(
             Alert(
-                name=self.name(f"{_camel(st.id)}FailureRateAboveBudget"),
+                name=self.name(f"{camel(st.id)}FailureRateAboveBudget"),
                 group="errors",
-                expr=f"{ratio} > {_fmt(f)}",
+                expr=f"{ratio} > {fmt_number(f)}",
                 query=ratio,
                 threshold=f,
                 windows=(RATE_WINDOW,),
                 severity=st.budget_alert,
-                summary=f"{title}: failure rate above its {_fmt(f * 100)} % budget",
+                summary=f"{title}: failure rate above its {fmt_number(f * 100)} % budget",
                 description=f"Failed / all requests over {RATE_WINDOW} exceed the stage's failure_rate.",
                 for_=self.for_,
                 labels=dict(common),
@@ -281,7 +283,7 @@ class _Planner:
         )
 
     def queue(self, st: Stage, ref: MetricRef, common: dict[str, str], title: str, tree: str | None) -> None:
-        expr, kind, unit, read = self._latency_query(ref, 0.99)
+        expr, kind, unit, read = latency_query(ref, 0.99)
         self.records.append(
             Recording(
                 "archkit:stage_queue_seconds:" + ("p99_rate5m" if kind == "p99" else "mean_rate5m"),
@@ -299,7 +301,7 @@ class _Planner:
                 ref,
                 (expr, kind, unit, read),
                 limit_s,
-                name=self.name(f"{_camel(st.id)}QueueTimeHigh"),
+                name=self.name(f"{camel(st.id)}QueueTimeHigh"),
                 group="latency",
                 severity="ticket",
                 summary=f"{title}: requests wait longer than max_queue_delay_us ({batching.max_queue_delay_us} µs)",
@@ -338,15 +340,15 @@ class _Planner:
                 Alert(
                     name=self.name("EffectiveQpsLow"),
                     group="golden",
-                    expr=f"(sum(rate({s}[{RATE_WINDOW}])) or vector(0)) < {_fmt(floor)}",
+                    expr=f"(sum(rate({s}[{RATE_WINDOW}])) or vector(0)) < {fmt_number(floor)}",
                     query=f"(sum(rate({s}[{RATE_WINDOW}])) or vector(0))",
                     op="<",
                     threshold=floor,
                     windows=(RATE_WINDOW,),
                     severity="page",
                     summary=(
-                        f"{name}: effective QPS (answers with confidence >= {_fmt(q.confidence_floor)}) "
-                        f"below {_fmt(q.alert_below_ratio * 100)} % of the {_fmt(baseline)} QPS baseline"
+                        f"{name}: effective QPS (answers with confidence >= {fmt_number(q.confidence_floor)}) "
+                        f"below {fmt_number(q.alert_below_ratio * 100)} % of the {fmt_number(baseline)} QPS baseline"
                     ),
                     description=(
                         "Requests can succeed with useless answers; effective QPS counts only "
@@ -369,13 +371,13 @@ class _Planner:
             self.add(
                 self._above(
                     ref,
-                    self._latency_query(ref, 0.99),
+                    latency_query(ref, 0.99),
                     c.max_ms / 1000,
                     pad_s=1e-3,
                     name=self.name("ColdStartSlow"),
                     group="golden",
                     severity="ticket",
-                    summary=f"{name}: model cold start above {_fmt(c.max_ms)} ms",
+                    summary=f"{name}: model cold start above {fmt_number(c.max_ms)} ms",
                     description=(
                         "A reload or CUDA context rebuild longer than the budget queues requests "
                         "(seed 000 §2.2: 83 ms context rebuild)."
@@ -395,13 +397,13 @@ class _Planner:
                     group="golden",
                     # per GPU (series matched on their labels, e.g. Triton's gpu_uuid): one full GPU
                     # is an OOM even when the fleet's average is low
-                    expr=f"max({used} / {total}) > {_fmt(g.max_ratio)}",
+                    expr=f"max({used} / {total}) > {fmt_number(g.max_ratio)}",
                     query=f"max({used} / {total})",
                     threshold=g.max_ratio,
                     # paging policy: only SLO burn (fast, medium), effective-QPS collapse and
                     # service down wake someone; a filling GPU is worked on in hours, not minutes
                     severity="ticket",
-                    summary=f"{name}: a GPU's memory is above {_fmt(g.max_ratio * 100)} % of its capacity",
+                    summary=f"{name}: a GPU's memory is above {fmt_number(g.max_ratio * 100)} % of its capacity",
                     description=(
                         "Close to OOM: one more model version or a larger batch fails to load "
                         "(seed 000 §2.3, §3.4)."
@@ -439,12 +441,12 @@ class _Planner:
                 Alert(
                     name=self.name("InputDriftDetected"),
                     group="golden",
-                    expr=f"min({s}) < {_fmt(d.p_value_threshold)}",
+                    expr=f"min({s}) < {fmt_number(d.p_value_threshold)}",
                     query=f"min({s})",
                     op="<",
                     threshold=d.p_value_threshold,
                     severity="ticket",
-                    summary=f"{name}: input drift ({d.method} p-value below {_fmt(d.p_value_threshold)})",
+                    summary=f"{name}: input drift ({d.method} p-value below {fmt_number(d.p_value_threshold)})",
                     description=(
                         "A drift alert must lead to an action: open a data-quality ticket for "
                         "the data scientists (seed 004 §3.4)."
@@ -471,10 +473,15 @@ class _Planner:
 
 def alert_plan(spec: Spec) -> AlertPlan:
     """The alerting and recording rules of a spec, in a stable order (pure: same spec, same plan)."""
-    p = _Planner(spec)
+    p = Planner(spec)
     order = {st.id: i for i, st in enumerate(spec.dataflow.stages)}
     for sm in sorted(spec.observability.stages, key=lambda m: (order.get(m.stage, 10**6), m.stage)):
         p.stage(sm)
+    from archkit.plans.alerts.llm import llm_alerts
+
+    for st in spec.dataflow.stages:
+        if st.llm is not None:
+            llm_alerts(p, st, _tree_for(spec, st.service))
     rules = p.slo()
     p.golden()
     return AlertPlan(spec.metadata.name, p.alerts, p.records, rules.matrices)
