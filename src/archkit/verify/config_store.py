@@ -11,7 +11,6 @@ GitOps) are drift. Only loopback addresses are read.
 from __future__ import annotations
 
 import base64
-import ipaddress
 import json
 import urllib.error
 import urllib.request
@@ -20,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, urlsplit
 
+from archkit.endpoints import EndpointError, opener, require_allowed
 from archkit.spec.config import DEFAULT_ENV, text_of, value_in
 from archkit.spec.model import Spec
 from archkit.verify.findings import Finding, Recorder
@@ -40,23 +40,19 @@ def parse_store(url: str) -> Store:
     parts = urlsplit(url)
     if parts.scheme not in ("consul", "etcd") or not parts.hostname or parts.port is None:
         raise StateError(f"--config-store {url}: give consul://HOST:PORT or etcd://HOST:PORT")
-    host = parts.hostname
-    try:
-        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        loopback = False
-    if not loopback:
+    try:  # the one endpoint policy (archkit.endpoints): every spelling of an address judged
+        ep = require_allowed(f"http://{parts.netloc}", (), "configuration store")
+    except EndpointError as exc:
         raise StateError(
-            f"--config-store {url}: archkit reads configuration stores on loopback addresses only"
-        )
-    shown = f"[{host}]" if ":" in host else host
-    return Store(parts.scheme, f"http://{shown}:{parts.port}")
+            f"--config-store {url}: archkit reads configuration stores on loopback addresses only ({exc})"
+        ) from None
+    return Store(parts.scheme, ep.base)
 
 
 def _request(url: str, body: bytes | None, timeout_s: float) -> Any:
     req = urllib.request.Request(url, data=body, method="POST" if body is not None else "GET")
     try:
-        with urllib.request.urlopen(req, timeout=timeout_s) as resp:  # loopback only (parse_store)
+        with opener(()).open(req, timeout=timeout_s) as resp:  # loopback only: judged, no proxy
             return json.loads(resp.read() or b"null")
     except urllib.error.HTTPError as exc:
         if exc.code == 404:  # Consul: no key under the prefix
