@@ -46,3 +46,12 @@ def test_a_second_adapter_with_a_taken_name_is_refused() -> None:
     clash = EngineAdapter(name="triton", title="clash", endpoints=Endpoints(), measures={})
     with pytest.raises(ArchkitError, match="registered twice"):
         engines.register(clash)
+
+
+def test_llamacpp_is_registered_under_the_spec_engine_name() -> None:
+    """The adapter's name is the spec's `llm.engine.name` value, so a stage finds it directly."""
+    llama = engines.adapter("llama.cpp")
+    assert llama.metric("waiting_requests").name == "llamacpp:requests_deferred"
+    assert llama.endpoints.extra["slots"] == "/slots"
+    assert llama.endpoints.model_config == "/props"
+    assert all(m.name.startswith("llamacpp:") for ms in llama.measures.values() for m in ms)

@@ -10,7 +10,7 @@ from archkit.errors import ArchkitError
 
 ENTRY_POINT_GROUP = "archkit.engines"
 # Built-in adapters: module paths, imported on first use so that `archkit` starts fast.
-BUILTIN: tuple[str, ...] = ("archkit.engines.triton",)
+BUILTIN: tuple[str, ...] = ("archkit.engines.triton", "archkit.engines.llamacpp")
 
 _ADAPTERS: dict[str, EngineAdapter] = {}
 _loaded = False
