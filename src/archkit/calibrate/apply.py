@@ -3,8 +3,10 @@
 `environments[].calibration` names a file written by `archkit calibrate` (relative to the spec's
 folder). When that environment is applied, each calibrated model stage gets a `service_time`
 table from the file — per batch size, the median compute input (copy), infer (compute) and
-output (overhead) times — in place of the environment's or the stage's own. Only the in-memory
-spec changes; the file on disk is never rewritten.
+output (overhead) times — in place of the environment's or the stage's own; each calibrated LLM
+stage (the file's `llm` entries, `archkit calibrate --llm-url`) gets the measured `llm.efficiency`
+figures in place of the declared defaults. Only the in-memory spec changes; the file on disk is
+never rewritten.
 """
 
 from __future__ import annotations
@@ -95,4 +97,21 @@ def with_calibration(spec: Spec, file: str, env: str | None) -> Spec:
             ov = StageOverride(stage=st.id)
             ce.stages.append(ov)
         ov.service_time = table
+    _llm_efficiency(clone, doc.get("llm"))
     return clone
+
+
+def _llm_efficiency(spec: Spec, entries: object) -> None:
+    """Measured prefill MFU, decode bandwidth share and step overhead replace an LLM stage's declared ones."""
+    if not isinstance(entries, dict):
+        return
+    stages = {st.id: st for st in spec.dataflow.stages}  # the copy's own (its id index may be the original's)
+    for stage_id, entry in entries.items():
+        st = stages.get(stage_id)
+        eff = entry.get("efficiency") if isinstance(entry, dict) else None
+        if st is None or st.llm is None or not isinstance(eff, dict):
+            continue
+        for field in ("prefill_mfu", "decode_bandwidth", "step_overhead_ms"):
+            value = eff.get(field)
+            if isinstance(value, int | float) and value > 0:
+                setattr(st.llm.efficiency, field, float(value))
