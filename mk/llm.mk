@@ -34,4 +34,17 @@ llm-serve: setup reference-venv
 	  --llama-server $(ARCHKIT_LLAMA_SERVER) --model "$(LLM_MODEL)"
 
 llm-test: setup reference-venv
-	$(BIN)/python -m pytest tests/reference_service/llm tests/verify/test_llamacpp_live.py -q
+	$(BIN)/python -m pytest tests/reference_service/llm tests/verify/test_llamacpp_live.py tests/calibrate/test_llm_live.py tests/calibrate/test_llm.py tests/test_engines.py -q
+
+.PHONY: llm-verify llm-calibrate llm-runbook
+# Against a running `make llm-serve` (default ports): the engine's settings and metrics against the
+# spec; the probe of step times and KV capacity; the fault tree walked live.
+llm-verify: setup
+	$(BIN)/archkit verify specs/llm-reference.yaml --llamacpp-url http://127.0.0.1:$(LLM_ENGINE_PORT)
+
+llm-calibrate: setup
+	$(BIN)/archkit calibrate specs/llm-reference.yaml --llm-url http://127.0.0.1:$(LLM_ENGINE_PORT) \
+	  -o calibration/llm-reference-cpu.json
+
+llm-runbook: setup
+	$(BIN)/archkit runbook specs/llm-reference.yaml --tree llm-unavailable --run

@@ -113,3 +113,37 @@ def engine(tmp: Path, model: Path | None = None, drop: tuple[str, ...] = (), **c
         yield url
     finally:
         stop(proc)
+
+
+@dataclasses.dataclass
+class LlmService:
+    """The whole reference LLM service (gateway + engine) on free ports."""
+
+    url: str
+    engine_url: str
+    proc: subprocess.Popen
+    log: Path
+
+
+@contextlib.contextmanager
+def service(tmp: Path, *extra: str) -> Iterator[LlmService]:
+    """`python -m reference_service.llm serve` under the service venv, stopped afterwards (SIGTERM)."""
+    binary, model = engine_files()
+    python = ROOT / "reference_service" / ".venv" / "bin" / "python"
+    if not python.exists():
+        msg = "reference_service/.venv is missing; run `make reference-venv`"
+        if os.environ.get("CI") or os.environ.get("ARCHKIT_REQUIRE_LIVE"):
+            pytest.fail(msg)
+        pytest.skip(msg)
+    http, eng = free_port(), free_port()
+    log = tmp / "llm-service.log"
+    cmd = [str(python), "-m", "reference_service.llm", "serve", "--http-port", str(http)]
+    cmd += ["--engine-port", str(eng), "--llama-server", str(binary), "--model", str(model), *extra]
+    with log.open("wb") as out:
+        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    svc = LlmService(f"http://127.0.0.1:{http}", f"http://127.0.0.1:{eng}", proc, log)
+    try:
+        wait_ready(svc.url + "/readyz", proc, log)
+        yield svc
+    finally:
+        stop(proc)
