@@ -17,7 +17,10 @@ class LlmSettings:
     # sequence adds step time without adding throughput (docs/benchmarks.md, LLM section).
     parallel: int = 2
     ctx_size: int = 2048
-    threads: int = 2
+    # One compute thread: llama.cpp's threads meet at a barrier every op, so when a neighbour takes
+    # a core the other thread spins; at load average 14 on the 2 shared cores 2 threads decoded at
+    # 2,350 ms per token, 1 thread at 25-36 ms (docs/benchmarks.md, LLM section).
+    threads: int = 1
     threads_http: int = 4
     batch_size: int = 512  # tokens per llama_decode() at most (prefill chunk)
     seed: int = 42

@@ -1,31 +1,30 @@
-"""`archkit calibrate --llm-url` against a real llama-server (tests/llm_engine.py).
+"""The LLM calibration probe against a real llama-server (tests/llm_engine.py).
 
-The probe must read the engine's real KV capacity (2 slots x 1024 tokens), fit the prefill and
-decode models to the server's own timings within the stated error, and write a calibration file
-that `environments[].calibration` accepts.
+The probe must read the engine's real KV capacity (2 slots x 1024 tokens) and fit the prefill and
+decode models to the server's own timings. The test runs a shortened probe (fewer lengths, two
+repeats, 16 output tokens) to stay within a live file's minute; `archkit calibrate --llm-url`
+runs the full one (docs/benchmarks.md, LLM section).
 """
 
 from __future__ import annotations
 
-import json
+import dataclasses
 
 import pytest
-from typer.testing import CliRunner
 
-from archkit.cli import app
+from archkit.calibrate.llm import LlmOptions, calibrate_llm
+from archkit.spec import load_file
 from tests.llm_engine import SPEC, engine
 
 pytestmark = pytest.mark.live
 
 
-def test_calibrate_probes_the_engine_and_writes_a_calibration(tmp_path) -> None:
-    out = tmp_path / "llm.cpu.json"
+def test_calibrate_probes_the_engine(tmp_path) -> None:
+    opts = LlmOptions(prefill_tokens=(32, 128, 384), decode_tokens=16, context_tokens=(32, 384), repeats=2)
+    spec = load_file(SPEC).spec
+    assert spec is not None
     with engine(tmp_path) as url:
-        result = CliRunner().invoke(
-            app, ["calibrate", str(SPEC), "--llm-url", url, "-o", str(out), "--budget-s", "120"]
-        )
-    assert result.exit_code == 0, result.output
-    doc = json.loads(out.read_text())
+        doc = calibrate_llm(spec, dataclasses.replace(opts, url=url))
     entry = doc["llm"]["generate"]
     assert entry["kv_capacity"] == {
         "source": "llama.cpp /slots n_ctx",
@@ -34,10 +33,8 @@ def test_calibrate_probes_the_engine_and_writes_a_calibration(tmp_path) -> None:
         "tokens": 2048,
     }
     prefill, decode = entry["prefill"], entry["decode"]
-    assert prefill["ms_per_token"] > 0 and prefill["points"] == 12
-    # prefill is near-linear in prompt length; a shared 2-core machine adds noise, not a curve
-    assert prefill["max_relative_error"] < 0.5, entry["samples"]["prefill"]
-    assert decode["base_ms"] > 0 and decode["points"] == 3 * (1 + 2) + 3 * 2
+    assert prefill["ms_per_token"] > 0 and prefill["points"] == 6
+    assert decode["base_ms"] > 0 and decode["points"] == 2 * (1 + 2) + 2
     eff = entry["efficiency"]
     assert 0 < eff["prefill_mfu"] <= 1 and 0 < eff["decode_bandwidth"] <= 1
-    assert doc["environment"]["cores"] and "prefill" in result.output
+    assert doc["kind"] == "calibration" and doc["environment"]["cores"]

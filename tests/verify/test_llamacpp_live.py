@@ -12,12 +12,13 @@ import shutil
 import pytest
 from typer.testing import CliRunner
 
-from archkit.cli import app
+from archkit.cli import _load_commands, app
 from archkit.spec import load_file
 from archkit.verify import Status, verify_spec
 from tests.llm_engine import SPEC, engine, engine_files
 
 pytestmark = pytest.mark.live
+_load_commands()
 
 
 def _load(path):  # type: ignore[no-untyped-def]
