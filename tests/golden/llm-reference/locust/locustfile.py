@@ -57,7 +57,7 @@ LEVELS = {
     'baseline': {
         "kind": 'baseline',
         "users": 4,
-        "rate_rps": 0.3,
+        "rate_rps": 0.2,
         "duration_s": 60.0,
         "steps": [],
     },
