@@ -86,6 +86,7 @@ class FileReport:
     file: str
     spec: Spec | None
     diagnostics: list[Diagnostic]
+    suppressed: list[Diagnostic] = field(default_factory=list)  # by `# archkit: ignore[...]` comments
 
 
 @dataclass
@@ -97,15 +98,23 @@ class CheckReport:
         return [d for f in self.files for d in f.diagnostics]
 
     @property
+    def suppressed(self) -> list[Diagnostic]:
+        """Findings an `# archkit: ignore[CODE] reason` comment silenced (not counted as failures)."""
+        return [d for f in self.files for d in f.suppressed]
+
+    @property
     def failed(self) -> bool:
         return has_errors(self.diagnostics)
 
 
 def check_spec(
-    spec: Spec, select: list[str] | None = None, ignore: list[str] | None = None
+    spec: Spec,
+    select: list[str] | None = None,
+    ignore: list[str] | None = None,
+    suppressed: list[Diagnostic] | None = None,
 ) -> list[Diagnostic]:
-    """Run the rule catalogue on a loaded spec."""
-    return sort_diagnostics(run_rules(spec, select, ignore))
+    """Run the rule catalogue on a loaded spec (suppressed findings go to `suppressed`, if given)."""
+    return sort_diagnostics(run_rules(spec, select, ignore, suppressed=suppressed))
 
 
 def check(
@@ -119,19 +128,20 @@ def check(
     for path in paths:
         res = load(path)
         diags = list(res.diagnostics)
+        suppressed: list[Diagnostic] = []
         spec = res.spec
         if spec is None and res.partial is not None:
             # schema errors, but the rest of the spec holds together: run every rule group whose
             # sections loaded (structure always), and say which groups were skipped and why
-            diags += _check_partial(res.partial, res.file, res.diagnostics, select, ignore)
+            diags += _check_partial(res.partial, res.file, res.diagnostics, select, ignore, suppressed)
         if spec is not None:
             try:
                 spec = with_environment(spec, res.file, env)
             except UnknownEnvironmentError as exc:
                 diags.append(exc.diagnostic())  # reported with the findings, like any spec problem
             else:
-                diags += check_spec(spec, select, ignore)
-        report.files.append(FileReport(res.file, spec, sort_diagnostics(diags)))
+                diags += check_spec(spec, select, ignore, suppressed)
+        report.files.append(FileReport(res.file, spec, sort_diagnostics(diags), sort_diagnostics(suppressed)))
     return report
 
 
@@ -141,6 +151,7 @@ def _check_partial(
     load_diags: list[Diagnostic],
     select: list[str] | None,
     ignore: list[str] | None,
+    suppressed: list[Diagnostic],
 ) -> list[Diagnostic]:
     from archkit.checks.registry import FAMILIES, run_partial
 
@@ -150,7 +161,7 @@ def _check_partial(
         for d in load_diags
         if d.severity is Severity.ERROR and d.path and not d.message.startswith("unknown key")
     }
-    diags, skipped = run_partial(partial, broken, select, ignore)
+    diags, skipped = run_partial(partial, broken, select, ignore, suppressed)
     for fam, sections in skipped.items():
         diags.append(
             Diagnostic(
@@ -278,6 +289,7 @@ def verify(
     timeout_s: float = 10.0,
     env: str | None = None,
     default_source: bool = False,
+    allow_endpoints: Sequence[str] = (),
     **options: Any,
 ) -> VerifyResult:
     """Verify the running system against a spec, read-only, through every source the options name.
@@ -286,9 +298,13 @@ def verify(
     live, kubeconfig, context, in_cluster, triton_url, prometheus_url, rules); with
     `default_source`, naming none reads the current cluster. Raises `archkit.verify.StateError`
     (or ValueError) when a source cannot be used at all; partial reads (403, timeouts) become
-    `unknown` findings instead.
+    `unknown` findings instead. Every endpoint a source connects to must be loopback or named in
+    `allow_endpoints` (addresses in any form, networks, host names: `archkit.endpoints`);
+    anything else raises `archkit.endpoints.EndpointError` (an InputError) before any connection.
     """
     from archkit import verify as verify_mod
+    from archkit.endpoints import allow_list
+    from archkit.verify.reach import PROVIDER
     from archkit.verify.registry import all_options
 
     known = {o.name for o in all_options()}
@@ -302,7 +318,11 @@ def verify(
     except SpecLoadError as exc:
         return VerifyResult(None, exc.diagnostics)
     spec = run.spec
-    providers = {"rule_groups": lambda: expected_rule_groups(run, options.get("rules"))}
+    allowed = allow_list(allow_endpoints)  # a malformed entry is an InputError before anything is read
+    providers = {
+        "rule_groups": lambda: expected_rule_groups(run, options.get("rules")),
+        PROVIDER: lambda: allowed,
+    }
     report = verify_mod.verify_spec(spec, options, timeout_s, providers, default=default_source)
     return VerifyResult(report, [])
 
@@ -351,7 +371,7 @@ def _rule_files(run: RunContext, spec_path: str, files: dict[str, str | bytes]) 
     if "prometheus" not in all_generators():
         return {}
     if not any(rel.startswith("prometheus/") for rel in files):
-        files, _ = generate(run.spec, spec_path, only=["prometheus"], run=run)
+        files, _ = generate(run.spec, spec_path, only=["prometheus"], run=run, strict=True)
     return {
         Path(rel).name: text
         for rel, text in sorted(files.items())
@@ -382,6 +402,7 @@ def loadtest(
     progress: Callable[[dict[str, Any]], None] | None = None,
     arrival: str | None = None,
     max_inflight: int | None = None,
+    calibration: str | None = None,
 ) -> LoadtestOutcome:
     """Load-test the spec's target at one level (baseline, stress, chaos or a level id) and judge its budgets.
 
@@ -389,6 +410,9 @@ def loadtest(
     or LoadtestError (all InputError) for anything that keeps the test from starting; a missed
     budget is not an error but `outcome.passed == False`.
     """
+    from archkit.errors import require_extra
+
+    require_extra("archkit loadtest", "load")  # before any import of locust, gevent, hdrh
     from archkit.generators import all_generators
     from archkit.loadtest import chaos as chaos_mod
     from archkit.loadtest import plan as plan_mod
@@ -397,14 +421,14 @@ def loadtest(
     from archkit.loadtest.runner import RunError
     from archkit.loadtest.safety import RemoteTargetError
 
-    run = prepare(spec_path, env)
+    run = prepare(spec_path, env, calibration)
     spec = run.spec
     if spec.loadtest is None:
         raise LoadtestError(f"{spec_path} has no loadtest section (target, scenarios, levels)")
     # one generator pass for the locustfile and the rules: checks and plans computed once, on `run`
     gens = all_generators()
     wanted = ["locust"] + (["prometheus"] if prometheus and not rules and "prometheus" in gens else [])
-    files, _ = generate(spec, str(spec_path), only=wanted, run=run)
+    files, _ = generate(spec, str(spec_path), only=wanted, run=run, strict=True)
     locustfile = files["locust/locustfile.py"]
     if not isinstance(locustfile, str):
         raise ArchkitError("the locust generator produced bytes, not a locustfile")
@@ -484,16 +508,45 @@ def runbook(
 # --------------------------------------------------------------------------- capacity
 
 
-def capacity(path: str | os.PathLike[str], env: str | None = None) -> CapacityReport:
+def calibration_findings(
+    path: str | os.PathLike[str], env: str | None = None, calibration: str | None = None
+) -> list[Diagnostic]:
+    """AK230: each environment's calibration measured on another machine than its target (none
+    when the spec does not load: `capacity` and `check` report that themselves)."""
+    try:
+        run = prepare(path, env, calibration)
+    except ArchkitError:
+        return []
+    return run_rules(run.spec, select=["AK230"])
+
+
+def capacity(
+    path: str | os.PathLike[str],
+    env: str | None = None,
+    rates: list[float] | None = None,
+    plot: str | os.PathLike[str] | None = None,
+    requests: int | None = None,
+    calibration: str | None = None,
+) -> CapacityReport:
     """Load a spec and analyse every model stage: λ, ρ, P50/P99 per batch size, recommendation.
 
+    `rates` (req/s): also predict P50/P95/P99, throughput and shed share at each offered rate
+    (`report.curve`, `requests` simulated requests each), with the knee; `plot` writes that
+    curve as SVG or PNG (by its suffix).
     A spec that does not load, or an unknown environment, comes back as the report's
     `diagnostics` (the capacity command prints them like `archkit check`).
     """
     try:
-        run = prepare(path, env)
+        run = prepare(path, env, calibration)
     except SpecLoadError as exc:
         return CapacityReport(exc.file, "", None, None, diagnostics=exc.diagnostics)
     except UnknownEnvironmentError as exc:
         return CapacityReport(exc.file, "", None, None, diagnostics=[exc.diagnostic()])
-    return capacity_report(run.spec, run.file)
+    report = capacity_report(run.spec, run.file, rates, requests)
+    if plot is not None and report.curve is not None:
+        from archkit.atomic import write_atomic
+        from archkit.perf.curve import curve_png, curve_svg, load_curve
+
+        curve = load_curve(report.curve)
+        write_atomic(plot, curve_png(curve) if str(plot).lower().endswith(".png") else curve_svg(curve))
+    return report

@@ -13,8 +13,8 @@ loopback, for each LLM stage the spec serves with llama.cpp:
    `vllm:cache_config_info` (num_gpu_blocks x block_size) where the engine is vLLM.
 The measured figures are also expressed as the spec's `llm.efficiency` (prefill MFU, decode
 bandwidth share, step overhead) so that `environments[].calibration` can replace the declared
-defaults. The machine is recorded beside them (`archkit.calibrate.sweep.environment`, where the
-machine fingerprint lands).
+defaults. The machine is recorded beside them: `archkit.machine.fingerprint` with the engine
+and its build as the serving software (a calibration from another machine is then told apart).
 """
 
 from __future__ import annotations
@@ -31,8 +31,10 @@ from typing import Any
 
 import numpy as np
 
+from archkit import engines
 from archkit.calibrate.sweep import CalibrateError, environment
 from archkit.loadtest.safety import require_loopback
+from archkit.machine import fingerprint
 from archkit.spec.llm import LlmEngineName, LlmStage
 from archkit.spec.llm_catalogue import DTYPE_BYTES
 from archkit.spec.model import Spec
@@ -83,6 +85,7 @@ class LlamaCpp:
     def __init__(self, url: str, timeout_s: float) -> None:
         require_loopback(url, "LLM engine")
         self.url, self.timeout_s = url.rstrip("/"), timeout_s
+        self.ep = engines.adapter("llama.cpp").endpoints
 
     def get(self, path: str) -> Any:
         status, doc = _request(self.url + path, None, self.timeout_s)
@@ -92,9 +95,9 @@ class LlamaCpp:
 
     def tokens(self, n: int) -> list[int]:
         """Exactly `n` token ids of plain English (the filler tokenized once, repeated and cut)."""
-        status, doc = _request(self.url + "/tokenize", {"content": FILLER}, self.timeout_s)
+        status, doc = _request(self.url + self.ep.extra["tokenize"], {"content": FILLER}, self.timeout_s)
         if status != 200 or not isinstance(doc, dict) or not doc.get("tokens"):
-            raise CalibrateError(f"{self.url}/tokenize answered {status}")
+            raise CalibrateError(f"{self.url}{self.ep.extra['tokenize']} answered {status}")
         ids = list(doc["tokens"])
         return (ids * (n // len(ids) + 1))[:n]
 
@@ -108,9 +111,11 @@ class LlamaCpp:
             "seed": seed,
             "cache_prompt": False,
         }
-        status, doc = _request(self.url + "/completion", body, self.timeout_s)
+        status, doc = _request(self.url + self.ep.extra["completion"], body, self.timeout_s)
         if status != 200 or not isinstance(doc, dict) or "timings" not in doc:
-            raise CalibrateError(f"{self.url}/completion answered {status}: {str(doc)[:200]}")
+            raise CalibrateError(
+                f"{self.url}{self.ep.extra['completion']} answered {status}: {str(doc)[:200]}"
+            )
         return dict(doc["timings"])
 
 
@@ -219,7 +224,7 @@ def calibrate_llm(spec: Spec, opts: LlmOptions, progress: Callable[[str], None] 
         )
     end = time.monotonic() + opts.budget_s
     eng = LlamaCpp(opts.url, opts.timeout_s)
-    props, slots = eng.get("/props"), eng.get("/slots")
+    props, slots = eng.get(eng.ep.model_config or ""), eng.get(eng.ep.extra["slots"])
     kv = kv_capacity_llamacpp(props, slots)
     n_slots, per_slot = kv["slots"], kv["tokens_per_slot"] or 0
     say(f"{stage_id}: {n_slots} slots x {per_slot} tokens of KV cache")
@@ -276,7 +281,7 @@ def calibrate_llm(spec: Spec, opts: LlmOptions, progress: Callable[[str], None] 
         say(f"decode at context {n}: {np.median([p[2] for p in decode_pts[-opts.repeats :]]):.2f} ms/step")
     prefill, decode = fit_prefill(prefill_pts), fit_decode(decode_pts)
     try:
-        meta = eng.get("/v1/models")["data"][0]["meta"]
+        meta = eng.get(eng.ep.models or "")["data"][0]["meta"]
         weight_bytes = float(meta["size"])
     except (CalibrateError, KeyError, IndexError, TypeError, ValueError):
         weight_bytes = None
@@ -287,6 +292,9 @@ def calibrate_llm(spec: Spec, opts: LlmOptions, progress: Callable[[str], None] 
         "env": opts.env,
         "engine_url": opts.url,
         "environment": environment(),
+        "fingerprint": fingerprint(
+            None, {"llama.cpp": str(props.get("build_info") or llm.engine.version or "?")}
+        ),
         "method": (
             f"server-side timings of llama-server: prefill of {list(opts.prefill_tokens)} tokens x {opts.repeats}; "
             f"{opts.decode_tokens} output tokens with 1..{n_slots} running sequences and at contexts "

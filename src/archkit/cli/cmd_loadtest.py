@@ -54,6 +54,10 @@ def loadtest(
         str, typer.Option("--level", "-l", help="baseline, stress, chaos, or a level id of the spec.")
     ] = "baseline",
     env: Annotated[str | None, typer.Option(help="Judge against this environment's budgets.")] = None,
+    calibration: Annotated[
+        Path | None,
+        typer.Option(help="With --env: predict from this calibration file instead of the environment's."),
+    ] = None,
     host: Annotated[
         str | None, typer.Option(help="Target base URL (loopback only); default: loadtest.target.host.")
     ] = None,
@@ -105,6 +109,13 @@ def loadtest(
         int | None,
         typer.Option(min=1, help="Open model: requests in flight at most; beyond it a request is dropped."),
     ] = None,
+    strict: Annotated[
+        bool,
+        typer.Option(
+            "--strict",
+            help="Count an inconclusive budget (too few samples, or an interval that straddles it) as missed.",
+        ),
+    ] = False,
     format: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.text,
 ) -> None:
     """Load-test the spec's target and judge its budgets (exit 1 when one is missed).
@@ -114,6 +125,8 @@ def loadtest(
     """
     from archkit import api
 
+    if calibration is not None and not env:
+        raise fail("--calibration needs --env (the environment whose calibration it replaces)", 2)
     try:
         outcome = api.loadtest(
             spec,
@@ -136,6 +149,7 @@ def loadtest(
             progress=_progress_printer(level),
             arrival=arrival.value if arrival else None,
             max_inflight=max_inflight,
+            calibration=str(calibration) if calibration is not None else None,
         )
     except api.ArchkitError as exc:
         raise fail_for(exc) from None
@@ -143,9 +157,12 @@ def loadtest(
         if sys.stderr.isatty():
             sys.stderr.write("\n")
     from archkit.loadtest import compare as compare_mod
+    from archkit.loadtest import judge as judge_mod
     from archkit.loadtest import report as report_mod
 
     res = outcome.result
+    ok = judge_mod.passed(res.verdicts, strict=strict)
+    undecided = judge_mod.inconclusive(res.verdicts)
     if res.generator_error:  # the numbers describe the generator, not the service: refuse them
         where = f" (report: {outcome.report_dir / 'report.html'})" if outcome.report_dir else ""
         raise fail(res.generator_error + where, 2)
@@ -192,8 +209,20 @@ def loadtest(
             typer.echo(f"note: {note}")
         for v in res.verdicts:
             mark = {True: paint("PASS", "\033[32m"), False: paint("FAIL", "\033[31m"), None: "SKIP"}[v.passed]
+            if v.inconclusive:
+                mark = paint("INCONCLUSIVE", "\033[33m")
             typer.echo(f"{mark}  {v.id}: {v.why}")
         if outcome.report_dir:
             typer.echo(f"report: {outcome.report_dir / 'report.html'}")
-        typer.echo("PASSED" if res.passed else "FAILED: a budget was missed")
-    raise typer.Exit(0 if res.passed else 1)
+        if not res.passed:
+            typer.echo("FAILED: a budget was missed")
+        elif undecided:
+            longest = max((v.decide_s or 0.0 for v in undecided), default=0.0)
+            hint = f"; a run of ~{longest:g} s would decide them" if longest else ""
+            typer.echo(
+                f"{'FAILED' if strict else 'PASSED'}: {len(undecided)} budget(s) inconclusive"
+                f"{' (--strict counts them as missed)' if strict else ', none missed'}{hint}"
+            )
+        else:
+            typer.echo("PASSED")
+    raise typer.Exit(0 if ok else 1)

@@ -27,7 +27,11 @@ LLAMACPP = register(
             metrics="/metrics",  # only with --metrics
             models="/v1/models",
             model_config="/props",  # total_slots, model_path, default_generation_settings.n_ctx
-            extra={"slots": "/slots", "tokenize": "/tokenize"},  # /slots: unless --no-slots
+            extra={
+                "slots": "/slots",
+                "tokenize": "/tokenize",
+                "completion": "/completion",
+            },  # /slots: unless --no-slots
         ),
         measures={
             "prompt_tokens": _m("prompt_tokens_total", "counter", "tokens", "prompt tokens prefilled"),

@@ -5,12 +5,19 @@ from __future__ import annotations
 from importlib import import_module
 from importlib.metadata import entry_points
 
-from archkit.engines.base import EngineAdapter, UnknownEngineError
+from archkit.engines.base import EngineAdapter, Metric, UnknownEngineError
 from archkit.errors import ArchkitError
 
 ENTRY_POINT_GROUP = "archkit.engines"
 # Built-in adapters: module paths, imported on first use so that `archkit` starts fast.
-BUILTIN: tuple[str, ...] = ("archkit.engines.triton", "archkit.engines.llamacpp")
+BUILTIN: tuple[str, ...] = (
+    "archkit.engines.triton",
+    "archkit.engines.vllm",
+    "archkit.engines.sglang",
+    "archkit.engines.tgi",
+    "archkit.engines.tensorrt_llm",
+    "archkit.engines.llamacpp",
+)
 
 _ADAPTERS: dict[str, EngineAdapter] = {}
 _loaded = False
@@ -51,3 +58,14 @@ def names() -> list[str]:
     """Registered engine names, sorted."""
     _load()
     return sorted(_ADAPTERS)
+
+
+def series(name: str) -> Metric | None:
+    """The series named `name` in any registered engine (the first adapter by name), or None: how a
+    planner learns what a spec's metric reference counts without guessing from its name."""
+    _load()
+    for key in sorted(_ADAPTERS):
+        found = _ADAPTERS[key].series(name)
+        if found is not None:
+            return found
+    return None

@@ -74,6 +74,8 @@ class Bucket:
         if self.dropped:
             out["dropped"] = self.dropped
         out.update({k: v for k, v in hist.summary(self.h).items() if k != "count"})
+        if self.h.get_total_count():  # what each percentile's verdict needs: n and its interval
+            out["ci"] = hist.intervals(self.h)
         if self.ha.get_total_count():
             out["from_send"] = {k: v for k, v in hist.summary(self.ha).items() if k != "count"}
         if self.err:

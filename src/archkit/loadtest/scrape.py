@@ -1,8 +1,8 @@
 """Server-side timing from metrics endpoints, read before and after a run: the latency decomposition.
 
 Seed 000 §2.1: network, queue and compute must be measured apart ("three numbers subtracted
-give the real model time"). Triton's cumulative `nv_inference_*_duration_us` counters split
-server time into queue and compute per model; a gateway's stage histograms
+give the real model time"). The inference engine's cumulative per-model duration counters (named
+by its adapter, `archkit.engines`) split server time into queue and compute per model; a gateway's stage histograms
 (`observability.stages[].latency`) give each stage; client-observed minus server-side is the
 network and serialisation share.
 """
@@ -10,10 +10,13 @@ network and serialisation share.
 from __future__ import annotations
 
 import math
+import os
 import re
-import urllib.request
 
+from archkit import engines
+from archkit.endpoints import EndpointError, open_url
 from archkit.loadtest.safety import require_loopback
+from archkit.orderstats import interval
 from archkit.spec.model import MetricRef, MetricType, Spec
 
 Sample = tuple[str, tuple[tuple[str, str], ...], float]
@@ -21,13 +24,23 @@ Sample = tuple[str, tuple[tuple[str, str], ...], float]
 _LINE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})?\s+(\S+)")
 _LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
 
-TRITON_PARTS = {  # counter (µs, cumulative) -> part of the server time
-    "nv_inference_queue_duration_us": "queue_ms",
-    "nv_inference_compute_input_duration_us": "compute_input_ms",
-    "nv_inference_compute_infer_duration_us": "compute_infer_ms",
-    "nv_inference_compute_output_duration_us": "compute_output_ms",
-    "nv_inference_request_duration_us": "request_ms",
+# The engine whose per-model counters decompose server time (a Triton load-test target).
+ENGINE = engines.adapter("triton")
+_PART_MEASURES = {  # measure (a cumulative µs counter) -> part of the server time
+    "queue_duration": "queue_ms",
+    "compute_input_duration": "compute_input_ms",
+    "compute_infer_duration": "compute_infer_ms",
+    "compute_output_duration": "compute_output_ms",
+    "request_duration": "request_ms",
 }
+ENGINE_PARTS = {ENGINE.metric(measure).name: part for measure, part in _PART_MEASURES.items()}
+ENGINE_REQUESTS = ENGINE.metric("request_success").name  # per-model successful requests
+# How reports name the part counters: their shared prefix and suffix around a `*`
+# ("<prefix>_*_duration_us"), and their family (the prefix alone).
+_PREFIX = os.path.commonprefix(list(ENGINE_PARTS))
+_SUFFIX = os.path.commonprefix([n[::-1] for n in ENGINE_PARTS])[::-1]
+ENGINE_PARTS_GLOB = f"{_PREFIX}*{_SUFFIX}"
+ENGINE_FAMILY = _PREFIX.rstrip("_")
 
 
 def parse(text: str) -> list[Sample]:
@@ -52,10 +65,10 @@ def parse(text: str) -> list[Sample]:
 def fetch(url: str, timeout: float = 3.0) -> list[Sample] | None:
     """Scrape one endpoint (loopback only); None when it does not answer."""
     require_loopback(url, "metrics endpoint")
-    try:
-        with urllib.request.urlopen(url, timeout=timeout) as resp:
+    try:  # the endpoint policy's opener: no redirect off loopback, no proxy from the environment
+        with open_url(url, (), timeout=timeout) as resp:
             return parse(resp.read().decode("utf-8", "replace"))
-    except OSError:
+    except (OSError, EndpointError):
         return None
 
 
@@ -134,10 +147,32 @@ def histogram_stats(delta: dict[tuple, float], ref: MetricRef) -> dict | None:
     if total_count <= 0:
         return None
     out = {"count": int(total_count), "mean_ms": round(total_sum / total_count * scale, 3)}
-    bounds = sorted(buckets)
+    cum = [(b, buckets[b]) for b in sorted(buckets)]
+    n = int(cum[-1][1]) if cum else 0
+    ci = {}
     for q, key in ((0.5, "p50_ms"), (0.95, "p95_ms"), (0.99, "p99_ms")):
-        out[key] = _quantile(q, [(b, buckets[b]) for b in bounds], scale)
+        out[key] = _quantile(q, cum, scale)
+        if n:  # the k-th smallest sample is known only to its bucket: the interval spans the bucket
+            ci[key] = interval(
+                n,
+                q,
+                lambda k: _bucket_edge(k, cum, scale, 0),
+                upper_at_rank=lambda k: _bucket_edge(k, cum, scale, 1),
+            )
+    if ci:
+        out["ci"] = ci
     return out
+
+
+def _bucket_edge(rank: int, cum: list[tuple[float, float]], scale: float, upper: int) -> float | None:
+    """The low (upper=0) or high (upper=1) edge of the bucket holding the rank-th smallest sample."""
+    prev_b = 0.0
+    for b, c in cum:
+        if c >= rank:
+            edge = b if upper else prev_b
+            return None if math.isinf(edge) else round(edge * scale, 3)
+        prev_b = b
+    return None
 
 
 def _quantile(q: float, cum: list[tuple[float, float]], scale: float) -> float | None:
@@ -183,13 +218,13 @@ def decompose(spec: Spec, before: dict, after: dict, client: dict) -> dict:
             stages[sm.stage] = got
     models: dict[str, dict] = {}
     for (name, labels), v in delta.items():
-        if name in TRITON_PARTS or name == "nv_inference_request_success":
-            model = dict(labels).get("model", "?")
+        if name in ENGINE_PARTS or name == ENGINE_REQUESTS:
+            model = dict(labels).get(ENGINE.model_label or "model", "?")
             m = models.setdefault(model, {"_us": {}, "requests": 0})
-            if name == "nv_inference_request_success":
+            if name == ENGINE_REQUESTS:
                 m["requests"] += int(v)
             else:
-                m["_us"][TRITON_PARTS[name]] = m["_us"].get(TRITON_PARTS[name], 0.0) + v
+                m["_us"][ENGINE_PARTS[name]] = m["_us"].get(ENGINE_PARTS[name], 0.0) + v
     for model, m in list(models.items()):
         us = m.pop("_us")
         if m["requests"] <= 0:
@@ -197,7 +232,7 @@ def decompose(spec: Spec, before: dict, after: dict, client: dict) -> dict:
             continue
         for part, total in us.items():
             m[part] = round(total / m["requests"] / 1000.0, 3)
-    for st in spec.dataflow.stages:  # model stages served by Triton: mean time, queue and compute apart
+    for st in spec.dataflow.stages:  # model stages served by the engine: mean time, queue and compute apart
         if st.model is None or st.model.name not in models:
             continue
         m = models[st.model.name]
@@ -210,7 +245,7 @@ def decompose(spec: Spec, before: dict, after: dict, client: dict) -> dict:
                 "mean_ms": m.get("request_ms"),
                 "queue_ms": m.get("queue_ms"),
                 "compute_ms": compute,
-                "metric": "nv_inference_*_duration_us",
+                "metric": ENGINE_PARTS_GLOB,
             }
         else:
             stages[st.id].setdefault("queue_ms", m.get("queue_ms"))
@@ -247,5 +282,5 @@ def _server_time(spec: Spec, stages: dict, models: dict) -> tuple[float | None, 
     if lt and lt.target.protocol.startswith("triton") and models:
         n = sum(m["requests"] for m in models.values())
         total = sum(m.get("request_ms", 0.0) * m["requests"] for m in models.values())
-        return round(total / n, 3), "Triton nv_inference_request_duration_us"
+        return round(total / n, 3), f"{ENGINE.name.capitalize()} {ENGINE.metric('request_duration').name}"
     return None, ""

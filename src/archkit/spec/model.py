@@ -219,7 +219,10 @@ class RollbackVerification(Node):
 class Quantization(Node):
     mode: Literal["none", "dynamic", "static", "fp16", "int8"] = "none"
     layers: list[str] = Field(default_factory=list)
-    accuracy_drop: Fraction | None = None
+    accuracy_drop: Fraction | None = Field(None, description="measured accuracy lost to quantisation (AK612)")
+    max_accuracy_drop: Fraction | None = Field(
+        None, description="the most accuracy the design accepts to lose (seed 000 §5.10: YOLOv5 lost 3.2 %)"
+    )
 
 
 class ModelInfo(Node):
@@ -642,6 +645,10 @@ class OsTuning(Node):
     swappiness: Annotated[int, Field(ge=0, le=200)] | None = Field(
         None, description="vm.swappiness, 0 to 200"
     )
+    resolver_options: list[str] | None = Field(
+        None,
+        description="resolv.conf `options` (seed 000 §5.7: timeout:1 attempts:2 rotate), checked by AK323",
+    )
 
 
 class Topology(Node):
@@ -1015,6 +1022,30 @@ class Fault(Node):
     )
 
 
+class StressSearch(Node):
+    """A stress level that searches for the knee: rates start × factor^i until the stop criterion breaks."""
+
+    # perf_analyzer's search (--request-rate-range with --latency-threshold): step the offered
+    # rate up until the latency or the error share crosses its limit; a geometric step reaches
+    # a knee ten times higher in a few more steps than a linear one.
+    start_rps: Annotated[float, Field(gt=0, le=MAX_RPS)]
+    factor: Annotated[float, Field(gt=1, le=10)] = Field(
+        1.5, description="each step offers this many times the last"
+    )
+    max_rps: Annotated[float, Field(gt=0, le=MAX_RPS)] | None = Field(
+        None, description="the highest rate tried (default: start × factor^9)"
+    )
+    stop_percentile: Literal["p50_ms", "p95_ms", "p99_ms"] = Field(
+        "p99_ms",
+        description="the latency percentile whose limit ends the search; each step lasts long enough to "
+        "measure it (6, 72 or 368 samples at the step's rate, at least step_duration_s)",
+    )
+    stop_latency_ms: Ms | None = Field(None, description="its limit (default: the same budget in budgets)")
+    stop_error_rate: Annotated[float, Field(ge=0, le=1)] | None = Field(
+        None, description="the error share that ends the search (default: budgets.error_rate, else 1 %)"
+    )
+
+
 class Level(Node):
     """One load-test level: baseline, stress or chaos."""
 
@@ -1045,6 +1076,9 @@ class Level(Node):
         description="open model: requests in flight at most (default: users); beyond it a request is dropped",
     )
     faults: list[Fault] = Field(default_factory=list)
+    search: StressSearch | None = Field(
+        None, description="stress: search for the knee instead of the linear start_rps/step_rps schedule"
+    )
 
 
 class Loadtest(Node):
@@ -1067,6 +1101,11 @@ class StageOverride(Node):
         description="the model's batching on this hardware (replaces the stage's; checked by verify --env)",
     )
     instances: Instances | None = Field(None, description="the model's instance count on this hardware")
+    cpu_ms: Ms | None = Field(
+        None,
+        description="a non-model stage's processor time per item on this hardware (replaces the stage's "
+        "cpu_ms; archkit calibrate measures it from the service's stage histograms)",
+    )
 
 
 class Environment(Node):
@@ -1099,6 +1138,11 @@ class CheckSettings(Node):
 
     ignore: list[str] = Field(default_factory=list)
     select: list[str] = Field(default_factory=list)
+    settings: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description="per-rule settings by code, e.g. {AK402: {max_attempts: 4}} (`archkit explain CODE` "
+        "lists a rule's settings; AK113 refuses unknown ones)",
+    )
 
 
 class Spec(Node):
@@ -1119,6 +1163,9 @@ class Spec(Node):
     loadtest: Loadtest | None = None
     environments: list[Environment] = Field(default_factory=list)
     checks: CheckSettings = Field(default_factory=CheckSettings)
+    traffic: Traffic = Field(
+        default_factory=lambda: Traffic(), description="admission and rate limits (archkit.spec.traffic)"
+    )
     _applied_env: str | None = PrivateAttr(default=None)
 
     @property
@@ -1186,6 +1233,10 @@ class Spec(Node):
                 _copy_paths(ov.batching, st.model.batching)
             if ov.instances is not None:
                 st.model.instances = ov.instances
+        for ov in env.stages:
+            st = clone.stage(ov.stage)
+            if st is not None and ov.cpu_ms is not None:
+                st.cpu_ms = ov.cpu_ms
         if env.device is not None:
             for st in clone.dataflow.stages:
                 if st.model is not None:
@@ -1231,6 +1282,7 @@ def assign_paths(node: Any, path: tuple[Any, ...] = ()) -> None:
 # The llm section builds on Node and the unit types above, so it is imported last and the models that
 # contain it are completed here (pydantic resolves the `LlmStage` annotation from this namespace).
 from archkit.spec.llm import LlmStage  # noqa: E402
+from archkit.spec.traffic import Traffic  # noqa: E402
 
 Stage.model_rebuild()
 Spec.model_rebuild()

@@ -43,6 +43,7 @@ class EngineHealth(Check):
             "seed 000 §3.4",
         ),
     )
+    model_loaded = also[0]
 
 
 class Slots(Check):
@@ -146,7 +147,10 @@ def check_llamacpp(spec: Spec, url: str, timeout_s: float = 5.0) -> list[Finding
     stages = llamacpp_stages(spec)
     if not stages:
         rec.unknown(
-            "VL400", f"server {url}", spec.dataflow, None, "no llm stage with engine llama.cpp in the spec"
+            EngineHealth.code,
+            f"server {url}",
+            spec.dataflow,
+            "no llm stage with engine llama.cpp in the spec",
         )
         return rec.findings
     adapter = engines.adapter("llama.cpp")
@@ -156,24 +160,25 @@ def check_llamacpp(spec: Spec, url: str, timeout_s: float = 5.0) -> list[Finding
     try:
         health, body = _get(base + (ep.ready or "/health"), timeout_s)
     except (OSError, ValueError) as exc:
-        rec.unknown("VL400", label, llm.engine, None, f"cannot reach llama-server at {url}: {exc}")
+        rec.unknown(EngineHealth.code, label, llm.engine, f"cannot reach llama-server at {url}: {exc}")
         return rec.findings
-    rec.ok("VL400", label, llm.engine, None, "answers /health", base)
+    rec.ok(EngineHealth.code, label, llm.engine, "answers /health", where=base)
     if health != 200:
         rec.drift(
-            "VL401",
+            EngineHealth.model_loaded,
             label,
             llm.engine,
-            None,
             f"/health answers {health}: the model is not loaded ({body[:120]})",
-            base,
+            where=base,
         )
         return rec.findings
-    rec.ok("VL401", label, llm.engine, None, "model loaded", base)
+    rec.ok(EngineHealth.model_loaded, label, llm.engine, "model loaded", where=base)
     try:
         props = json.loads(_get(base + (ep.model_config or "/props"), timeout_s)[1])
     except (OSError, ValueError) as exc:
-        rec.unknown("VL410", label, llm.engine, "max_num_seqs", f"cannot read /props: {exc}", base)
+        rec.unknown(
+            Slots.code, label, llm.engine, f"cannot read /props: {exc}", field="max_num_seqs", where=base
+        )
         return rec.findings
     _slots(rec, label, llm, props, base)
     _context(rec, label, llm, props, base)
@@ -186,17 +191,19 @@ def check_llamacpp(spec: Spec, url: str, timeout_s: float = 5.0) -> list[Finding
 def _slots(rec: Recorder, label: str, llm: LlmStage, props: Mapping[str, Any], where: str) -> None:
     slots, want = props.get("total_slots"), llm.engine.max_num_seqs
     if not isinstance(slots, int):
-        rec.unknown("VL410", label, llm.engine, "max_num_seqs", "/props has no total_slots", where)
+        rec.unknown(
+            Slots.code, label, llm.engine, "/props has no total_slots", field="max_num_seqs", where=where
+        )
     elif slots == want:
-        rec.ok("VL410", label, llm.engine, "max_num_seqs", f"{slots} slots", where)
+        rec.ok(Slots.code, label, llm.engine, f"{slots} slots", field="max_num_seqs", where=where)
     else:
         rec.drift(
-            "VL410",
+            Slots.code,
             label,
             llm.engine,
-            "max_num_seqs",
             f"llama-server runs {slots} slots (--parallel); the spec says max_num_seqs {want}",
-            where,
+            field="max_num_seqs",
+            where=where,
         )
 
 
@@ -206,17 +213,24 @@ def _context(rec: Recorder, label: str, llm: LlmStage, props: Mapping[str, Any],
     want = llm.model.architecture().max_context_tokens
     fld = "max_context_tokens"
     if not isinstance(n_ctx, int):
-        rec.unknown("VL411", label, llm.model, fld, "/props has no default_generation_settings.n_ctx", where)
-    elif n_ctx == want:
-        rec.ok("VL411", label, llm.model, fld, f"{n_ctx} tokens per slot", where)
-    else:
-        rec.drift(
-            "VL411",
+        rec.unknown(
+            Context.code,
             label,
             llm.model,
-            fld,
+            "/props has no default_generation_settings.n_ctx",
+            field=fld,
+            where=where,
+        )
+    elif n_ctx == want:
+        rec.ok(Context.code, label, llm.model, f"{n_ctx} tokens per slot", field=fld, where=where)
+    else:
+        rec.drift(
+            Context.code,
+            label,
+            llm.model,
             f"each slot holds {n_ctx} tokens (--ctx-size / --parallel); the spec says max_context_tokens {want}",
-            where,
+            field=fld,
+            where=where,
         )
 
 
@@ -227,29 +241,36 @@ def _model_file(
     pinned = stage.model.sha256 if stage.model is not None else None
     node, fld = (stage.model, "sha256") if stage.model is not None else (llm.model, None)
     if not pinned:
-        rec.unknown("VL412", label, node, fld, "the spec pins no model file (stage model.sha256)", where)
+        rec.unknown(
+            ModelFile.code,
+            label,
+            node,
+            "the spec pins no model file (stage model.sha256)",
+            field=fld,
+            where=where,
+        )
         return
     if not isinstance(path, str) or not Path(path).is_file():
         rec.unknown(
-            "VL412",
+            ModelFile.code,
             label,
             node,
-            fld,
             f"the model file {path!r} is not readable here (a remote engine?)",
-            where,
+            field=fld,
+            where=where,
         )
         return
     digest = _sha256(Path(path))
     if digest == pinned:
-        rec.ok("VL412", label, node, fld, f"{Path(path).name}: SHA-256 matches", where)
+        rec.ok(ModelFile.code, label, node, f"{Path(path).name}: SHA-256 matches", field=fld, where=where)
     else:
         rec.drift(
-            "VL412",
+            ModelFile.code,
             label,
             node,
-            fld,
             f"llama-server serves {Path(path).name} with SHA-256 {digest[:12]}…; the spec pins {pinned[:12]}…",
-            where,
+            field=fld,
+            where=where,
         )
 
 
@@ -258,10 +279,10 @@ def _kv(rec: Recorder, label: str, llm: LlmStage, url: str, timeout_s: float) ->
         status, body = _get(url, timeout_s)
         slots = json.loads(body) if status == 200 else None
     except (OSError, ValueError) as exc:
-        rec.unknown("VL413", label, llm.workload, None, f"cannot read /slots: {exc}", url)
+        rec.unknown(KvCapacity.code, label, llm.workload, f"cannot read /slots: {exc}", where=url)
         return
     if not isinstance(slots, list) or not all(isinstance(s, dict) and "n_ctx" in s for s in slots):
-        rec.unknown("VL413", label, llm.workload, None, f"/slots answers {status}: no slot list", url)
+        rec.unknown(KvCapacity.code, label, llm.workload, f"/slots answers {status}: no slot list", where=url)
         return
     per_request = longest(llm.workload.prompt_tokens) + longest(llm.workload.output_tokens)
     concurrency = llm.workload.max_concurrency or llm.engine.max_num_seqs
@@ -270,31 +291,28 @@ def _kv(rec: Recorder, label: str, llm: LlmStage, url: str, timeout_s: float) ->
     need = concurrency * per_request
     if per_request > smallest:
         rec.drift(
-            "VL413",
+            KvCapacity.code,
             label,
             llm.workload,
-            None,
             f"the longest request ({per_request} tokens: prompt + output) exceeds a slot's context of {smallest}",
-            url,
+            where=url,
         )
     elif total < need:
         rec.drift(
-            "VL413",
+            KvCapacity.code,
             label,
             llm.workload,
-            None,
             f"the KV cache holds {total} tokens over {len(slots)} slots; {concurrency} concurrent requests of "
             f"{per_request} tokens need {need}",
-            url,
+            where=url,
         )
     else:
         rec.ok(
-            "VL413",
+            KvCapacity.code,
             label,
             llm.workload,
-            None,
             f"{total} KV tokens over {len(slots)} slots hold {concurrency} x {per_request} tokens",
-            url,
+            where=url,
         )
 
 
@@ -306,7 +324,7 @@ def _metrics(
         status, text = _get(url, timeout_s)
         slots_status = _get(base + adapter.endpoints.extra["slots"], timeout_s)[0]
     except OSError as exc:
-        rec.unknown("VL420", label, llm.engine, None, f"cannot read /metrics: {exc}", url)
+        rec.unknown(Metrics.code, label, llm.engine, f"cannot read /metrics: {exc}", where=url)
         return
     present = {
         line.split(" ", 1)[0].split("{", 1)[0] for line in text.splitlines() if not line.startswith("#")
@@ -323,9 +341,9 @@ def _metrics(
     if slots_status != 200:
         problems.append(f"/slots answers {slots_status} (started with --no-slots?)")
     if problems:
-        rec.drift("VL420", label, llm.engine, None, "; ".join(problems), url)
+        rec.drift(Metrics.code, label, llm.engine, "; ".join(problems), where=url)
     else:
-        rec.ok("VL420", label, llm.engine, None, f"{len(wanted)} llamacpp:* series and /slots", url)
+        rec.ok(Metrics.code, label, llm.engine, f"{len(wanted)} llamacpp:* series and /slots", where=url)
 
 
 @register_source

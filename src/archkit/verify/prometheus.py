@@ -6,16 +6,18 @@ import http.client
 import json
 import time
 import urllib.error
-import urllib.request
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+from archkit.endpoints import EndpointError, open_url
 from archkit.errors import ArchkitError
 from archkit.spec.model import Spec
 from archkit.verify.findings import Finding, Recorder
 from archkit.verify.prometheus_slo import SloBuckets, check_slo_buckets
+from archkit.verify.reach import allowed, judge
 from archkit.verify.registry import Check, Code, DocRow, Option, Providers, Reading, Source, register_source
 
 
@@ -39,14 +41,13 @@ class RuleGroups(Check):
         "The alert and recording rules generated from the spec are loaded.",
         "Prometheus HTTP API (/api/v1/rules)",
     )
-    also = (
-        Code(
-            "VP302",
-            "rules evaluate",
-            "A rule with an evaluation error never fires.",
-            "Prometheus HTTP API (/api/v1/rules)",
-        ),
+    rules_evaluate = Code(
+        "VP302",
+        "rules evaluate",
+        "A rule with an evaluation error never fires.",
+        "Prometheus HTTP API (/api/v1/rules)",
     )
+    also = (rules_evaluate,)
 
 
 class ScrapeTargets(Check):
@@ -58,9 +59,10 @@ class ScrapeTargets(Check):
         "Each scrape target the spec declares is configured.",
         "Prometheus HTTP API (/api/v1/targets)",
     )
-    also = (
-        Code("VP311", "scrape target up", "Each scrape target the spec declares is up.", "seed 000 §4.3"),
+    scrape_target_up = Code(
+        "VP311", "scrape target up", "Each scrape target the spec declares is up.", "seed 000 §4.3"
     )
+    also = (scrape_target_up,)
 
 
 class _Unreachable(ArchkitError):
@@ -74,10 +76,12 @@ MAX_ANSWER_BYTES = 64 * 1024 * 1024
 
 
 def _get(base: str, path: str, timeout_s: float) -> dict:
-    url = base.rstrip("/") + path
+    target = judge(base, (), "Prometheus")
+    endpoint = replace(target.endpoint, path=target.endpoint.path.rstrip("/") + path)
     deadline = time.monotonic() + 3 * timeout_s
     try:
-        with urllib.request.urlopen(url, timeout=timeout_s) as resp:  # noqa: S310 - user-given http URL
+        # the endpoint policy: the judged address, redirects only within the allowed set, no proxy
+        with open_url(endpoint, target.allow, timeout=timeout_s) as resp:
             chunks: list[bytes] = []
             got = 0
             while chunk := resp.read1(1 << 16):
@@ -95,6 +99,8 @@ def _get(base: str, path: str, timeout_s: float) -> dict:
         raise _Unreachable(f"GET {path} answered HTTP {exc.code}{hint}") from None
     except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
         raise _Unreachable(f"cannot reach Prometheus at {base}: {getattr(exc, 'reason', exc)}") from None
+    except EndpointError as exc:  # a redirect off the allowed set: refused before connecting
+        raise _Unreachable(str(exc)) from None
     except http.client.HTTPException as exc:  # truncated bodies, answers that are not HTTP
         raise _Unreachable(f"GET {path}: a broken HTTP answer ({type(exc).__name__}) from {base}") from None
     except (ValueError, RecursionError):
@@ -122,28 +128,26 @@ def check_prometheus(
     try:
         rules = _get(url, "/api/v1/rules", timeout_s)
     except _Unreachable as exc:
-        rec.unknown("VP300", server, obs, None, str(exc))
+        rec.unknown(Reachable.code, server, obs, str(exc))
         return rec.findings
     loaded = {g["name"]: g for g in _dicts(rules.get("groups")) if isinstance(g.get("name"), str)}
     if expected_groups is None:
-        rec.unknown("VP301", "rules", obs, None, groups_note or "the expected rule groups are not known")
+        rec.unknown(RuleGroups.code, "rules", obs, groups_note or "the expected rule groups are not known")
         check = sorted(loaded)
     else:
         for name in expected_groups:
             if name in loaded:
                 rec.ok(
-                    "VP301",
+                    RuleGroups.code,
                     f"rules/{name}",
                     obs,
-                    None,
                     f"{len(_dicts(loaded[name].get('rules')))} rule(s) loaded",
                 )
             else:
                 rec.drift(
-                    "VP301",
+                    RuleGroups.code,
                     f"rules/{name}",
                     obs,
-                    None,
                     f"rule group '{name}' generated from the spec is not loaded in Prometheus "
                     f"(loaded: {', '.join(sorted(loaded)) or 'none'}); add the rendered rules file to "
                     "rule_files and reload",
@@ -159,29 +163,27 @@ def check_prometheus(
                 pending += 1
         if bad:
             rec.drift(
-                "VP302",
+                RuleGroups.rules_evaluate,
                 f"rules/{name}",
                 obs,
-                None,
                 f"rule group '{name}' has rules that fail to evaluate, so they never fire: {'; '.join(bad[:3])}",
             )
         elif pending:
             rec.unknown(
-                "VP302",
+                RuleGroups.rules_evaluate,
                 f"rules/{name}",
                 obs,
-                None,
                 f"{pending} rule(s) of '{name}' have not been evaluated yet",
             )
         else:
-            rec.ok("VP302", f"rules/{name}", obs, None, "every rule evaluates")
+            rec.ok(RuleGroups.rules_evaluate, f"rules/{name}", obs, "every rule evaluates")
     if not obs.scrape:
         return rec.findings
     try:
         targets = _dicts(_get(url, "/api/v1/targets?state=active", timeout_s).get("activeTargets"))
     except _Unreachable as exc:
         for st in obs.scrape:
-            rec.unknown("VP310", f"scrape/{st.service}:{st.port}", st, None, str(exc))
+            rec.unknown(ScrapeTargets.code, f"scrape/{st.service}:{st.port}", st, str(exc))
         return rec.findings
     for st in obs.scrape:
         label = f"scrape/{st.service}:{st.port}"
@@ -202,36 +204,33 @@ def check_prometheus(
             )
             want = f"job '{st.job}'" if st.job else f"port {st.port} path {st.path} (or job '{st.service}')"
             rec.drift(
-                "VP310",
+                ScrapeTargets.code,
                 label,
                 st,
-                None,
                 f"Prometheus scrapes no target for service '{st.service}' ({want}); jobs: "
                 f"{', '.join(jobs) or 'none'}",
             )
             continue
-        rec.ok("VP310", label, st, None, f"{len(matched)} target(s)")
+        rec.ok(ScrapeTargets.code, label, st, f"{len(matched)} target(s)")
         down = [t for t in matched if t.get("health") == "down"]
         waiting = [t for t in matched if t.get("health") not in ("up", "down")]
         if waiting and not down:
             rec.unknown(
-                "VP311",
+                ScrapeTargets.scrape_target_up,
                 label,
                 st,
-                None,
                 f"{len(waiting)} scrape target(s) of '{st.service}' have not been scraped yet",
             )
         elif down:
             rec.drift(
-                "VP311",
+                ScrapeTargets.scrape_target_up,
                 label,
                 st,
-                None,
                 f"{len(down)} of {len(matched)} scrape target(s) of '{st.service}' are "
                 f"{down[0].get('health')}: {down[0].get('scrapeUrl')}: {down[0].get('lastError') or 'not scraped yet'}",
             )
         else:
-            rec.ok("VP311", label, st, None, f"{len(matched)} target(s) up")
+            rec.ok(ScrapeTargets.scrape_target_up, label, st, f"{len(matched)} target(s) up")
     return rec.findings
 
 
@@ -269,11 +268,13 @@ class PrometheusSource(Source):
         note = "the expected rule groups are not known; pass --rules FILE to name them"
         if "rule_groups" in providers:
             groups, note = providers["rule_groups"]()
-        return options["prometheus_url"], groups, note
+        return judge(options["prometheus_url"], allowed(providers), "Prometheus"), groups, note
 
     def check(self, spec: Spec, given: Any, timeout_s: float) -> Reading:
         url, groups, note = given
         findings = check_prometheus(spec, url, groups, note, timeout_s)
-        if not any(f.code == "VP300" for f in findings):  # reachable: latency SLOs against live buckets
+        if not any(
+            f.code == Reachable.code.id for f in findings
+        ):  # reachable: latency SLOs against live buckets
             findings += check_slo_buckets(spec, url, timeout_s)
         return Reading({"area": self.name, "source": url}, findings)

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from archkit.errors import InputError
+from archkit.errors import InputError, require_extra
 from archkit.spec.model import Spec
 from archkit.verify.findings import Finding
 from archkit.verify.kube.container import (
@@ -31,7 +31,8 @@ from archkit.verify.kube.security import Privileged, ReadOnlyRootFs, RunAsNonRoo
 from archkit.verify.kube.services import ContainerPorts, ServiceExposure, ServicePorts
 from archkit.verify.kube.volumes import Mounts
 from archkit.verify.kube.workload import Image, ReadyReplicas, Replicas, WorkloadFound
-from archkit.verify.registry import DocRow, Option, Providers, Reading, Source, register_source
+from archkit.verify.reach import allowed
+from archkit.verify.registry import Code, DocRow, Option, Providers, Reading, Source, register_source
 from archkit.verify.state import ClusterState, load_manifests, load_snapshot, read_live
 
 # In the order their findings appear for one service (the report groups findings by object).
@@ -66,10 +67,12 @@ def check_cluster(spec: Spec, state: ClusterState) -> list[Finding]:
     pool_checks = [c() for c in POOL_CHECKS]
     service_checks = [c() for c in SERVICE_CHECKS]
     for pool in spec.topology.node_pools:
-        _check_object(ctx, pool, f"pool/{pool.id}", "VK101", PoolNodes.resolve, pool_checks)
+        _check_object(ctx, pool, f"pool/{pool.id}", PoolNodes.code, PoolNodes.resolve, pool_checks)
     for svc in spec.topology.services:
         if not svc.external:
-            _check_object(ctx, svc, f"service/{svc.id}", "VK110", WorkloadFound.resolve, service_checks)
+            _check_object(
+                ctx, svc, f"service/{svc.id}", WorkloadFound.code, WorkloadFound.resolve, service_checks
+            )
     return ctx.rec.findings
 
 
@@ -77,7 +80,7 @@ def _check_object(
     ctx: KubeContext,
     obj: Any,
     label: str,
-    code: str,
+    code: Code,
     resolve: Callable[[KubeContext, Any], Any],
     checks: Sequence[PoolCheck | ServiceCheck],
 ) -> None:
@@ -167,8 +170,14 @@ class KubeSource(Source):
             return load_snapshot(snapshot, pod_namespaces=namespaces_of(spec))
         if manifests is not None:
             return load_manifests(manifests)
+        require_extra("archkit verify against a live cluster", "cluster")
         return read_live(
-            str(kubeconfig) if kubeconfig else None, context, in_cluster, namespaces_of(spec), timeout_s
+            str(kubeconfig) if kubeconfig else None,
+            context,
+            in_cluster,
+            namespaces_of(spec),
+            timeout_s,
+            allow=allowed(providers),
         )
 
     def check(self, spec: Spec, given: Any, timeout_s: float) -> Reading:
