@@ -66,6 +66,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from archkit.loadtest.k6 import K6Result
     from archkit.loadtest.session import Result as LoadtestRunResult
     from archkit.runbook.walk import CheckResult, RunbookReport, Step
     from archkit.verify.findings import VerifyReport
@@ -478,6 +479,50 @@ def loadtest(
         raise LoadtestError(str(exc)) from None
     written = report_mod.write(result, folder, with_plots=plots) if folder is not None else {}
     return LoadtestOutcome(result, written, folder)
+
+
+def loadtest_k6(
+    spec_path: str | os.PathLike[str],
+    level: str = "baseline",
+    *,
+    env: str | None = None,
+    host: str | None = None,
+    rate: float | None = None,
+    duration: float | None = None,
+) -> K6Result:
+    """Run one level of render's k6 script with the real k6 binary; judged like a locust run.
+
+    Raises SpecLoadError, UnknownEnvironmentError or LoadtestError (a chaos level, no k6, a
+    missing payload, a non-loopback target).
+    """
+    from archkit.generators.gen_k6 import k6_data
+    from archkit.loadtest import k6 as k6_mod
+    from archkit.loadtest import plan as plan_mod
+    from archkit.loadtest import session
+
+    run = prepare(spec_path, env)
+    spec, plan = run.spec, run.load_test
+    if spec.loadtest is None or plan is None:
+        raise LoadtestError(f"{spec_path} has no loadtest section (target, scenarios, levels)")
+    files, _ = generate(spec, str(spec_path), only=["k6"], run=run)
+    script = files.get("k6/script.js")
+    if not isinstance(script, str):
+        raise LoadtestError(f"{spec_path}: no k6 script for a {plan.protocol} target (use --engine locust)")
+    try:
+        root = session.payload_root(spec, Path(spec_path).resolve().parent)
+    except plan_mod.PlanError as exc:
+        raise LoadtestError(str(exc)) from None
+    return k6_mod.run_k6(
+        spec,
+        Path(spec_path).name,
+        script,
+        k6_data(spec, plan),
+        level,
+        root,
+        host=host,
+        rate=rate,
+        duration=duration,
+    )
 
 
 # --------------------------------------------------------------------------- runbook

@@ -76,7 +76,8 @@ def test_efficiency_from_measured_rates() -> None:
 
 def test_a_calibration_replaces_the_llm_stages_declared_efficiency(tmp_path) -> None:
     spec_file = tmp_path / "llm.yaml"
-    spec_file.write_text(SPEC.read_text() + "environments:\n  - id: probe\n    calibration: llm.cpu.json\n")
+    probe = "environments:\n  - id: probe\n    calibration: llm.cpu.json\n"
+    spec_file.write_text(SPEC.read_text().replace("environments:\n", probe, 1))
     doc = {
         "kind": "calibration",
         "models": {},

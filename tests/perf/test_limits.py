@@ -165,3 +165,18 @@ def test_capacity_cli_passes_rates_on_and_refuses_a_bad_one(tmp_path):
     assert "knee:" in text.output and (tmp_path / "c.png").read_bytes()[:4] == b"\x89PNG"
     bad = runner.invoke(app, ["capacity", str(spec), "--rate", "5:1:1"])
     assert bad.exit_code == 2 and "0 < A ≤ B" in bad.output
+
+
+def test_a_stage_queue_limit_is_the_same_m_m_1_k_counted_as_failures(tmp_path):
+    """The same system with the limit on the worker's queue: 4 calls waiting + 1 in service is
+    K = 5, so the share refused is again (1 − ρ)ρ^5 / (1 − ρ^6); the server's refusal fails the
+    request (no fallback) instead of a gateway's 429."""
+    spec = tmp_path / "q.yaml"
+    spec.write_text(
+        MM1K.replace("{service: app, max_inflight: 5,", "{stage: work, max_queue: 4,"), encoding="utf-8"
+    )
+    rep = api.capacity(spec, rates=[10], requests=200_000)
+    assert rep.curve is not None
+    (pt,) = rep.curve["points"]
+    assert pt["shed_share"] == 0
+    assert pt["failed_share"] == pytest.approx(q.mmck_loss(10, 0.08, 1, 5), rel=0.05)

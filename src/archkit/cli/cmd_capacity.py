@@ -174,7 +174,7 @@ def _curve_text(curve) -> str:
         )
     knee = "not reached" if curve["knee_rps"] is None else f"{curve['knee_rps']:g} req/s"
     lines.append(
-        f"  knee: {knee} ({curve['knee_reason']}); closed-form ceiling {_f(curve['ceiling_rps'])} req/s"
+        f"  knee: {knee} ({curve['knee_reason']}); closed-form ceiling {_ms(curve['ceiling_rps'])} req/s"
     )
     return "\n".join(lines) + "\n"
 

@@ -20,6 +20,11 @@ class Format(str, Enum):
     sarif = "sarif"
 
 
+class Engine(str, Enum):
+    locust = "locust"
+    k6 = "k6"
+
+
 class Arrival(str, Enum):
     constant = "constant"
     poisson = "poisson"
@@ -117,6 +122,12 @@ def loadtest(
         ),
     ] = False,
     format: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.text,
+    engine: Annotated[
+        Engine,
+        typer.Option(
+            help="Load generator: archkit's locust runner, or the real k6 running render's k6/script.js."
+        ),
+    ] = Engine.locust,
 ) -> None:
     """Load-test the spec's target and judge its budgets (exit 1 when one is missed).
 
@@ -127,6 +138,10 @@ def loadtest(
 
     if calibration is not None and not env:
         raise fail("--calibration needs --env (the environment whose calibration it replaces)", 2)
+    if engine is Engine.k6:
+        if format is Format.sarif:
+            raise fail("--engine k6 reports as text or json", 2)
+        _run_k6(spec, level, env, host, rate, duration, format)
     try:
         outcome = api.loadtest(
             spec,
@@ -226,3 +241,32 @@ def loadtest(
         else:
             typer.echo("PASSED")
     raise typer.Exit(0 if ok else 1)
+
+
+def _run_k6(
+    spec: Path,
+    level: str,
+    env: str | None,
+    host: str | None,
+    rate: float | None,
+    duration: float | None,
+    fmt: Format,
+) -> None:
+    """`--engine k6`: the generated k6 script under the real k6, judged by the same budget judge."""
+    from archkit import api
+    from archkit.loadtest.k6 import result_text
+
+    try:
+        res = api.loadtest_k6(spec, level, env=env, host=host, rate=rate, duration=duration)
+    except api.ArchkitError as exc:
+        raise fail_for(exc) from None
+    if fmt is Format.json:
+        typer.echo(json.dumps(res.to_json(), indent=1, ensure_ascii=False, default=str))
+    else:
+        for line in result_text(res):
+            typer.echo(line)
+        for v in res.verdicts:
+            mark = {True: paint("PASS", "\033[32m"), False: paint("FAIL", "\033[31m"), None: "SKIP"}[v.passed]
+            typer.echo(f"{mark}  {v.id}: {v.why}")
+        typer.echo("PASSED" if res.passed else "FAILED: a budget was missed")
+    raise typer.Exit(0 if res.passed else 1)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from archkit import engines
 from archkit.spec.model import Spec
 
 E2E_KEYS = ("p50_ms", "p95_ms", "p99_ms", "mean_ms")
@@ -170,7 +171,9 @@ def _predicted_from(spec: Spec, sid: str) -> str:
 def _measured_by(m: dict) -> str:
     """What measured a stage's number: the gateway's histogram or Triton's counters."""
     metric = m.get("metric") or "?"
-    if metric.startswith("nv_inference"):
+    from archkit.loadtest.scrape import ENGINE_PARTS_GLOB  # the engine's counters, named by its adapter
+
+    if metric == ENGINE_PARTS_GLOB or engines.adapter("triton").series(metric) is not None:
         return f"{metric}: Triton's mean per inference request (queue + compute), no percentiles"
     return f"{metric}: the service's histogram (P50/P99 interpolated in its buckets, the mean exact)"
 

@@ -14,7 +14,8 @@
   until answered, at most `max_inflight`, and `max_queue` more waiting for a place; a request
   beyond both is refused at once (the reference gateway's fast 429). The event loop
   (`pipesim_kernel`) keeps these counts. A stage's `max_queue` bounds its own queue (as a
-  batcher's `max_queue_size` does).
+  batcher's `max_queue_size` does); a call it refuses fails the request (the server's error,
+  or the call's fallback), counted as failed rather than shed.
 - Closed form (`admitted_rps`): the fluid bound, min(offered, limit) per bucket, which is what
   a long run at a constant rate above the limit admits.
 """

@@ -1011,15 +1011,34 @@ class Scenario(Node):
 
 
 class Fault(Node):
+    """One injected fault. loss and stress run in a cluster only (render's Chaos Mesh experiments)."""
+
     at_s: Annotated[float, Field(ge=0, le=MAX_SECONDS)]
-    action: Literal["stop", "kill", "restart", "pause", "delay"]
+    action: Literal["stop", "kill", "restart", "pause", "delay", "loss", "stress"]
     target: Annotated[Id, RefTo("service")] = Field(description="a topology service id")
     duration_s: Annotated[float, Field(ge=0, le=MAX_SECONDS)] | None = None
     delay_ms: Ms | None = None
+    loss_percent: Annotated[float, Field(gt=0, le=100)] | None = Field(
+        None, description="loss: share of the target's outgoing packets dropped, in percent"
+    )
+    stress_cpu_workers: Annotated[int, Field(ge=1, le=1024)] | None = Field(
+        None, description="stress: CPU-burning workers in the target's containers"
+    )
+    stress_memory_mib: Annotated[float, Field(gt=0, le=1_048_576)] | None = Field(
+        None, description="stress: memory each stress worker holds, in MiB"
+    )
     command: str | None = Field(None, description="how to apply it outside the local runner")
     expect_fallback: Annotated[Id, RefTo("control-flow node")] | None = Field(
         None, description="control-flow node expected to answer"
     )
+
+    @model_validator(mode="after")
+    def _amounts(self) -> Fault:
+        if self.action == "loss" and self.loss_percent is None:
+            raise ValueError("a loss fault needs loss_percent")
+        if self.action == "stress" and self.stress_cpu_workers is None and self.stress_memory_mib is None:
+            raise ValueError("a stress fault needs stress_cpu_workers or stress_memory_mib")
+        return self
 
 
 class StressSearch(Node):
@@ -1166,6 +1185,9 @@ class Spec(Node):
     traffic: Traffic = Field(
         default_factory=lambda: Traffic(), description="admission and rate limits (archkit.spec.traffic)"
     )
+    config: Config | None = Field(
+        None, description="parameters in a configuration store per environment (seed 000 §4.2)"
+    )
     _applied_env: str | None = PrivateAttr(default=None)
 
     @property
@@ -1281,6 +1303,7 @@ def assign_paths(node: Any, path: tuple[Any, ...] = ()) -> None:
 
 # The llm section builds on Node and the unit types above, so it is imported last and the models that
 # contain it are completed here (pydantic resolves the `LlmStage` annotation from this namespace).
+from archkit.spec.config import Config  # noqa: E402
 from archkit.spec.llm import LlmStage  # noqa: E402
 from archkit.spec.traffic import Traffic  # noqa: E402
 

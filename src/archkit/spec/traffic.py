@@ -44,10 +44,13 @@ class AdmissionLimit(Node):
         None, description="or one stage: calls waiting in that stage's queue (its queue length)"
     )
     max_inflight: Annotated[int, Field(ge=1, le=MAX_LIMIT)] | None = Field(
-        None, description="requests admitted at once (a service's default: its `admission.max_inflight`)"
+        None,
+        description="with service: requests admitted at once (else the service's `admission.max_inflight`)",
     )
     max_queue: Annotated[int, Field(ge=0, le=MAX_LIMIT)] = Field(
-        0, description="requests that may wait for admission beyond max_inflight (0: refused at once)"
+        0,
+        description="with service: requests that may wait for a place beyond max_inflight (0: refused at "
+        "once); with stage: the calls its queue holds before it refuses one",
     )
     rejection: Rejection = Field(default_factory=Rejection)
 
@@ -55,6 +58,10 @@ class AdmissionLimit(Node):
     def _one_target(self) -> AdmissionLimit:
         if (self.service is None) == (self.stage is None):
             raise ValueError("give exactly one of service or stage")
+        if self.service is not None and self.max_inflight is None:
+            raise ValueError("a service's admission limit needs max_inflight")
+        if self.stage is not None and (self.max_inflight is not None or self.max_queue == 0):
+            raise ValueError("a stage's admission limit is its queue length: give max_queue (≥ 1) only")
         return self
 
 

@@ -28,6 +28,9 @@ BUILTIN = (
     "archkit.verify.kube",
     "archkit.verify.triton",
     "archkit.verify.prometheus",
+    "archkit.verify.triton_repo",
+    "archkit.verify.code",
+    "archkit.verify.config_store",
     "archkit.verify.llamacpp",
 )
 ENTRY_POINTS = "archkit.verify_sources"
