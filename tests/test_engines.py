@@ -53,6 +53,15 @@ def test_a_second_adapter_with_a_taken_name_is_refused() -> None:
         engines.register(clash)
 
 
+def test_llamacpp_is_registered_under_the_spec_engine_name() -> None:
+    """The adapter's name is the spec's `llm.engine.name` value, so a stage finds it directly."""
+    llama = engines.adapter("llama.cpp")
+    assert llama.metric("waiting_requests").name == "llamacpp:requests_deferred"
+    assert llama.endpoints.extra["slots"] == "/slots"
+    assert llama.endpoints.model_config == "/props"
+    assert all(m.name.startswith("llamacpp:") for ms in llama.measures.values() for m in ms)
+
+
 def test_vllm_v1_renames_resolve_per_version() -> None:
     vllm = engines.adapter("vllm")
     assert vllm.metric("kv_cache_usage", "0.8.5").name == "vllm:gpu_cache_usage_perc"

@@ -5,7 +5,9 @@ folder). When that environment is applied, each calibrated model stage gets a `s
 table from the file — per batch size, the median compute input (copy), infer (compute) and
 output (overhead) times — in place of the environment's or the stage's own; each stage measured
 from the service's own stage histograms (`stages`: a gateway's decode, crop, cache, ...) gets its
-measured mean as `cpu_ms`. Only the in-memory spec changes; the file on disk is never rewritten.
+measured mean as `cpu_ms`; each calibrated LLM stage (the file's `llm` entries, `archkit calibrate
+--llm-url`) gets the measured `llm.efficiency` figures in place of the declared defaults. Only the
+in-memory spec changes; the file on disk is never rewritten.
 """
 
 from __future__ import annotations
@@ -113,6 +115,7 @@ def with_calibration(spec: Spec, file: str, env: str | None, override: str | Non
             ov = StageOverride(stage=st.id)
             ce.stages.append(ov)
         ov.cpu_ms = round(float(mean), 4)
+    _llm_efficiency(clone, doc.get("llm"))
     return clone
 
 
@@ -121,3 +124,18 @@ def stage_calibratable(st: Stage) -> bool:
     one that runs inside a service, is not a model (Triton measures those) and is not the whole
     request (an ingress or gateway stage's histogram covers every other stage)."""
     return st.model is None and st.service is not None and st.kind.value not in ("ingress", "gateway")
+
+
+def _llm_efficiency(spec: Spec, entries: object) -> None:
+    """Measured prefill MFU, decode bandwidth share and step overhead replace an LLM stage's declared ones."""
+    if not isinstance(entries, dict):
+        return
+    for stage_id, entry in entries.items():
+        st = spec.stage(str(stage_id))
+        eff = entry.get("efficiency") if isinstance(entry, dict) else None
+        if st is None or st.llm is None or not isinstance(eff, dict):
+            continue
+        for field in ("prefill_mfu", "decode_bandwidth", "step_overhead_ms"):
+            value = eff.get(field)
+            if isinstance(value, int | float) and value > 0:
+                setattr(st.llm.efficiency, field, float(value))

