@@ -115,28 +115,26 @@ def loadtest(
     from archkit import api
 
     try:
-        outcome = api.loadtest(
-            spec,
-            level,
+        options = api.LoadtestOptions(
+            level=level,
             env=env,
             host=host,
             users=users,
             rate=rate,
             duration=duration,
             max_requests=max_requests,
-            report_dir=report,
+            arrival=arrival.value if arrival else None,
+            max_inflight=max_inflight,
             workers=workers,
             master_host=master_host,
             master_port=master_port,
-            services=service,
-            proxies=proxy,
-            metrics=metrics,
-            rules=rules,
+            services=tuple(service or ()),
+            proxies=tuple(proxy or ()),
+            metrics=tuple(metrics or ()),
+            rules=tuple(str(p) for p in rules or ()),
             prometheus=not no_prometheus,
-            progress=_progress_printer(level),
-            arrival=arrival.value if arrival else None,
-            max_inflight=max_inflight,
         )
+        outcome = api.loadtest(spec, options=options, report_dir=report, progress=_progress_printer(level))
     except api.ArchkitError as exc:
         raise fail_for(exc) from None
     finally:

@@ -951,7 +951,14 @@ class Policies(Node):
 
 
 class Target(Node):
-    protocol: Literal["http", "triton-http", "triton-grpc"] = "http"
+    protocol: (
+        Literal["http", "triton-http", "triton-grpc", "openai-stream"]
+        | Annotated[str, Field(pattern=r"^x-[a-z0-9][a-z0-9-]*$")]
+    ) = Field(
+        "http",
+        description="openai-stream: OpenAI-compatible completions streamed as server-sent events; "
+        "x-NAME: a plug-in load protocol (entry point group archkit.load_protocols)",
+    )
     host: str = Field(description="base URL; load tests only ever target loopback addresses")
     service: Annotated[Id, RefTo("service")] | None = None
 
