@@ -1,5 +1,5 @@
 """Drift golden signal: two-sample Kolmogorov-Smirnov test of recent per-page confidence
-against the golden set's (seed 004 §3.3: drift must be measured to be acted on)."""
+against the golden set's (seed 004 §3.4: drift must be measured to be acted on)."""
 
 from __future__ import annotations
 

@@ -138,7 +138,7 @@ def test_wheel_carries_the_apache_license_and_no_test_data(user_venv):
         assert whl.read(licence[0]) == (ROOT / "LICENSE").read_bytes()
         assert "License-Expression: Apache-2.0" in whl.read(licence[0].split("/")[0] + "/METADATA").decode()
     assert (ROOT / "LICENSE").read_text(encoding="utf-8").split()[:3] == ["Apache", "License", "Version"]
-    data = {p.name for p in (ROOT / "tests" / "analysis" / "faulttrees").rglob("*.xml")}
+    data = {p.name for p in (ROOT / "tests" / "faulttree" / "faulttrees").rglob("*.xml")}
     assert len(data) > 40
     assert not [n for n in names if n.startswith("tests/") or n.rsplit("/", 1)[-1] in data]
 

@@ -38,6 +38,8 @@ MAX_BATCH = 1_024  # dynamic batches beyond ~1k items exceed GPU memory for visi
 MAX_WORKERS = 1_024  # workers (threads, processes) of one replica of a non-model stage
 MAX_ITEMS = 10_000  # items one request fans out to (line crops, candidates to rank)
 MAX_SECONDS = 86_400.0  # periods, windows and durations in seconds: a day
+# A load-test level may run a week: seed 000 §2.2 soaks each static-layer update for 72 hours.
+MAX_LEVEL_SECONDS = 7 * 86_400.0
 Ms = Annotated[float, Field(ge=0, le=MAX_MS, description="milliseconds, at most a day (86,400,000)")]
 Fraction = Annotated[float, Field(ge=0, le=1)]
 PositiveInt = Annotated[int, Field(ge=1)]
@@ -142,6 +144,7 @@ class StageKind(str, Enum):
     queue = "queue"
     rules = "rules"
     human = "human"
+    llm = "llm"
 
 
 class Plane(str, Enum):
@@ -188,7 +191,7 @@ class Batching(Node):
     max_batch_size: BatchSize
     preferred_batch_sizes: list[BatchSize] = Field(default_factory=list, max_length=64)
     max_queue_delay_us: Annotated[int, Field(ge=0, le=60_000_000)] = Field(
-        0, description="at most a minute (60,000,000 us): seed 000 §2.1 uses 100 ms"
+        0, description="at most a minute (60,000,000 us): seed 000 §2.1 uses 1,000 us (1 ms)"
     )
     max_queue_size: Annotated[int, Field(ge=0, le=1_000_000)] | None = Field(
         None, description="bounded queue: requests beyond it are refused; at most 1,000,000"
@@ -306,6 +309,7 @@ class Stage(Node):
     egress: bool = Field(False, description="data leaves the trust boundary from here")
     logs_payload: bool = Field(False, description="raw payloads are written to logs")
     model: ModelInfo | None = None
+    llm: LlmStage | None = Field(None, description="an LLM served by a continuous-batching engine (kind llm)")
     cache: CacheSettings | None = None
     budget_alert: Literal["ticket", "page"] = Field(
         "ticket",
@@ -1027,7 +1031,12 @@ class Level(Node):
         10, description="simulated users, at most 100,000 (locust runs a few thousand per core)"
     )
     rate_rps: Annotated[float, Field(gt=0, le=MAX_RPS)] | None = None
-    duration_s: Seconds = 60
+    duration_s: Annotated[
+        float,
+        Field(
+            gt=0, le=MAX_LEVEL_SECONDS, description="seconds, at most a week (604,800): a 72-hour soak fits"
+        ),
+    ] = 60
     max_requests: Annotated[int, Field(ge=1, le=10**9)] | None = None
     start_rps: Annotated[float, Field(gt=0, le=MAX_RPS)] | None = None
     step_rps: Annotated[float, Field(gt=0, le=MAX_RPS)] | None = None
@@ -1224,3 +1233,11 @@ def assign_paths(node: Any, path: tuple[Any, ...] = ()) -> None:
     elif isinstance(node, dict):
         for k, item in node.items():
             assign_paths(item, path + (k,))
+
+
+# The llm section builds on Node and the unit types above, so it is imported last and the models that
+# contain it are completed here (pydantic resolves the `LlmStage` annotation from this namespace).
+from archkit.spec.llm import LlmStage  # noqa: E402
+
+Stage.model_rebuild()
+Spec.model_rebuild()

@@ -450,7 +450,7 @@ class _Planner:
                     summary=f"{name}: input drift ({d.method} p-value below {_fmt(d.p_value_threshold)})",
                     description=(
                         "A drift alert must lead to an action: open a data-quality ticket for "
-                        "the data scientists (seed 004 §3.3)."
+                        "the data scientists (seed 004 §3.4)."
                     ),
                     for_=self.for_,
                     labels={},
