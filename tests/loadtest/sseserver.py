@@ -5,7 +5,8 @@ at once (not a token), then `--chunks` content chunks, the first `--first-ms` af
 arrived and each next one `--gap-ms` after the previous, carrying the tokens of `--tokens`
 (a comma-separated pattern repeated over the chunks, e.g. `1,3`); then a usage chunk with
 `completion_tokens` = the tokens sent, and `data: [DONE]`. With `--usage-per-chunk` every content
-chunk also carries the cumulative usage (vLLM's `continuous_usage_stats`). GET /log returns, per
+chunk also carries the cumulative usage (vLLM's `continuous_usage_stats`); with
+`--honour-max-tokens` a request gets one chunk per token of its `max_tokens`. GET /log returns, per
 request, the perf_counter times the content chunks were written (for comparing gaps).
 """
 
@@ -55,7 +56,8 @@ def make_handler(args: argparse.Namespace) -> type[BaseHTTPRequestHandler]:
             if chat:
                 self._event({"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]})
             sent, times = 0, []
-            for i in range(args.chunks):
+            chunks = int(req.get("max_tokens") or args.chunks) if args.honour_max_tokens else args.chunks
+            for i in range(chunks):
                 due = t_in + (args.first_ms + i * args.gap_ms) / 1000.0
                 time.sleep(max(0.0, due - time.perf_counter()))
                 k = pattern[i % len(pattern)]
@@ -86,6 +88,7 @@ def main() -> None:
     ap.add_argument("--chunks", type=int, default=5)
     ap.add_argument("--tokens", default="1")
     ap.add_argument("--usage-per-chunk", action="store_true")
+    ap.add_argument("--honour-max-tokens", action="store_true", help="one chunk per requested token")
     args = ap.parse_args()
     server = ThreadingHTTPServer(("127.0.0.1", args.port), make_handler(args))
     server.daemon_threads = True

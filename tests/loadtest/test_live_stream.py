@@ -131,3 +131,58 @@ def test_usage_only_at_the_end_is_spread_over_the_chunks_of_a_completions_stream
     )
     assert m["itl_ms"]["p50_ms"] == pytest.approx(15, abs=1.5)
     assert m["itl_ms"]["p50_ms"] == pytest.approx(server_gaps[len(server_gaps) // 2], abs=1.0)
+
+
+def test_an_llm_stage_workload_makes_the_bodies_and_its_token_budgets_are_judged(
+    sse_server, tmp_path
+) -> None:
+    """Prompts of 16 tokens, outputs uniform in 3..6 tokens, half the requests under one of 2 prefixes.
+
+    The server sends one chunk per requested token, the first at 40 ms, then every 20 ms: TTFT
+    ~40 ms meets a 200 ms budget, ITL ~20 ms misses a 5 ms one, and every verdict says its n.
+    """
+    url = sse_server(first_ms=40, gap_ms=20, honour_max_tokens=True)
+    data = yaml.safe_load(_spec(tmp_path, url, "/v1/chat/completions", {}).read_text())
+    data["dataflow"] = {
+        "stages": [
+            {
+                "id": "gen",
+                "kind": "llm",
+                "llm": {
+                    "engine": {"name": "llama.cpp"},
+                    "model": {"preset": "SmolLM2-135M", "name": "smollm2"},
+                    "workload": {
+                        "prompt_tokens": {"mean_tokens": 16},
+                        "output_tokens": {"distribution": "uniform", "min_tokens": 3, "max_tokens": 6},
+                        "shared_prefix": {"groups": 2, "tokens": 8, "share": 0.5},
+                    },
+                    "budgets": {"ttft_p50_ms": 200, "itl_p99_ms": 5},
+                },
+            }
+        ]
+    }
+    sc = data["loadtest"]["scenarios"][0]
+    sc["llm_stage"] = "gen"
+    sc["payload"] = {"template": '{"seed": 7}', "content_type": "application/json"}
+    spec = tmp_path / "llm.yaml"
+    spec.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    res = api.loadtest(spec, "baseline", prometheus=False, plots=False).result
+    log = _server_log(url)
+    assert len(log) == 10
+    bodies = [r["request"] for r in log]
+    assert all(b["model"] == "smollm2" and b["seed"] == 7 and b["ignore_eos"] is True for b in bodies)
+    assert all(3 <= b["max_tokens"] <= 6 for b in bodies) and len({b["max_tokens"] for b in bodies}) > 1
+    prompts = [b["messages"][0]["content"] for b in bodies]
+    plain = [p for p in prompts if p == " a" * 16]
+    prefixed = [p for p in prompts if p[:2] in ("0:", "1:")]
+    assert len(plain) + len(prefixed) == 10 and all(p.endswith(" a" * 8) for p in prefixed)
+    tokens = sum(b["max_tokens"] for b in bodies)
+    m = res.measured["scenarios"]["chat"]["measures"]
+    assert m["chunks_per_token"]["output_tokens"] == tokens and m["chunks_per_token"]["ratio"] == 1.0
+    assert m["itl_ms"]["count"] == tokens - 10  # every token after each request's first
+    verdicts = {v.id: v for v in res.verdicts if v.id.startswith("llm.")}
+    assert verdicts["llm.gen.ttft_p50_ms"].passed is True and "n=10" in verdicts["llm.gen.ttft_p50_ms"].why
+    assert verdicts["llm.gen.itl_p99_ms"].passed is False
+    assert res.passed is False
+    located = {r.name: r for r in res.located}
+    assert located["llm.gen.itl_p99_ms"].code == "LT130"

@@ -21,8 +21,8 @@ from archkit.loadtest import chaos as chaos_mod
 from archkit.loadtest import compare as compare_mod
 from archkit.loadtest import generator as generator_mod
 from archkit.loadtest import judge as judge_mod
+from archkit.loadtest import judge_llm, scrape
 from archkit.loadtest import plan as plan_mod
-from archkit.loadtest import scrape
 from archkit.loadtest.options import LoadtestOptions
 from archkit.loadtest.results import located_verdict
 from archkit.loadtest.runner import RunData, free_port, run
@@ -328,7 +328,7 @@ def execute(
     if plan.kind == "chaos" and injector:
         measured["chaos"] = chaos_mod.analyse(injector.records, data.seconds, spec, plan.duration_s)
     measured["predicted"] = compare_mod.compare(spec, measured, opts.env)
-    verdicts = judge_mod.judge(spec, measured)
+    verdicts = judge_mod.judge(spec, measured) + judge_llm.judge(spec, measured)
     b = spec.budgets
     budgets = {
         k: getattr(b, k)

@@ -52,7 +52,7 @@ from archkit.loadtest.bucket import Bucket
 from archkit.loadtest.measures import STREAM_KEY, Sample, StreamTrace, load_all
 from archkit.loadtest.messages import Failure, Final, Message, OpenCounts, PhaseEnd, Started, Tick
 from archkit.loadtest.plan import Phase, Plan
-from archkit.loadtest.runtime import Runtime
+from archkit.loadtest.runtime.core import Runtime
 from archkit.loadtest.runtime.pacing import ClosedPacer, OpenPacer, Pacer
 from archkit.loadtest.safety import is_loopback_address
 

@@ -1005,6 +1005,11 @@ class Scenario(Node):
     expect_status: list[Annotated[int, Field(ge=100, le=599)]] = Field(
         default_factory=lambda: [200], description="HTTP status codes (RFC 9110: 100 to 599)"
     )
+    llm_stage: Annotated[Id, RefTo("stage")] | None = Field(
+        None,
+        description="openai-stream: the llm stage whose workload (prompt and output lengths, shared "
+        "prefixes) makes each request's body, and whose token budgets the run is judged by",
+    )
     p50_ms: Ms | None = None
     p95_ms: Ms | None = None
     p99_ms: Ms | None = None

@@ -3,11 +3,7 @@
 Only a load-generator process imports this package (`archkit.loadtest.worker`, or `locust -f`
 on a generated file): gevent must patch the interpreter before `ssl` is imported (design
 principle D4, docs/sources.md). `core.Runtime` holds the mix, levels and pacer; `protocols` the
-user class per protocol; `pacing` the closed and open pacers; `mix` the typed scenarios.
+user class per protocol; `pacing` the closed and open pacers; `mix` the typed scenarios and
+`llm` the bodies drawn from an llm stage's workload (these two import no locust: tested in
+the test process).
 """
-
-from __future__ import annotations
-
-from archkit.loadtest.runtime.core import Runtime
-
-__all__ = ["Runtime"]

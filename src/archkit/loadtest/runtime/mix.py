@@ -8,11 +8,14 @@ No locust here: the mix is plain Python, tested without a generator process.
 from __future__ import annotations
 
 import glob
+import json
 import os
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from archkit.loadtest.runtime.llm import LlmLoad
 
 
 @dataclass(frozen=True)
@@ -38,6 +41,7 @@ class Scenario:
     model: str | None
     inputs: tuple[TritonTensor, ...]
     outputs: tuple[str, ...]
+    llm: LlmLoad | None = None  # each body drawn from an llm stage's workload
 
     @classmethod
     def of(cls, d: Mapping[str, Any]) -> Scenario:
@@ -55,6 +59,7 @@ class Scenario:
                 for i in d.get("inputs") or ()
             ),
             outputs=tuple(str(o) for o in d.get("outputs") or ()),
+            llm=LlmLoad.of(d["llm"]) if d.get("llm") else None,
         )
 
     @property
@@ -93,6 +98,7 @@ class Mix:
         self.weights = [s.weight for s in self.scenarios]
         self.root = root
         self._bodies: dict[str, list[bytes]] = {}
+        self._rng: random.Random | None = None
 
     def payload_root(self) -> str:
         """Where payload paths are relative to: ARCHKIT_PAYLOAD_ROOT, else the current directory."""
@@ -124,6 +130,12 @@ class Mix:
         return bodies
 
     def pick(self) -> tuple[Scenario, bytes]:
-        """A scenario drawn by weight and one of its payloads."""
+        """A scenario drawn by weight and one of its payloads (an llm scenario: a body drawn from its workload)."""
         sc = random.choices(self.scenarios, weights=self.weights)[0]
-        return sc, random.choice(self.bodies(sc))
+        body = random.choice(self.bodies(sc))
+        if sc.llm is not None:
+            if self._rng is None:  # seeded from the process's seed (the worker seeds `random`)
+                self._rng = random.Random(random.getrandbits(64))
+            base = json.loads(body) if body.strip() else {}
+            body = json.dumps(sc.llm.body(sc.path, self._rng, base), separators=(",", ":")).encode("utf-8")
+        return sc, body

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from locust import events
 
-from archkit.loadtest.runtime import Runtime
+from archkit.loadtest.runtime.core import Runtime
 
 SPEC = 'recommendation'
 PROTOCOL = 'http'
