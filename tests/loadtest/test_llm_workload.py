@@ -105,3 +105,13 @@ def test_stream_measures_by_hand() -> None:
     even = StreamTrace(content_ms=[10.0, 30.0], output_tokens=4, done_ms=30.0)  # usage only at the end
     assert list(m["itl_ms"].values(Sample(30.0, 30.0, False, even))) == [10.0, 10.0]
     assert m["ttft_ms"].values(Sample(1.0, 1.0, False, None)) == ()  # not a stream: no TTFT
+
+
+def test_server_timings_by_hand() -> None:
+    """llama.cpp's closing `timings`: prefill 12.5 ms; 40 ms over 8 tokens decode, 5 ms per token."""
+    m = load_all()
+    st = StreamTrace(content_ms=[20.0], server={"prompt_ms": 12.5, "predicted_ms": 40.0, "predicted_n": 8})
+    s = Sample(60.0, 60.0, False, st)
+    assert m["server_prompt_ms"].values(s) == (12.5,)
+    assert m["server_decode_per_token_ms"].values(s) == (5.0,)
+    assert m["server_prompt_ms"].values(Sample(1.0, 1.0, False, StreamTrace())) == ()

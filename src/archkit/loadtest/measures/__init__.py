@@ -23,7 +23,7 @@ from archkit.loadtest.measures.base import (
     register_measure,
 )
 
-BUILTIN = ("archkit.loadtest.measures.stream",)
+BUILTIN = ("archkit.loadtest.measures.stream", "archkit.loadtest.measures.server_timings")
 ENTRY_POINTS = "archkit.load_measures"
 
 
