@@ -168,18 +168,23 @@ def run_aiperf(exe: str, tokenizer: str, url: str, args: argparse.Namespace, fol
            "--extra-inputs", "temperature:0", "--request-rate", str(args.rate), "--arrival-pattern", "constant",
            "--request-count", str(args.requests), "--random-seed", "1", "--ui", "simple",
            "--artifact-dir", str(out), "--no-server-metrics", "--no-gpu-telemetry"]  # fmt: skip
-    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    # A local tokenizer folder: AIPerf loads it without the hub (its HF_HUB_OFFLINE branch would
+    # look the path up as a repository). HF_ENDPOINT at a closed loopback port: a hub call, were
+    # one made, would fail here instead of leaving the machine.
+    env = dict(os.environ, HF_ENDPOINT=f"http://127.0.0.1:{free_port()}")
     r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=args.requests / args.rate + 600)
     found = sorted(out.rglob("*aiperf*.json")) or sorted(out.rglob("*.json"))
     if r.returncode != 0 or not found:
         raise RuntimeError(f"aiperf failed ({r.returncode}): {(r.stderr or r.stdout)[-2000:]}")
     data = json.loads(found[0].read_text())
     ttft, itl = data["time_to_first_token"], data["inter_token_latency"]
+    icl = data.get("inter_chunk_latency") or {}
     return {
         "requests": int((data.get("request_count") or {}).get("avg") or 0),
         "ttft_p50_ms": ttft["p50"],
-        "itl_p50_ms": itl["p50"],
-        "units": [ttft.get("unit"), itl.get("unit")],
+        "itl_p50_ms": itl["p50"],  # AIPerf's ITL: per request (latency - TTFT) / (tokens - 1)
+        "inter_chunk_p50_ms": icl.get("p50"),  # every gap between chunks, like archkit's ITL
+        "units": [ttft.get("unit"), itl.get("unit"), icl.get("unit")],
         "export": str(found[0]),
     }
 
@@ -218,6 +223,11 @@ def main(argv: list[str] | None = None) -> int:
         "ttft_p50_diff_pct": round(100 * (ours["ttft_p50_ms"] / theirs["ttft_p50_ms"] - 1), 2),
         "itl_p50_diff_pct": round(100 * (ours["itl_p50_ms"] / theirs["itl_p50_ms"] - 1), 2),
         "tpot_vs_aiperf_itl_diff_pct": round(100 * (ours["tpot_p50_ms"] / theirs["itl_p50_ms"] - 1), 2),
+        "itl_vs_aiperf_inter_chunk_diff_pct": round(
+            100 * (ours["itl_p50_ms"] / theirs["inter_chunk_p50_ms"] - 1), 2
+        )
+        if theirs.get("inter_chunk_p50_ms")
+        else None,
         "load_average": [round(load0, 2), round(load1, 2)],
     }
     text = json.dumps(out, indent=1)

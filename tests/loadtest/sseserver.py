@@ -41,6 +41,11 @@ def make_handler(args: argparse.Namespace) -> type[BaseHTTPRequestHandler]:
             self.wfile.write(body)
 
         def _event(self, obj: object) -> None:
+            if isinstance(obj, dict):  # the envelope every OpenAI-compatible chunk has
+                kind = (
+                    "chat.completion.chunk" if self.path.endswith("/chat/completions") else "text_completion"
+                )
+                obj = {"id": "cmpl-1", "object": kind, "created": 0, "model": "toy", **obj}
             data = b"data: " + (obj if isinstance(obj, bytes) else json.dumps(obj).encode()) + b"\n\n"
             self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
             self.wfile.flush()
@@ -56,7 +61,8 @@ def make_handler(args: argparse.Namespace) -> type[BaseHTTPRequestHandler]:
             if chat:
                 self._event({"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]})
             sent, times = 0, []
-            chunks = int(req.get("max_tokens") or args.chunks) if args.honour_max_tokens else args.chunks
+            wanted = req.get("max_tokens") or req.get("max_completion_tokens")
+            chunks = int(wanted or args.chunks) if args.honour_max_tokens else args.chunks
             for i in range(chunks):
                 due = t_in + (args.first_ms + i * args.gap_ms) / 1000.0
                 time.sleep(max(0.0, due - time.perf_counter()))

@@ -109,3 +109,17 @@ def test_unknown_option_names_are_input_errors() -> None:
 
     with pytest.raises(InputError, match="unknown load-test option"):
         LoadtestOptions().with_(speed=3)
+
+
+def test_streaming_measures_are_printed_one_line_each() -> None:
+    from archkit.cli.cmd_loadtest import stream_lines
+
+    ttft = {"p50_ms": 40.0, "p95_ms": 55.5, "p99_ms": 60.0, "count": 10}
+    lines = stream_lines(
+        {"ttft_ms": ttft, "chunks_per_token": {"output_tokens": 90, "content_chunks": 50, "ratio": 0.5556}}
+    )
+    assert lines == [
+        "TTFT: P50 40.0 ms, P95 55.5 ms, P99 60.0 ms (n=10)",
+        "streamed 90 output tokens in 50 chunks (0.5556 chunks per token)",
+    ]
+    assert stream_lines({}) == []

@@ -47,6 +47,29 @@ def _progress_printer(level: str):
     return show
 
 
+def stream_lines(measures: dict) -> list[str]:
+    """The streaming measures of a run, one line each (nothing when no request streamed)."""
+    out = []
+    for key, label in (
+        ("ttft_ms", "TTFT"),
+        ("itl_ms", "ITL"),
+        ("tpot_ms", "TPOT"),
+        ("setup_ms", "stream setup"),
+    ):
+        got = measures.get(key)
+        if got:
+            out.append(
+                f"{label}: P50 {got['p50_ms']} ms, P95 {got['p95_ms']} ms, P99 {got['p99_ms']} ms (n={got['count']})"
+            )
+    ratio = measures.get("chunks_per_token")
+    if ratio:
+        out.append(
+            f"streamed {ratio['output_tokens']} output tokens in {ratio['content_chunks']} chunks "
+            f"({ratio['ratio']} chunks per token)"
+        )
+    return out
+
+
 @app.command()
 def loadtest(
     spec: Annotated[Path, typer.Argument(help="The spec file.", show_default=False)],
@@ -162,6 +185,8 @@ def loadtest(
             f"P50 {m.get('p50_ms')} ms, P95 {m.get('p95_ms')} ms, P99 {m.get('p99_ms')} ms, "
             f"error rate {m.get('error_rate')}"
         )
+        for line in stream_lines(m.get("measures") or {}):
+            typer.echo(line)
         gen = res.measured.get("generator")
         if gen:
             fs = m.get("from_send") or {}
