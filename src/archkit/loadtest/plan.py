@@ -134,9 +134,10 @@ def build(spec: Spec, opts: LoadtestOptions, spec_name: str = "spec") -> Plan:
     if max_requests is None:
         max_requests = lv.max_requests
     if max_requests is None:
-        paced = [p for p in phases if p.rate_rps]
-        if len(paced) == len(phases):
-            max_requests = int(math.ceil(sum(p.rate_rps * p.duration_s for p in phases) * 1.5)) + n_users
+        rates = [p.rate_rps for p in phases if p.rate_rps]
+        if len(rates) == len(phases):
+            offered = sum(r * p.duration_s for r, p in zip(rates, phases, strict=True))
+            max_requests = int(math.ceil(offered * 1.5)) + n_users
         else:
             max_requests = 10_000_000  # unpaced: the time bound is what stops it
     return Plan(

@@ -203,19 +203,19 @@ def _loop(plan, data, procs, recording, control, q, progress, phase_check, on_st
             i = ev.index
             phases.setdefault(i, []).append(ev.window)
             if len(phases[i]) == len(recording):
-                b = Bucket()
+                merged = Bucket()
                 for w in phases[i]:
-                    b.add(w)
+                    merged.add(w)
                 ph = plan.phases[i]
                 row = {
                     "index": i,
                     "offered_rps": ph.rate_rps,
                     "duration_s": ph.duration_s,
-                    **b.stats(ph.duration_s),
+                    **merged.stats(ph.duration_s),
                 }
                 if plan.open:
-                    row["sent"] = b.sent
-                    row["dropped"] = b.dropped
+                    row["sent"] = merged.sent
+                    row["dropped"] = merged.dropped
                 data.phases.append(row)
                 if phase_check and not stopping and i + 1 < len(plan.phases) and not phase_check(i, row):
                     stopping = True

@@ -90,7 +90,7 @@ def payload_root(spec: Spec, spec_dir: Path) -> Path:
 
 def check_scenario_urls(spec: Spec) -> None:
     """A scenario path that names its own host (an absolute URL) must pass the loopback rule too."""
-    for sc in spec.loadtest.scenarios:
+    for sc in spec.loadtest.scenarios if spec.loadtest else []:
         path = sc.path or ""
         parts = urlsplit(path)
         if parts.scheme or parts.netloc or path.startswith("//"):
@@ -99,7 +99,7 @@ def check_scenario_urls(spec: Spec) -> None:
 
 def check_payloads(spec: Spec, root: Path) -> None:
     """Refuse before starting when a scenario's payload file or folder is missing."""
-    for sc in spec.loadtest.scenarios:
+    for sc in spec.loadtest.scenarios if spec.loadtest else []:
         p = sc.payload
         if p is None or p.template is not None:
             continue
@@ -220,7 +220,7 @@ def execute(
     proxies: dict[str, chaos_mod.DelayProxy] = {}
     if plan.kind == "chaos":
         services = {r.name: r for r in map(chaos_mod.ProcessRef.parse, opts.services)}
-        target_service = spec.loadtest.target.service
+        target_service = spec.loadtest.target.service if spec.loadtest else None
         for text in opts.proxies:
             name, _, ports = text.partition("=")
             listen, _, upstream = ports.partition(":")
@@ -228,7 +228,8 @@ def execute(
                 raise chaos_mod.ChaosError(f"--proxy expects NAME=LISTEN_PORT:UPSTREAM_PORT, got {text!r}")
             proxies[name] = chaos_mod.DelayProxy(int(upstream), int(listen))
         if (
-            any(f.action == "delay" and f.target == target_service for f in level.faults)
+            target_service is not None
+            and any(f.action == "delay" and f.target == target_service for f in level.faults)
             and target_service not in proxies
         ):
             u = urlsplit(plan.host)
