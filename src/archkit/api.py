@@ -88,6 +88,7 @@ class FileReport:
     file: str
     spec: Spec | None
     diagnostics: list[Diagnostic]
+    suppressed: list[Diagnostic] = field(default_factory=list)  # by `# archkit: ignore[...]` comments
 
 
 @dataclass
@@ -99,15 +100,23 @@ class CheckReport:
         return [d for f in self.files for d in f.diagnostics]
 
     @property
+    def suppressed(self) -> list[Diagnostic]:
+        """Findings an `# archkit: ignore[CODE] reason` comment silenced (not counted as failures)."""
+        return [d for f in self.files for d in f.suppressed]
+
+    @property
     def failed(self) -> bool:
         return has_errors(self.diagnostics)
 
 
 def check_spec(
-    spec: Spec, select: list[str] | None = None, ignore: list[str] | None = None
+    spec: Spec,
+    select: list[str] | None = None,
+    ignore: list[str] | None = None,
+    suppressed: list[Diagnostic] | None = None,
 ) -> list[Diagnostic]:
-    """Run the rule catalogue on a loaded spec."""
-    return sort_diagnostics(run_rules(spec, select, ignore))
+    """Run the rule catalogue on a loaded spec (suppressed findings go to `suppressed`, if given)."""
+    return sort_diagnostics(run_rules(spec, select, ignore, suppressed=suppressed))
 
 
 def check(
@@ -121,19 +130,20 @@ def check(
     for path in paths:
         res = load(path)
         diags = list(res.diagnostics)
+        suppressed: list[Diagnostic] = []
         spec = res.spec
         if spec is None and res.partial is not None:
             # schema errors, but the rest of the spec holds together: run every rule group whose
             # sections loaded (structure always), and say which groups were skipped and why
-            diags += _check_partial(res.partial, res.file, res.diagnostics, select, ignore)
+            diags += _check_partial(res.partial, res.file, res.diagnostics, select, ignore, suppressed)
         if spec is not None:
             try:
                 spec = with_environment(spec, res.file, env)
             except UnknownEnvironmentError as exc:
                 diags.append(exc.diagnostic())  # reported with the findings, like any spec problem
             else:
-                diags += check_spec(spec, select, ignore)
-        report.files.append(FileReport(res.file, spec, sort_diagnostics(diags)))
+                diags += check_spec(spec, select, ignore, suppressed)
+        report.files.append(FileReport(res.file, spec, sort_diagnostics(diags), sort_diagnostics(suppressed)))
     return report
 
 
@@ -143,6 +153,7 @@ def _check_partial(
     load_diags: list[Diagnostic],
     select: list[str] | None,
     ignore: list[str] | None,
+    suppressed: list[Diagnostic],
 ) -> list[Diagnostic]:
     from archkit.checks.registry import FAMILIES, run_partial
 
@@ -152,7 +163,7 @@ def _check_partial(
         for d in load_diags
         if d.severity is Severity.ERROR and d.path and not d.message.startswith("unknown key")
     }
-    diags, skipped = run_partial(partial, broken, select, ignore)
+    diags, skipped = run_partial(partial, broken, select, ignore, suppressed)
     for fam, sections in skipped.items():
         diags.append(
             Diagnostic(
@@ -353,7 +364,7 @@ def _rule_files(run: RunContext, spec_path: str, files: dict[str, str | bytes]) 
     if "prometheus" not in all_generators():
         return {}
     if not any(rel.startswith("prometheus/") for rel in files):
-        files, _ = generate(run.spec, spec_path, only=["prometheus"], run=run)
+        files, _ = generate(run.spec, spec_path, only=["prometheus"], run=run, strict=True)
     return {
         Path(rel).name: text
         for rel, text in sorted(files.items())
@@ -398,7 +409,7 @@ def loadtest(
     wanted = ["locust"] + (
         ["prometheus"] if opts.prometheus and not opts.rules and "prometheus" in gens else []
     )
-    files, _ = generate(spec, str(spec_path), only=wanted, run=run)
+    files, _ = generate(spec, str(spec_path), only=wanted, run=run, strict=True)
     locustfile = files["locust/locustfile.py"]
     if not isinstance(locustfile, str):
         raise ArchkitError("the locust generator produced bytes, not a locustfile")

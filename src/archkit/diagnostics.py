@@ -6,7 +6,7 @@ SARIF and JUnit are written by archkit.reporting, for diagnostics and the other 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from enum import Enum
 from typing import Any
@@ -57,6 +57,8 @@ class Diagnostic:
     path: str = ""
     hint: str = ""
     extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    # why the finding is suppressed (an `# archkit: ignore[CODE] reason` comment), "" if it is not
+    suppressed: str = field(default="", compare=False, hash=False)
 
     def sort_key(self) -> tuple[str, int, int, str, str]:
         return (self.file, self.line, self.col, self.code, self.message)
@@ -81,6 +83,8 @@ class Diagnostic:
         d["severity"] = self.severity.value
         if not d["extra"]:
             d.pop("extra")
+        if not d["suppressed"]:
+            d.pop("suppressed")
         return d
 
 
@@ -100,20 +104,24 @@ def has_errors(diags: Iterable[Diagnostic]) -> bool:
     return any(d.severity is Severity.ERROR for d in diags)
 
 
-def summary_line(diags: list[Diagnostic]) -> str:
+def summary_line(diags: list[Diagnostic], suppressed: int = 0) -> str:
     counts = {s: 0 for s in Severity}
     for d in diags:
         counts[d.severity] += 1
     return (
         f"{counts[Severity.ERROR]} error(s), {counts[Severity.WARNING]} warning(s), "
-        f"{counts[Severity.INFO]} info"
+        f"{counts[Severity.INFO]} info" + (f", {suppressed} suppressed" if suppressed else "")
     )
 
 
-def to_json(diags: list[Diagnostic]) -> str:
+def to_json(diags: list[Diagnostic], suppressed: Sequence[Diagnostic] = ()) -> str:
+    """The findings and a summary; suppressed findings follow them, each with its reason."""
     return (
         json.dumps(
-            {"diagnostics": [d.as_dict() for d in diags], "summary": summary_line(diags)},
+            {
+                "diagnostics": [d.as_dict() for d in [*diags, *suppressed]],
+                "summary": summary_line(diags, len(suppressed)),
+            },
             indent=2,
             ensure_ascii=False,
         )

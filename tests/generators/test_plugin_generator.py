@@ -72,3 +72,23 @@ def test_a_plugin_cannot_take_a_builtin_name(tiny_plugin) -> None:
     registry.all_generators()
     with pytest.raises(registry.DuplicateGeneratorError):
         registry.register("prometheus")(lambda ctx: {})
+
+
+def test_a_generator_that_raises_is_a_finding_and_the_others_are_written(tmp_path: Path) -> None:
+    """Like a broken rule (AK199), a broken generator is reported, not a crash of the render."""
+    registry.all_generators()
+
+    @registry.register("broken-for-test")
+    def broken(ctx):
+        """Fails as a bug in a plug-in would."""
+        raise ZeroDivisionError("a bug in a plug-in")
+
+    try:
+        res = api.render(EXAMPLES[0], tmp_path / "out", only=["broken-for-test", "prometheus"], formats=())
+    finally:
+        del registry._REGISTRY["broken-for-test"]
+    internal = [d for d in res.diagnostics if d.code == "AK199"]
+    assert [d.message for d in internal] == [
+        "internal error in generator broken-for-test: ZeroDivisionError: a bug in a plug-in"
+    ]
+    assert (tmp_path / "out" / "prometheus" / "rules.yaml").is_file()

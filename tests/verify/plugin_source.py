@@ -34,5 +34,7 @@ class NotesSource(Source):
 
     def check(self, spec: Any, given: Any, timeout_s: float) -> Reading:
         rec = Recorder(spec, self.name)
-        (rec.ok if given else rec.drift)("VY901", "metadata", spec.metadata, "description", "described")
+        (rec.ok if given else rec.drift)(
+            NotesPresent.code, "metadata", spec.metadata, "described", field="description"
+        )
         return Reading({"area": self.name, "source": "spec"}, rec.findings)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -127,10 +128,14 @@ class DirectorySource(Source):
         rec = Recorder(spec, self.name)
         for owner in spec.metadata.owners:
             if owner in given:
-                rec.ok("VX901", f"owner/{owner}", spec.metadata, "owners", "in the directory")
+                rec.ok(OwnersListed.code, f"owner/{owner}", spec.metadata, "in the directory", field="owners")
             else:
                 rec.drift(
-                    "VX901", f"owner/{owner}", spec.metadata, "owners", f"'{owner}' is not in the directory"
+                    OwnersListed.code,
+                    f"owner/{owner}",
+                    spec.metadata,
+                    f"'{owner}' is not in the directory",
+                    field="owners",
                 )
         return Reading({"area": self.name, "source": "directory"}, rec.findings)
 
@@ -206,3 +211,51 @@ def test_a_source_from_another_package_loads_through_its_entry_point():
         unregister_source("notes")
         sys.modules.pop(plugin, None)
     assert source("notes") is None
+
+
+def test_a_check_names_its_code_through_its_class_never_a_literal():
+    """A verify code id is spelled once, in its `Code(...)`; findings reach it as `self.code`
+    (or a named `also` code), so renaming or moving a code cannot leave a stale literal behind."""
+    import ast
+
+    import archkit.verify
+
+    root = Path(archkit.verify.__file__).parent
+    pattern = re.compile(r"^V[A-Z][0-9]{3}$")
+    stray = []
+    for path in sorted(root.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        declared = {
+            id(node.args[0])
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Code" and node.args
+        }
+        stray += [
+            f"{path.name}:{node.lineno}: {node.value}"
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and pattern.match(node.value)
+            and id(node) not in declared
+        ]
+    assert not stray, "verify codes spelled outside their Code(...):\n" + "\n".join(stray)
+
+
+def test_a_source_whose_checks_raise_is_an_unknown_finding_not_a_crash(directory_source):
+    """The same isolation as a broken rule (AK199) or generator: the run reports, not crashes."""
+    from archkit.verify import run_inputs
+
+    spec = load_file(INDUSTRIAL_SPEC).spec
+
+    class Exploding(DirectorySource):
+        def check(self, spec: Any, given: Any, timeout_s: float) -> Reading:
+            raise KeyError("a bug in a plug-in")
+
+    unregister_source(DirectorySource.name)
+    register_source(Exploding)
+    report = run_inputs(spec, {"directory": set()})
+    broken = [f for f in report.findings if f.area == "directory"]
+    assert [(f.code, f.status.value, f.message) for f in broken] == [
+        ("VX901", "unknown", "internal error in verify source directory: KeyError: 'a bug in a plug-in'")
+    ]
+    assert report.sources[0]["error"].startswith("internal error")

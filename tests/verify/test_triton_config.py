@@ -7,7 +7,7 @@ from pathlib import Path
 from archkit.spec import load_file
 from archkit.verify import Status
 from archkit.verify.findings import Recorder
-from archkit.verify.triton import _check_config, triton_models
+from archkit.verify.triton import check_config, triton_models
 
 SPEC = load_file(Path(__file__).parent / "fixtures" / "ocr-triton.yaml").spec
 DETECT = triton_models(SPEC)[0][1]
@@ -26,7 +26,7 @@ CONFIG = {
 
 def _check(config: dict) -> dict:
     rec = Recorder(SPEC, "triton")
-    _check_config(rec, "model/ocr_detector", DETECT, config)
+    check_config(rec, "model/ocr_detector", DETECT, config)
     return {f.code: f for f in rec.findings}
 
 
@@ -66,7 +66,7 @@ def test_queue_timeout():
         queue_timeout_us=15_000_000,
     )
     rec = Recorder(SPEC, "triton")
-    _check_config(rec, "model/ocr_detector", det, CONFIG)
+    check_config(rec, "model/ocr_detector", det, CONFIG)
     f = next(f for f in rec.findings if f.code == "VT228")
     assert f.status is Status.DRIFT
     assert f.message == (
@@ -97,7 +97,7 @@ def test_environment_batching_replaces_the_stage_and_points_at_its_line():
         det.batching.max_batch_size == 8 and DETECT.batching.max_batch_size == 4
     )  # the original is untouched
     rec = Recorder(gpu, "triton")
-    _check_config(rec, "model/ocr_detector", det, CONFIG)
+    check_config(rec, "model/ocr_detector", det, CONFIG)
     found = {f.code: f for f in rec.findings}
     assert found["VT220"].status is Status.DRIFT
     assert found["VT220"].message.startswith("model 'ocr_detector' has max_batch_size 4, the spec declares 8")

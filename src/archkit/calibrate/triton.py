@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
+from archkit import engines
 from archkit.errors import ArchkitError
 from archkit.loadtest.safety import require_loopback
 
@@ -33,11 +34,18 @@ DTYPES = {
     "TYPE_FP32": ("FP32", np.float32),
     "TYPE_FP64": ("FP64", np.float64),
 }
+ENDPOINTS = engines.adapter("triton").endpoints
 STAT_PARTS = ("queue", "compute_input", "compute_infer", "compute_output", "success")
 
 
 class TritonError(ArchkitError, RuntimeError):
     """Triton answered with an error, or could not be reached."""
+
+
+def _path(template: str | None, model: str) -> str:
+    """An endpoint of the Triton adapter for one model."""
+    assert template is not None, "the Triton adapter declares this endpoint"
+    return template.format(model=model)
 
 
 @dataclass(frozen=True)
@@ -98,7 +106,7 @@ class Client:
         raise TritonError(f"Triton at {self.host}:{self.port} {path}: no answer")
 
     def config(self, model: str) -> ModelConfig:
-        cfg = json.loads(self._request("GET", f"/v2/models/{model}/config"))
+        cfg = json.loads(self._request("GET", _path(ENDPOINTS.model_config, model)))
         inputs = []
         for i in cfg.get("input", []):
             kind = i.get("data_type", "")
@@ -145,7 +153,7 @@ class Client:
         head = json.dumps(header).encode()
         self._request(
             "POST",
-            f"/v2/models/{model}/infer",
+            _path(ENDPOINTS.infer, model),
             body=head + b"".join(blobs),
             headers={
                 "Inference-Header-Content-Length": str(len(head)),
@@ -155,7 +163,7 @@ class Client:
 
     def stats(self, model: str) -> dict[str, tuple[int, int]]:
         """Cumulative (count, ns) per part (queue, compute_input, compute_infer, compute_output, success)."""
-        data = json.loads(self._request("GET", f"/v2/models/{model}/stats"))
+        data = json.loads(self._request("GET", _path(ENDPOINTS.model_stats, model)))
         total: dict[str, tuple[int, int]] = {k: (0, 0) for k in STAT_PARTS}
         for ms in data.get("model_stats", []):
             inf = ms.get("inference_stats", {})

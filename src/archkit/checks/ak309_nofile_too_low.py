@@ -1,11 +1,14 @@
 """AK309: the open-file limit is below the connections the throughput implies."""
 
 import math
+from collections.abc import Iterator
+
+from pydantic import Field
 
 from archkit.checks.common import stages_by_service
-from archkit.checks.registry import Rule, register
+from archkit.checks.registry import Context, Rule, RuleSettings, register
+from archkit.diagnostics import Diagnostic
 
-DEFAULT_NOFILE = 1024
 # clients of these keep a small pool of long-lived connections, whatever the request rate
 POOLED = {"redis", "sql", "kafka", "queue", "inproc", "shm"}
 
@@ -26,7 +29,16 @@ per-request connections (HTTP, gRPC; not pooled Redis/SQL/Kafka clients), and co
 with `ulimits.nofile` (1024 when unset). Set nofile: 65536.
 """
 
-    def check(self, ctx):
+    class Settings(RuleSettings):
+        default_nofile: int = Field(
+            1024, ge=1, description="the open-file limit of a service without ulimits.nofile"
+        )
+        sockets_per_rps: float = Field(
+            2.0, gt=0, description="sockets held per request per second (seed 000 §5.6: ~2,000 at 1,000 QPS)"
+        )
+
+    def check(self, ctx: Context) -> Iterator[Diagnostic]:
+        settings = ctx.settings(self.Settings)
         spec = ctx.spec
         rate = max(
             x for x in (spec.budgets.throughput_rps, spec.budgets.peak_throughput_rps, 0) if x is not None
@@ -44,12 +56,13 @@ with `ulimits.nofile` (1024 when unset). Set nofile: 65536.
             transports = set().union(*(inbound.get(s.id, {"http"}) for s in stages))
             if transports <= POOLED:
                 continue
-            need = math.ceil(2 * rate / max(1, svc.replicas))
-            have = svc.ulimits.get("nofile", DEFAULT_NOFILE)
+            need = math.ceil(settings.sockets_per_rps * rate / max(1, svc.replicas))
+            have = svc.ulimits.get("nofile", settings.default_nofile)
             if have < need:
-                where = (svc.spec_path + ("ulimits",), "nofile") if "nofile" in svc.ulimits else (svc, "id")
+                at: tuple = svc.spec_path + (("ulimits", "nofile") if "nofile" in svc.ulimits else ("id",))
                 yield ctx.at(
-                    *where,
+                    at,
+                    None,
                     f"service '{svc.id}' allows {have} open files but ~{need} sockets per "
                     f"replica are implied by {rate:g} req/s over {svc.replicas} replica(s)",
                     hint="ulimits: {nofile: 65536}",

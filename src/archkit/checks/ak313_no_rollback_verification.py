@@ -2,6 +2,10 @@
 
 from archkit.checks.registry import Rule, register
 from archkit.diagnostics import Severity
+from archkit.engines import adapter
+
+# The seed's check: version 1 of the model is loaded (Triton's KServe v2 path).
+_VERSION_READY = (adapter("triton").endpoints.model_version_metadata or "").format(model="{model}", version=1)
 
 
 @register
@@ -12,10 +16,10 @@ class NoRollbackVerification(Rule):
     name = "no-rollback-verification"
     severity = Severity.WARNING
     source = "seed 000 §5.12 (after a rollback: check the version loads, then run the golden dataset)"
-    rationale = """
+    rationale = f"""
 "One-click rollback" is only real when it is verified: the seed checks that the old version
-loaded (`/v2/models/{model}/versions/1`) and runs a stored golden dataset through it
-(`verify_model.py --model v1`). Declare `rollback: {golden_set: ..., command: ...}`.
+loaded (`{_VERSION_READY}`) and runs a stored golden dataset through it
+(`verify_model.py --model v1`). Declare `rollback: {{golden_set: ..., command: ...}}`.
 """
 
     def check(self, ctx):

@@ -1,9 +1,11 @@
 """AK402: a call has no declared, bounded retry policy."""
 
-from archkit.checks.registry import Rule, register
-from archkit.diagnostics import Severity
+from collections.abc import Iterator
 
-MAX_ATTEMPTS = 3
+from pydantic import Field
+
+from archkit.checks.registry import Context, Rule, RuleSettings, register
+from archkit.diagnostics import Diagnostic, Severity
 
 
 @register
@@ -20,7 +22,11 @@ retry load is a design decision, not a client library's default. More than three
 multiply load on a struggling dependency (see AK409) without raising the success rate much.
 """
 
-    def check(self, ctx):
+    class Settings(RuleSettings):
+        max_attempts: int = Field(3, ge=0, description="retries a call may declare before AK402 warns")
+
+    def check(self, ctx: Context) -> Iterator[Diagnostic]:
+        max_attempts = ctx.settings(self.Settings).max_attempts
         for c in ctx.spec.controlflow.calls:
             if c.retry is None:
                 yield ctx.at(
@@ -29,9 +35,9 @@ multiply load on a struggling dependency (see AK409) without raising the success
                     f"call '{c.id}' declares no retry policy",
                     hint="retry: {attempts: 1, backoff_ms: 200}",
                 )
-            elif c.retry.attempts > MAX_ATTEMPTS:
+            elif c.retry.attempts > max_attempts:
                 yield ctx.at(
                     c.retry,
                     "attempts",
-                    f"call '{c.id}' retries {c.retry.attempts} times (more than {MAX_ATTEMPTS})",
+                    f"call '{c.id}' retries {c.retry.attempts} times (more than {max_attempts})",
                 )

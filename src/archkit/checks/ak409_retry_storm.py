@@ -1,10 +1,12 @@
 """AK409: nested retries multiply into a retry storm, or retries fire in lockstep."""
 
-from archkit.checks.common import call_budgets
-from archkit.checks.registry import Rule, register
-from archkit.diagnostics import Severity
+from collections.abc import Iterator
 
-MAX_AMPLIFICATION = 4
+from pydantic import Field
+
+from archkit.checks.common import call_budgets
+from archkit.checks.registry import Context, Rule, RuleSettings, register
+from archkit.diagnostics import Diagnostic, Severity
 
 
 @register
@@ -22,10 +24,16 @@ of (1 + attempts) along a call chain at 4 or less (retry at one layer only), and
 retries with a backoff so a blip does not return as a synchronised wave.
 """
 
-    def check(self, ctx):
+    class Settings(RuleSettings):
+        max_amplification: int = Field(
+            4, ge=1, description="calls one request may become along a call chain (product of 1 + attempts)"
+        )
+
+    def check(self, ctx: Context) -> Iterator[Diagnostic]:
+        limit = ctx.settings(self.Settings).max_amplification
         for cb in call_budgets(ctx):
             c = cb.call
-            if cb.amplification > MAX_AMPLIFICATION and c.caller:
+            if cb.amplification > limit and c.caller:
                 yield ctx.at(
                     c,
                     "caller",

@@ -1,9 +1,11 @@
 """AK605: latencies are compared across hosts whose clocks are not required to be in sync."""
 
-from archkit.checks.registry import Rule, register
-from archkit.diagnostics import Severity
+from collections.abc import Iterator
 
-MAX_DRIFT_MS = 10
+from pydantic import Field
+
+from archkit.checks.registry import Context, Rule, RuleSettings, register
+from archkit.diagnostics import Diagnostic, Severity
 
 
 @register
@@ -21,7 +23,13 @@ fiction. Declare `observability.clock_sync: true` (or `topology.os_tuning.ntp: t
 maximum drift of at most 10 ms.
 """
 
-    def check(self, ctx):
+    class Settings(RuleSettings):
+        max_drift_ms: float = Field(
+            10, gt=0, description="largest clock drift allowed (seed 000 §5.3: 10 ms)"
+        )
+
+    def check(self, ctx: Context) -> Iterator[Diagnostic]:
+        max_drift_ms = ctx.settings(self.Settings).max_drift_ms
         spec = ctx.spec
         services = {s.service for s in spec.dataflow.stages if s.service}
         if len(services) < 2:
@@ -35,9 +43,9 @@ maximum drift of at most 10 ms.
                 f"stages run on {len(services)} services but clock sync is not required",
             )
             return
-        for obj in (obs, tun):
-            drift = getattr(obj, "max_clock_drift_ms", None) if obj is not None else None
-            if drift is not None and drift > MAX_DRIFT_MS:
+        for obj in (o for o in (obs, tun) if o is not None):
+            drift = getattr(obj, "max_clock_drift_ms", None)
+            if drift is not None and drift > max_drift_ms:
                 yield ctx.at(
-                    obj, "max_clock_drift_ms", f"allowed clock drift {drift:g} ms > {MAX_DRIFT_MS} ms"
+                    obj, "max_clock_drift_ms", f"allowed clock drift {drift:g} ms > {max_drift_ms:g} ms"
                 )

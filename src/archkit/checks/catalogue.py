@@ -127,6 +127,13 @@ def markdown() -> str:
         ]
         if r.rationale:
             out += [textwrap.dedent(r.rationale).strip(), ""]
+        if r.Settings.model_fields:
+            out += [f"Settings (`checks: {{settings: {{{code}: {{...}}}}}}`):", ""]
+            out += [
+                f"- `{name}` = `{f.default!r}`" + (f": {f.description}" if f.description else "")
+                for name, f in r.Settings.model_fields.items()
+            ]
+            out.append("")
         if r.source:
             out += [f"Source: {r.source}", ""]
     return "\n".join(out).rstrip("\n") + "\n"

@@ -6,17 +6,22 @@ import importlib
 import pkgutil
 import re
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import Any, ClassVar
+from importlib.metadata import entry_points
+from typing import Any, ClassVar, TypeVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from archkit.diagnostics import Diagnostic, Severity
 from archkit.errors import ArchkitError
 from archkit.spec.loader import file_of, source_of
 from archkit.spec.model import Node, Spec
-from archkit.spec.sourcemap import SourceMap, format_path
+from archkit.spec.sourcemap import SourceMap, format_path, parse_path
 
 CODE_RE = re.compile(r"^AK[1-9][0-9]{2}$")
+# A rule or a generator that raised: reported as a finding so that the others still run.
+INTERNAL_ERROR = "AK199"
 FAMILIES = {
     "AK1": "spec structure",
     "AK2": "latency and capacity",
@@ -31,11 +36,22 @@ class DuplicateRuleError(ArchkitError, RuntimeError):
     """Two rules claim the same code."""
 
 
+class RuleSettings(BaseModel):
+    """Base of a rule's settings (`checks.settings.CODE` in the spec): typed fields with defaults."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+S = TypeVar("S", bound=RuleSettings)
+
+
 class Rule:
     """Base class of a check: set `code`, `name`, `severity`, `source`, `rationale`; write `check`.
 
     The class docstring's first line is the rule's summary (shown by `archkit rules`).
-    `source` cites where the rule comes from (a seed section, a doc).
+    `source` cites where the rule comes from (a seed section, a doc). A threshold a team may
+    choose goes into `Settings` (a `RuleSettings` subclass with defaults), read in `check` with
+    `ctx.settings(self.Settings)`; the spec sets it as `checks: {settings: {CODE: {...}}}`.
     """
 
     code: ClassVar[str]
@@ -43,6 +59,7 @@ class Rule:
     severity: ClassVar[Severity] = Severity.ERROR
     source: ClassVar[str] = ""
     rationale: ClassVar[str] = ""
+    Settings: ClassVar[type[RuleSettings]] = RuleSettings
 
     def check(self, ctx: Context) -> Iterable[Diagnostic]:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -56,6 +73,10 @@ class Rule:
         body = [f"{cls.code} {cls.name} ({cls.severity.value}, {family_of(cls.code)})", "", cls.summary()]
         if cls.rationale:
             body += ["", cls.rationale.strip()]
+        if cls.Settings.model_fields:
+            body += ["", f"Settings (checks: {{settings: {{{cls.code}: {{...}}}}}}):"]
+            for fname, f in cls.Settings.model_fields.items():
+                body.append(f"  {fname} = {f.default!r}" + (f"  {f.description}" if f.description else ""))
         if cls.source:
             body += ["", f"Source: {cls.source}"]
         return "\n".join(body) + "\n"
@@ -82,8 +103,12 @@ def register(cls: type[Rule]) -> type[Rule]:
     return cls
 
 
+ENTRY_POINTS = "archkit.rules"
+
+
 def all_rules() -> dict[str, type[Rule]]:
-    """Every registered rule by code, importing the `archkit.checks.akNNN*` modules once."""
+    """Every registered rule by code: the `archkit.checks.akNNN*` modules, then the rules other
+    distributions declare under the `archkit.rules` entry point group, imported once."""
     global _LOADED
     if not _LOADED:
         import archkit.checks as pkg
@@ -92,6 +117,11 @@ def all_rules() -> dict[str, type[Rule]]:
             if re.match(r"^ak[1-9][0-9]{2}", mod.name):
                 importlib.import_module(f"archkit.checks.{mod.name}")
         _LOADED = True
+        for ep in sorted(entry_points(group=ENTRY_POINTS), key=lambda e: e.name):
+            # `NAME = package.module` (its @register runs) or `NAME = package.module:RuleClass`
+            value = ep.load()
+            if isinstance(value, type) and issubclass(value, Rule):
+                register(value)
     return dict(sorted(_REGISTRY.items()))
 
 
@@ -117,6 +147,19 @@ class Context:
     @property
     def file(self) -> str:
         return file_of(self.spec)
+
+    def settings(self, model: type[S]) -> S:
+        """The current rule's settings from the spec's `checks.settings`, defaults where unset.
+
+        Values that do not validate fall back to the defaults; AK113 reports them.
+        """
+        rule = self.rule
+        assert rule is not None, "Context.settings used outside a rule"
+        given = self.spec.checks.settings.get(rule.code) or {}
+        try:
+            return model.model_validate(given)
+        except ValidationError:
+            return model()
 
     def memo(self, key: str, fn: Callable[[], Any]) -> Any:
         """Compute shared derived data once per check run (e.g. the queueing analysis)."""
@@ -169,15 +212,32 @@ def selected_codes(spec: Spec, select: list[str] | None = None, ignore: list[str
     return {code for code in all_rules() if _selected(code, select, ignore)}
 
 
+def split_suppressed(spec: Spec, diags: Iterable[Diagnostic]) -> tuple[list[Diagnostic], list[Diagnostic]]:
+    """(active, suppressed): a finding whose line, or its enclosing object's line, carries an
+    `# archkit: ignore[CODE] reason` comment naming its code is suppressed, with that reason."""
+    smap = source_of(spec)
+    active: list[Diagnostic] = []
+    suppressed: list[Diagnostic] = []
+    for d in diags:
+        reason = smap.suppression(d.code, parse_path(d.path), d.line) if d.file == smap.file else None
+        if reason is None:
+            active.append(d)
+        else:
+            suppressed.append(replace(d, suppressed=reason))
+    return active, suppressed
+
+
 def run_rules(
     spec: Spec,
     select: list[str] | None = None,
     ignore: list[str] | None = None,
     families: set[str] | None = None,
+    suppressed: list[Diagnostic] | None = None,
 ) -> list[Diagnostic]:
     """Run every selected rule on a loaded spec (code prefixes: AK2 selects a family).
 
-    `families` (e.g. {"AK1", "AK3"}) limits the run to those rule groups.
+    `families` (e.g. {"AK1", "AK3"}) limits the run to those rule groups. Findings suppressed by
+    an `# archkit: ignore[CODE] reason` comment are left out; `suppressed` (a list) collects them.
     """
     select = list(select or []) + list(spec.checks.select)
     ignore = list(ignore or []) + list(spec.checks.ignore)
@@ -192,13 +252,16 @@ def run_rules(
         except Exception as exc:  # a broken rule must not hide the others' findings
             out.append(
                 Diagnostic(
-                    "AK199",
+                    INTERNAL_ERROR,
                     Severity.ERROR,
                     f"internal error in rule {code}: {type(exc).__name__}: {exc}",
                     ctx.file,
                 )
             )
-    return out
+    active, dropped = split_suppressed(spec, out)
+    if suppressed is not None:
+        suppressed.extend(dropped)
+    return active
 
 
 # The spec sections each rule group reads (its rules and the analysis behind them). On a spec
@@ -213,7 +276,11 @@ FAMILY_INPUTS: dict[str, frozenset[str]] = {
 
 
 def run_partial(
-    spec: Spec, broken: set[str], select: list[str] | None = None, ignore: list[str] | None = None
+    spec: Spec,
+    broken: set[str],
+    select: list[str] | None = None,
+    ignore: list[str] | None = None,
+    suppressed: list[Diagnostic] | None = None,
 ) -> tuple[list[Diagnostic], dict[str, list[str]]]:
     """Rules on a spec whose `broken` top-level sections lost values to schema errors.
 
@@ -230,7 +297,7 @@ def run_partial(
         hit = sorted(broken if "*" in needs else broken & needs)
         if hit:
             skipped[fam] = hit
-    diags = run_rules(spec, select, ignore, families=families - set(skipped))
+    diags = run_rules(spec, select, ignore, families=families - set(skipped), suppressed=suppressed)
     return diags, skipped
 
 

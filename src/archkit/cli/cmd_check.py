@@ -55,14 +55,14 @@ def check(
 
     with ticking(f"checking {len(specs)} spec(s)"):  # a 1,000-stage spec takes about a second
         report = api.check(specs, select=_codes(select), ignore=_codes(ignore), env=env)
-    diags = report.diagnostics
+    diags, quiet = report.diagnostics, report.suppressed
     if format is CheckFormat.json:
-        text = to_json(diags)
+        text = to_json(diags, quiet)
     elif format is CheckFormat.sarif:
-        text = api.check_sarif(diags, __version__)
+        text = api.check_sarif([*diags, *quiet], __version__)
     else:
         lines = [diag_line(d) for d in diags]
-        lines.append(f"{len(report.files)} file(s) checked: {summary_line(diags)}")
+        lines.append(f"{len(report.files)} file(s) checked: {summary_line(diags, len(quiet))}")
         text = "\n".join(lines) + "\n"
     if output:
         from archkit.atomic import write_atomic

@@ -20,7 +20,7 @@ from archkit.engines.base import (
     UnknownEngineError,
     UnknownMeasureError,
 )
-from archkit.engines.registry import adapter, names, register
+from archkit.engines.registry import adapter, names, register, series
 
 __all__ = [
     "Endpoints",
@@ -32,4 +32,5 @@ __all__ = [
     "adapter",
     "names",
     "register",
+    "series",
 ]

@@ -39,6 +39,9 @@ class Metric:
     since: str | None = None  # first engine version with this name (inclusive)
     until: str | None = None  # first engine version that no longer has it (exclusive)
     help: str = ""
+    # A request counter that counts successes only (Triton's `nv_inference_request_success`):
+    # an error ratio over it needs successes + failures as its denominator.
+    success_only: bool = False
 
     def valid_in(self, version: str | None) -> bool:
         """Whether the series carries this name in `version` (None: the newest name)."""
@@ -60,6 +63,10 @@ class Endpoints:
     models: str | None = None
     model_config: str | None = None  # may contain "{model}"
     model_stats: str | None = None  # may contain "{model}"
+    infer: str | None = None  # one inference request; may contain "{model}"
+    model_ready: str | None = None  # 200 when the model is loaded; may contain "{model}"
+    model_version_ready: str | None = None  # the same for one version: "{model}" and "{version}"
+    model_version_metadata: str | None = None  # one version's metadata: "{model}" and "{version}"
     extra: Mapping[str, str] = field(default_factory=dict)  # engine-specific, e.g. {"slots": "/slots"}
 
 
@@ -90,6 +97,14 @@ class EngineAdapter:
     def has(self, measure: str) -> bool:
         """Whether the engine exposes `measure` at all."""
         return bool(self.measures.get(measure))
+
+    def series(self, name: str) -> Metric | None:
+        """The series this engine exposes under `name` (any version), or None."""
+        for metrics in self.measures.values():
+            for m in metrics:
+                if m.name == name:
+                    return m
+        return None
 
     def all_names(self, measure: str) -> tuple[str, ...]:
         """Every name `measure` has carried across versions, oldest first (for version-agnostic reads)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from importlib import import_module
 from importlib.metadata import entry_points
 
-from archkit.engines.base import EngineAdapter, UnknownEngineError
+from archkit.engines.base import EngineAdapter, Metric, UnknownEngineError
 from archkit.errors import ArchkitError
 
 ENTRY_POINT_GROUP = "archkit.engines"
@@ -51,3 +51,14 @@ def names() -> list[str]:
     """Registered engine names, sorted."""
     _load()
     return sorted(_ADAPTERS)
+
+
+def series(name: str) -> Metric | None:
+    """The series named `name` in any registered engine (the first adapter by name), or None: how a
+    planner learns what a spec's metric reference counts without guessing from its name."""
+    _load()
+    for key in sorted(_ADAPTERS):
+        found = _ADAPTERS[key].series(name)
+        if found is not None:
+            return found
+    return None

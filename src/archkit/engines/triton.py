@@ -25,10 +25,16 @@ TRITON = register(
             models="/v2/repository/index",
             model_config="/v2/models/{model}/config",
             model_stats="/v2/models/{model}/stats",
+            infer="/v2/models/{model}/infer",
+            model_ready="/v2/models/{model}/ready",
+            model_version_ready="/v2/models/{model}/versions/{version}/ready",
+            model_version_metadata="/v2/models/{model}/versions/{version}",
         ),
         measures={
             "request_success": (
-                Metric("nv_inference_request_success", "counter", "1", ("model", "version")),
+                Metric(
+                    "nv_inference_request_success", "counter", "1", ("model", "version"), success_only=True
+                ),
             ),
             "request_failure": (
                 Metric("nv_inference_request_failure", "counter", "1", ("model", "version")),

@@ -26,6 +26,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
+from archkit import engines
 from archkit.checks.registry import selected_codes
 from archkit.diagnostics import Diagnostic, Severity
 from archkit.faulttree import FaultTreeAnalysis
@@ -99,10 +100,13 @@ CHECKLIST: tuple[ChecklistLine, ...] = (
         "log-levels",
         "Log levels are set (INFO in production; ERROR only for unrecoverable faults)",
         "seed 000 §5.2",
-        (),
+        ("AK611",),
     ),
     ChecklistLine(
-        "clock-sync", "Clocks are synchronised (NTP enabled, drift < 10 ms)", "seed 000 §5.3", ("AK605",)
+        "clock-sync",
+        "Clocks are synchronised (NTP enabled, drift < 10 ms)",
+        "seed 000 §5.3",
+        ("AK605", "AK614"),
     ),
     ChecklistLine(
         "memory-leak",
@@ -126,7 +130,7 @@ CHECKLIST: tuple[ChecklistLine, ...] = (
         "dns",
         "DNS resolution is fast and fails over (timeout:1 attempts:2 rotate; lookups < 50 ms)",
         "seed 000 §5.7",
-        (),
+        ("AK323",),
     ),
     ChecklistLine(
         "cuda-context",
@@ -138,13 +142,13 @@ CHECKLIST: tuple[ChecklistLine, ...] = (
         "os-tuning",
         "OS parameters are set (somaxconn 65535, swappiness 1, file-max)",
         "seed 000 §5.9",
-        ("AK310",),
+        ("AK310", "AK322"),
     ),
     ChecklistLine(
         "quantization",
         "Quantisation is declared per model with its measured accuracy drop",
         "seed 000 §5.10",
-        (),
+        ("AK612",),
     ),
     ChecklistLine(
         "security-groups",
@@ -433,11 +437,9 @@ def _service_page(spec: Spec, svc: Service, alerts: list[Alert], spec_name: str)
             "golden_set": code(m.rollback.golden_set) if m.rollback and m.rollback.golden_set else None,
             "expect": code(m.rollback.expect) if m.rollback and m.rollback.expect else None,
         }
-        if (m.server or "").lower() == "triton" and http_port:
-            # Triton's KServe v2 API: 200 when this model (and version) is loaded and ready
-            # Triton model versions are integers; a release label such as "1.2.0" is not one
-            numeric = m.version is not None and m.version.isdigit()
-            path = f"/v2/models/{m.name}" + (f"/versions/{m.version}" if numeric else "") + "/ready"
+        ready = _model_ready_path(m.server, m.name, m.version)
+        if ready is not None and http_port:
+            path = ready
             item["loaded"] = fence(
                 f"curl -sf -o /dev/null -w '%{{http_code}}\\n' "
                 f"'http://localhost:{http_port}{_shell_safe_path(path)}'",
@@ -481,6 +483,19 @@ def _service_page(spec: Spec, svc: Service, alerts: list[Alert], spec_name: str)
         ],
         "ports": [{"name": p.name, "port": p.port, "purpose": p.purpose} for p in svc.ports],
     }
+
+
+def _model_ready_path(server: str | None, model: str, version: str | None) -> str | None:
+    """The serving engine's "this model (and version) is loaded and ready" path, when its adapter
+    has one (Triton's KServe v2 API answers 200); None for an engine without it."""
+    name = (server or "").lower()
+    if name not in engines.names():
+        return None
+    ep = engines.adapter(name).endpoints
+    # model versions are integers there; a release label such as "1.2.0" is not one
+    if version is not None and version.isdigit() and ep.model_version_ready:
+        return ep.model_version_ready.format(model=model, version=version)
+    return ep.model_ready.format(model=model) if ep.model_ready else None
 
 
 def _shell_safe_path(path: str) -> str:

@@ -124,6 +124,8 @@ def os_tuning_label(topo: Any, services: list[Service]) -> str | None:
     if t is not None:
         if t.swappiness is not None:
             lines.append(f"vm.swappiness = {t.swappiness}")
+        if t.resolver_options:  # seed 000 §5.7: the resolver's options belong on the diagram too
+            lines.append("resolv.conf: " + " ".join(t.resolver_options))
         if t.ntp is not None:
             lines.append("NTP on" if t.ntp else "NTP off")
         if t.max_clock_drift_ms is not None:

@@ -38,6 +38,7 @@ from archkit.errors import InputError
 from archkit.loadtest import compare as compare_mod
 from archkit.loadtest import generator as generator_mod
 from archkit.loadtest.results import junit_xml
+from archkit.loadtest.scrape import ENGINE_FAMILY
 
 MARKER = ".archkit-loadtest"
 FILES = ("result.json", "junit.xml", "report.md", "report.html", "measured.json")
@@ -426,7 +427,7 @@ def sections(res) -> list[tuple[str, list[str], list[list[str]], list[str]]]:
                         [
                             f"model {model}: {part[:-3].replace('_', ' ')}",
                             _v(mm[part]),
-                            f"nv_inference counters over {mm['requests']} requests",
+                            f"{ENGINE_FAMILY} counters over {mm['requests']} requests",
                         ]
                     )
         out.append(

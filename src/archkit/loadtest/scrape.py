@@ -1,8 +1,8 @@
 """Server-side timing from metrics endpoints, read before and after a run: the latency decomposition.
 
 Seed 000 §2.1: network, queue and compute must be measured apart ("three numbers subtracted
-give the real model time"). Triton's cumulative `nv_inference_*_duration_us` counters split
-server time into queue and compute per model; a gateway's stage histograms
+give the real model time"). The inference engine's cumulative per-model duration counters (named
+by its adapter, `archkit.engines`) split server time into queue and compute per model; a gateway's stage histograms
 (`observability.stages[].latency`) give each stage; client-observed minus server-side is the
 network and serialisation share.
 """
@@ -10,9 +10,11 @@ network and serialisation share.
 from __future__ import annotations
 
 import math
+import os
 import re
 import urllib.request
 
+from archkit import engines
 from archkit.loadtest.safety import require_loopback
 from archkit.spec.model import MetricRef, MetricType, Spec
 
@@ -21,13 +23,23 @@ Sample = tuple[str, tuple[tuple[str, str], ...], float]
 _LINE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})?\s+(\S+)")
 _LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
 
-TRITON_PARTS = {  # counter (µs, cumulative) -> part of the server time
-    "nv_inference_queue_duration_us": "queue_ms",
-    "nv_inference_compute_input_duration_us": "compute_input_ms",
-    "nv_inference_compute_infer_duration_us": "compute_infer_ms",
-    "nv_inference_compute_output_duration_us": "compute_output_ms",
-    "nv_inference_request_duration_us": "request_ms",
+# The engine whose per-model counters decompose server time (a Triton load-test target).
+ENGINE = engines.adapter("triton")
+_PART_MEASURES = {  # measure (a cumulative µs counter) -> part of the server time
+    "queue_duration": "queue_ms",
+    "compute_input_duration": "compute_input_ms",
+    "compute_infer_duration": "compute_infer_ms",
+    "compute_output_duration": "compute_output_ms",
+    "request_duration": "request_ms",
 }
+ENGINE_PARTS = {ENGINE.metric(measure).name: part for measure, part in _PART_MEASURES.items()}
+ENGINE_REQUESTS = ENGINE.metric("request_success").name  # per-model successful requests
+# How reports name the part counters: their shared prefix and suffix around a `*`
+# ("<prefix>_*_duration_us"), and their family (the prefix alone).
+_PREFIX = os.path.commonprefix(list(ENGINE_PARTS))
+_SUFFIX = os.path.commonprefix([n[::-1] for n in ENGINE_PARTS])[::-1]
+ENGINE_PARTS_GLOB = f"{_PREFIX}*{_SUFFIX}"
+ENGINE_FAMILY = _PREFIX.rstrip("_")
 
 
 def parse(text: str) -> list[Sample]:
@@ -183,13 +195,13 @@ def decompose(spec: Spec, before: dict, after: dict, client: dict) -> dict:
             stages[sm.stage] = got
     models: dict[str, dict] = {}
     for (name, labels), v in delta.items():
-        if name in TRITON_PARTS or name == "nv_inference_request_success":
-            model = dict(labels).get("model", "?")
+        if name in ENGINE_PARTS or name == ENGINE_REQUESTS:
+            model = dict(labels).get(ENGINE.model_label or "model", "?")
             m = models.setdefault(model, {"_us": {}, "requests": 0})
-            if name == "nv_inference_request_success":
+            if name == ENGINE_REQUESTS:
                 m["requests"] += int(v)
             else:
-                m["_us"][TRITON_PARTS[name]] = m["_us"].get(TRITON_PARTS[name], 0.0) + v
+                m["_us"][ENGINE_PARTS[name]] = m["_us"].get(ENGINE_PARTS[name], 0.0) + v
     for model, m in list(models.items()):
         us = m.pop("_us")
         if m["requests"] <= 0:
@@ -197,7 +209,7 @@ def decompose(spec: Spec, before: dict, after: dict, client: dict) -> dict:
             continue
         for part, total in us.items():
             m[part] = round(total / m["requests"] / 1000.0, 3)
-    for st in spec.dataflow.stages:  # model stages served by Triton: mean time, queue and compute apart
+    for st in spec.dataflow.stages:  # model stages served by the engine: mean time, queue and compute apart
         if st.model is None or st.model.name not in models:
             continue
         m = models[st.model.name]
@@ -210,7 +222,7 @@ def decompose(spec: Spec, before: dict, after: dict, client: dict) -> dict:
                 "mean_ms": m.get("request_ms"),
                 "queue_ms": m.get("queue_ms"),
                 "compute_ms": compute,
-                "metric": "nv_inference_*_duration_us",
+                "metric": ENGINE_PARTS_GLOB,
             }
         else:
             stages[st.id].setdefault("queue_ms", m.get("queue_ms"))
@@ -247,5 +259,5 @@ def _server_time(spec: Spec, stages: dict, models: dict) -> tuple[float | None, 
     if lt and lt.target.protocol.startswith("triton") and models:
         n = sum(m["requests"] for m in models.values())
         total = sum(m.get("request_ms", 0.0) * m["requests"] for m in models.values())
-        return round(total / n, 3), "Triton nv_inference_request_duration_us"
+        return round(total / n, 3), f"{ENGINE.name.capitalize()} {ENGINE.metric('request_duration').name}"
     return None, ""

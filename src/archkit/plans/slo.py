@@ -37,6 +37,7 @@ from archkit.plans.alerts.model import (
     _minutes,
     _unit_seconds,
     burn_factor,
+    counts_successes_only,
     promql_label_value,
 )
 from archkit.slo_math import (
@@ -259,7 +260,7 @@ def _availability(
         return {}, stage
     bad = Selector.equal(sm.errors.metric, sm.errors.labels)
     req = Selector.equal(sm.requests.metric, sm.requests.labels)
-    if sm.requests.metric.endswith("_success"):  # counts successes only
+    if counts_successes_only(sm.requests.metric):  # its engine adapter says so
         return {"bad": bad, "good": req, "total": None}, sm.stage
     return {"bad": bad, "good": None, "total": req}, sm.stage
 

@@ -16,8 +16,9 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from archkit.diagnostics import Diagnostic
-from archkit.errors import ArchkitError, SpecLoadError, UnknownNameError
+from archkit.checks.registry import INTERNAL_ERROR
+from archkit.diagnostics import Diagnostic, Severity
+from archkit.errors import ArchkitError, InputError, SpecLoadError, UnknownNameError
 from archkit.plans.context import RunContext, prepare, with_environment
 from archkit.render.tree import WriteResult, write_tree
 from archkit.spec import Spec
@@ -52,6 +53,7 @@ def generate(
     progress: Progress | None = None,
     tools: Tools | None = None,
     run: RunContext | None = None,
+    strict: bool = False,
 ) -> tuple[Files, list[Diagnostic]]:
     """Run the selected generators in memory; returns {relative path: content} and findings.
 
@@ -59,7 +61,8 @@ def generate(
     `degrade`, collects diagrams that could not be rendered here instead of raising.
     `run` (from `prepare`) shares that run's check findings and plans; without it the spec,
     with `env` applied, gets its own. Raises UnknownNameError (a generator that does not
-    exist) and UnknownEnvironmentError.
+    exist) and UnknownEnvironmentError. A generator that raises becomes an AK199 finding and the
+    others still run, unless `strict` (a caller that needs that generator's output) re-raises.
     """
     from archkit.generators import RenderContext, all_generators
 
@@ -83,19 +86,29 @@ def generate(
     if tools is not None:
         ctx.cache["_tools"] = tools
     files: Files = {}
+    diagnostics = list(run.diagnostics)
     selected = [g for name, g in gens.items() if not only or name in only]
     for i, gen in enumerate(selected):
         if progress:
             progress(gen.name, i, len(selected))
         # memoised per context, so a generator that embeds another's output (the review page)
         # and the file pass share one run
-        out: Mapping[str, str | bytes] = ctx.memo(f"generator:{gen.name}", partial(gen.fn, ctx))
+        try:
+            out: Mapping[str, str | bytes] = ctx.memo(f"generator:{gen.name}", partial(gen.fn, ctx))
+        except InputError:
+            raise  # the user's input (a template folder, an option) is wrong: exit 2 as always
+        except Exception as exc:  # a broken generator must not stop the others (as a broken rule)
+            if strict:
+                raise
+            message = f"internal error in generator {gen.name}: {type(exc).__name__}: {exc}"
+            diagnostics.append(Diagnostic(INTERNAL_ERROR, Severity.ERROR, message, spec_path))
+            continue
         for rel, content in out.items():
             if rel in files:
                 raise ArchkitError(f"generators disagree: two of them produce {rel}")
             files[rel] = content
     files.update(_render_diagrams(files, formats, ctx, progress))
-    return files, run.diagnostics
+    return files, diagnostics
 
 
 def _render_diagrams(

@@ -63,6 +63,9 @@ def sarif(
                 }
             ],
         }
+        reason = getattr(r, "suppressed", "")
+        if reason:  # SARIF 2.1.0 §3.35: a result silenced in the source, with its justification
+            result["suppressions"] = [{"kind": "inSource", "justification": reason}]
         props = {"group": r.group, "path": r.path, "hint": r.hint, **dict(getattr(r, "properties", {}) or {})}
         props = {k: v for k, v in props.items() if v}
         if props:

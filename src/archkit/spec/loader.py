@@ -268,6 +268,7 @@ def parse_yaml(text: str, file: str = "<spec>") -> tuple[Any, SourceMap]:
             n.start_mark.column + 1,
         )
     data = _Converter(smap).convert(nodes[0], ())
+    smap.read_ignores(text)
     return data, smap
 
 

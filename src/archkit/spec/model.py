@@ -219,7 +219,10 @@ class RollbackVerification(Node):
 class Quantization(Node):
     mode: Literal["none", "dynamic", "static", "fp16", "int8"] = "none"
     layers: list[str] = Field(default_factory=list)
-    accuracy_drop: Fraction | None = None
+    accuracy_drop: Fraction | None = Field(None, description="measured accuracy lost to quantisation (AK612)")
+    max_accuracy_drop: Fraction | None = Field(
+        None, description="the most accuracy the design accepts to lose (seed 000 §5.10: YOLOv5 lost 3.2 %)"
+    )
 
 
 class ModelInfo(Node):
@@ -641,6 +644,10 @@ class OsTuning(Node):
     max_clock_drift_ms: Ms | None = None
     swappiness: Annotated[int, Field(ge=0, le=200)] | None = Field(
         None, description="vm.swappiness, 0 to 200"
+    )
+    resolver_options: list[str] | None = Field(
+        None,
+        description="resolv.conf `options` (seed 000 §5.7: timeout:1 attempts:2 rotate), checked by AK323",
     )
 
 
@@ -1111,6 +1118,11 @@ class CheckSettings(Node):
 
     ignore: list[str] = Field(default_factory=list)
     select: list[str] = Field(default_factory=list)
+    settings: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description="per-rule settings by code, e.g. {AK402: {max_attempts: 4}} (`archkit explain CODE` "
+        "lists a rule's settings; AK113 refuses unknown ones)",
+    )
 
 
 class Spec(Node):

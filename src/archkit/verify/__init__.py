@@ -10,8 +10,18 @@ from collections.abc import Mapping
 from typing import Any
 
 from archkit.spec import Spec, file_of
-from archkit.verify.findings import CODES, Finding, Status, VerifyReport, to_json, to_junit, to_sarif, to_text
-from archkit.verify.registry import Providers, sources
+from archkit.verify.findings import (
+    CODES,
+    Finding,
+    Recorder,
+    Status,
+    VerifyReport,
+    to_json,
+    to_junit,
+    to_sarif,
+    to_text,
+)
+from archkit.verify.registry import Providers, Reading, Source, sources
 from archkit.verify.state import (
     ClusterState,
     StateError,
@@ -48,11 +58,25 @@ def run_inputs(spec: Spec, inputs: Mapping[str, Any], timeout_s: float = 10.0) -
     for cls in sources():
         if cls.name not in inputs:
             continue
-        reading = cls().check(spec, inputs[cls.name], timeout_s)
+        try:
+            reading = cls().check(spec, inputs[cls.name], timeout_s)
+        except Exception as exc:  # a broken source must not hide the others' findings (as a rule)
+            reading = _broken(spec, cls, exc)
         report.sources.append(reading.entry)
         report.api_calls += reading.api_calls
         report.findings += reading.findings
     return report
+
+
+def _broken(spec: Spec, cls: type[Source], exc: Exception) -> Reading:
+    """A source whose checks raised: one unknown finding under its first code, naming the error."""
+    rec = Recorder(spec, cls.name)
+    codes = cls.codes()
+    if not codes:
+        raise exc
+    message = f"internal error in verify source {cls.name}: {type(exc).__name__}: {exc}"
+    rec.unknown(codes[0], f"source/{cls.name}", spec, message)
+    return Reading({"area": cls.name, "error": message}, rec.findings)
 
 
 def run(

@@ -6,12 +6,15 @@ import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING
 
 from archkit.diagnostics import Outcome
 from archkit.reporting import RuleInfo, junit, sarif
 from archkit.spec import Spec, file_of, source_of
 from archkit.spec.sourcemap import format_path
+
+if TYPE_CHECKING:
+    from archkit.verify.registry import Code
 
 
 class Status(str, Enum):
@@ -119,7 +122,12 @@ class Finding:
 
 
 class Recorder:
-    """Collects findings for one area, locating each at the spec object (and field) it checks."""
+    """Collects findings for one area, locating each at the spec object (and field) it checks.
+
+    Every finding names its check's `Code` (never a literal id), the object it is about (`obj`,
+    e.g. "service/api"), the spec node the expectation comes from, and the message; `field`
+    narrows the location to one field of that node, `where` names the cluster or server object.
+    """
 
     def __init__(self, spec: Spec, area: str):
         self.spec, self.area = spec, area
@@ -130,40 +138,54 @@ class Recorder:
     def add(
         self,
         status: Status,
-        code: str,
-        obj_label: str,
-        node: Any,
-        fld: str | None,
+        code: Code,
+        obj: str,
+        node: object,
         message: str,
+        *,
+        field: str | None = None,
         where: str = "",
     ) -> Finding:
         path = tuple(getattr(node, "spec_path", ()) or ())
-        if fld:
-            path = path + tuple(fld.split("."))
+        if field:
+            path = path + tuple(field.split("."))
         loc = self.smap.at(path)
         f = Finding(
-            self.area,
-            obj_label,
-            code,
-            status,
-            message,
-            self.file,
-            loc.line,
-            loc.col,
-            format_path(path),
-            where,
+            self.area, obj, code.id, status, message, self.file, loc.line, loc.col, format_path(path), where
         )
         self.findings.append(f)
         return f
 
-    def ok(self, code, obj_label, node, fld, message, where=""):
-        return self.add(Status.PASS, code, obj_label, node, fld, message, where)
+    def ok(
+        self, code: Code, obj: str, node: object, message: str, *, field: str | None = None, where: str = ""
+    ) -> Finding:
+        return self.add(Status.PASS, code, obj, node, message, field=field, where=where)
 
-    def drift(self, code, obj_label, node, fld, message, where=""):
-        return self.add(Status.DRIFT, code, obj_label, node, fld, message, where)
+    def drift(
+        self, code: Code, obj: str, node: object, message: str, *, field: str | None = None, where: str = ""
+    ) -> Finding:
+        return self.add(Status.DRIFT, code, obj, node, message, field=field, where=where)
 
-    def unknown(self, code, obj_label, node, fld, message, where=""):
-        return self.add(Status.UNKNOWN, code, obj_label, node, fld, message, where)
+    def unknown(
+        self, code: Code, obj: str, node: object, message: str, *, field: str | None = None, where: str = ""
+    ) -> Finding:
+        return self.add(Status.UNKNOWN, code, obj, node, message, field=field, where=where)
+
+    def expect(
+        self,
+        code: Code,
+        obj: str,
+        node: object,
+        same: bool,
+        *,
+        ok: str,
+        drift: str,
+        field: str | None = None,
+        where: str = "",
+    ) -> Finding:
+        """Pass with `ok` when the observed value is the declared one, else drift with `drift`."""
+        status = Status.PASS if same else Status.DRIFT
+        return self.add(status, code, obj, node, ok if same else drift, field=field, where=where)
 
 
 @dataclass

@@ -39,14 +39,13 @@ class RuleGroups(Check):
         "The alert and recording rules generated from the spec are loaded.",
         "Prometheus HTTP API (/api/v1/rules)",
     )
-    also = (
-        Code(
-            "VP302",
-            "rules evaluate",
-            "A rule with an evaluation error never fires.",
-            "Prometheus HTTP API (/api/v1/rules)",
-        ),
+    rules_evaluate = Code(
+        "VP302",
+        "rules evaluate",
+        "A rule with an evaluation error never fires.",
+        "Prometheus HTTP API (/api/v1/rules)",
     )
+    also = (rules_evaluate,)
 
 
 class ScrapeTargets(Check):
@@ -58,9 +57,10 @@ class ScrapeTargets(Check):
         "Each scrape target the spec declares is configured.",
         "Prometheus HTTP API (/api/v1/targets)",
     )
-    also = (
-        Code("VP311", "scrape target up", "Each scrape target the spec declares is up.", "seed 000 §4.3"),
+    scrape_target_up = Code(
+        "VP311", "scrape target up", "Each scrape target the spec declares is up.", "seed 000 §4.3"
     )
+    also = (scrape_target_up,)
 
 
 class _Unreachable(ArchkitError):
@@ -122,28 +122,26 @@ def check_prometheus(
     try:
         rules = _get(url, "/api/v1/rules", timeout_s)
     except _Unreachable as exc:
-        rec.unknown("VP300", server, obs, None, str(exc))
+        rec.unknown(Reachable.code, server, obs, str(exc))
         return rec.findings
     loaded = {g["name"]: g for g in _dicts(rules.get("groups")) if isinstance(g.get("name"), str)}
     if expected_groups is None:
-        rec.unknown("VP301", "rules", obs, None, groups_note or "the expected rule groups are not known")
+        rec.unknown(RuleGroups.code, "rules", obs, groups_note or "the expected rule groups are not known")
         check = sorted(loaded)
     else:
         for name in expected_groups:
             if name in loaded:
                 rec.ok(
-                    "VP301",
+                    RuleGroups.code,
                     f"rules/{name}",
                     obs,
-                    None,
                     f"{len(_dicts(loaded[name].get('rules')))} rule(s) loaded",
                 )
             else:
                 rec.drift(
-                    "VP301",
+                    RuleGroups.code,
                     f"rules/{name}",
                     obs,
-                    None,
                     f"rule group '{name}' generated from the spec is not loaded in Prometheus "
                     f"(loaded: {', '.join(sorted(loaded)) or 'none'}); add the rendered rules file to "
                     "rule_files and reload",
@@ -159,29 +157,27 @@ def check_prometheus(
                 pending += 1
         if bad:
             rec.drift(
-                "VP302",
+                RuleGroups.rules_evaluate,
                 f"rules/{name}",
                 obs,
-                None,
                 f"rule group '{name}' has rules that fail to evaluate, so they never fire: {'; '.join(bad[:3])}",
             )
         elif pending:
             rec.unknown(
-                "VP302",
+                RuleGroups.rules_evaluate,
                 f"rules/{name}",
                 obs,
-                None,
                 f"{pending} rule(s) of '{name}' have not been evaluated yet",
             )
         else:
-            rec.ok("VP302", f"rules/{name}", obs, None, "every rule evaluates")
+            rec.ok(RuleGroups.rules_evaluate, f"rules/{name}", obs, "every rule evaluates")
     if not obs.scrape:
         return rec.findings
     try:
         targets = _dicts(_get(url, "/api/v1/targets?state=active", timeout_s).get("activeTargets"))
     except _Unreachable as exc:
         for st in obs.scrape:
-            rec.unknown("VP310", f"scrape/{st.service}:{st.port}", st, None, str(exc))
+            rec.unknown(ScrapeTargets.code, f"scrape/{st.service}:{st.port}", st, str(exc))
         return rec.findings
     for st in obs.scrape:
         label = f"scrape/{st.service}:{st.port}"
@@ -202,36 +198,33 @@ def check_prometheus(
             )
             want = f"job '{st.job}'" if st.job else f"port {st.port} path {st.path} (or job '{st.service}')"
             rec.drift(
-                "VP310",
+                ScrapeTargets.code,
                 label,
                 st,
-                None,
                 f"Prometheus scrapes no target for service '{st.service}' ({want}); jobs: "
                 f"{', '.join(jobs) or 'none'}",
             )
             continue
-        rec.ok("VP310", label, st, None, f"{len(matched)} target(s)")
+        rec.ok(ScrapeTargets.code, label, st, f"{len(matched)} target(s)")
         down = [t for t in matched if t.get("health") == "down"]
         waiting = [t for t in matched if t.get("health") not in ("up", "down")]
         if waiting and not down:
             rec.unknown(
-                "VP311",
+                ScrapeTargets.scrape_target_up,
                 label,
                 st,
-                None,
                 f"{len(waiting)} scrape target(s) of '{st.service}' have not been scraped yet",
             )
         elif down:
             rec.drift(
-                "VP311",
+                ScrapeTargets.scrape_target_up,
                 label,
                 st,
-                None,
                 f"{len(down)} of {len(matched)} scrape target(s) of '{st.service}' are "
                 f"{down[0].get('health')}: {down[0].get('scrapeUrl')}: {down[0].get('lastError') or 'not scraped yet'}",
             )
         else:
-            rec.ok("VP311", label, st, None, f"{len(matched)} target(s) up")
+            rec.ok(ScrapeTargets.scrape_target_up, label, st, f"{len(matched)} target(s) up")
     return rec.findings
 
 
@@ -274,6 +267,8 @@ class PrometheusSource(Source):
     def check(self, spec: Spec, given: Any, timeout_s: float) -> Reading:
         url, groups, note = given
         findings = check_prometheus(spec, url, groups, note, timeout_s)
-        if not any(f.code == "VP300" for f in findings):  # reachable: latency SLOs against live buckets
+        if not any(
+            f.code == Reachable.code.id for f in findings
+        ):  # reachable: latency SLOs against live buckets
             findings += check_slo_buckets(spec, url, timeout_s)
         return Reading({"area": self.name, "source": url}, findings)

@@ -55,26 +55,32 @@ def check_slo_buckets(spec: Spec, url: str, timeout_s: float = 5.0) -> list[Find
         try:
             data = _get(url, "/api/v1/query?" + urlencode({"query": f"count by (le) ({series})"}), timeout_s)
         except _Unreachable as exc:
-            rec.unknown("VP320", label, node, fld, str(exc))
+            rec.unknown(SloBuckets.code, label, node, str(exc), field=fld)
             continue
         les = _boundaries(data)
         if not les:
-            rec.unknown("VP320", label, node, fld, f"Prometheus has no {series} series (yet)")
+            rec.unknown(SloBuckets.code, label, node, f"Prometheus has no {series} series (yet)", field=fld)
             continue
         unit = unit_seconds(s.total.name.removesuffix("_bucket"))
         thr = s.threshold_ms / 1000 / unit
         if any(math.isclose(b, thr, rel_tol=1e-9) for b in les):
-            rec.ok("VP320", label, node, fld, f"{s.threshold_ms:g} ms is a boundary of {series.name}")
+            rec.ok(
+                SloBuckets.code,
+                label,
+                node,
+                f"{s.threshold_ms:g} ms is a boundary of {series.name}",
+                field=fld,
+            )
             continue
         below, above = [b for b in les if b < thr], [b for b in les if b > thr]
         gap = BucketGap(thr, max(below) if below else None, min(above) if above else None, unit)
         near = ", ".join(f"{b * unit * 1000:g}" for b in (gap.lower, gap.upper) if b is not None)
         rec.drift(
-            "VP320",
+            SloBuckets.code,
             label,
             node,
-            fld,
             f"latency SLO '{s.name}': {s.threshold_ms:g} ms is not a live bucket boundary of {series.name} "
             f"(nearest {near} ms; worst-case error {gap.worst_error_ms:g} ms); add it to the histogram's buckets",
+            field=fld,
         )
     return rec.findings

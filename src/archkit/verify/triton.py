@@ -7,10 +7,13 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlparse
 
+from archkit import engines
 from archkit.spec.model import ModelInfo, Spec, Stage
 from archkit.verify.findings import Finding, Recorder
 from archkit.verify.registry import Check, Code, DocRow, Option, Providers, Reading, Source, register_source
-from archkit.verify.triton_config import CONFIG_CHECKS, _check_config
+from archkit.verify.triton_config import CONFIG_CHECKS, MaxBatchSize, check_config
+
+_ENDPOINTS = engines.adapter("triton").endpoints
 
 
 class ServerHealth(Check):
@@ -22,14 +25,18 @@ class ServerHealth(Check):
         "The Triton endpoint given with --triton-url must answer.",
         "Triton HTTP/REST API",
     )
+    server_live = Code(
+        "VT201", "server live", f"Triton's {_ENDPOINTS.live}.", "Triton HTTP/REST API (health)"
+    )
+    server_ready = Code(
+        "VT202",
+        "server ready",
+        f"Triton's {_ENDPOINTS.ready} (503 means a model failed to load).",
+        "seed 000 §3.4",
+    )
     also = (
-        Code("VT201", "server live", "Triton's /v2/health/live.", "Triton HTTP/REST API (health)"),
-        Code(
-            "VT202",
-            "server ready",
-            "Triton's /v2/health/ready (503 means a model failed to load).",
-            "seed 000 §3.4",
-        ),
+        server_live,
+        server_ready,
     )
 
 
@@ -42,7 +49,10 @@ class ModelLoaded(Check):
         "Each model stage the spec declares with server: triton is in the repository.",
         "Triton HTTP/REST API (model metadata)",
     )
-    also = (Code("VT211", "model ready", "The model is READY at its declared version(s).", "seed 000 §5.12"),)
+    model_ready = Code(
+        "VT211", "model ready", "The model is READY at its declared version(s).", "seed 000 §5.12"
+    )
+    also = (model_ready,)
 
 
 def triton_models(spec: Spec) -> list[tuple[Stage, ModelInfo]]:
@@ -92,10 +102,9 @@ def check_triton(spec: Spec, url: str, timeout_s: float = 5.0) -> list[Finding]:
         if isinstance(exc, gevent.Timeout) and exc is not budget:
             raise
         rec.unknown(
-            "VT200",
+            ServerHealth.code,
             server,
             anchor,
-            None,
             f"cannot reach Triton at {url}: {_error_text(exc)}; is the server running and the URL its "
             "HTTP port (default 8000)?",
         )
@@ -103,18 +112,17 @@ def check_triton(spec: Spec, url: str, timeout_s: float = 5.0) -> list[Finding]:
         return rec.findings
     try:
         if live:
-            rec.ok("VT201", server, anchor, None, "live")
+            rec.ok(ServerHealth.server_live, server, anchor, "live")
         else:
-            rec.drift("VT201", server, anchor, None, f"Triton at {url} answers but is not live")
+            rec.drift(ServerHealth.server_live, server, anchor, f"Triton at {url} answers but is not live")
         ready = client.is_server_ready()
         if ready:
-            rec.ok("VT202", server, anchor, None, "ready")
+            rec.ok(ServerHealth.server_ready, server, anchor, "ready")
         else:
             rec.drift(
-                "VT202",
+                ServerHealth.server_ready,
                 server,
                 anchor,
-                None,
                 f"Triton at {url} is not ready: a model failed to load (seed 000 §3.4: check the log for "
                 "'Failed to load model')",
             )
@@ -128,14 +136,15 @@ def check_triton(spec: Spec, url: str, timeout_s: float = 5.0) -> list[Finding]:
         if exc is not budget:
             raise
         rec.unknown(
-            "VT200",
+            ServerHealth.code,
             server,
             anchor,
-            None,
             f"Triton at {url} did not finish answering within {total_s:g} s (a stalled or endless answer?)",
         )
     except Exception as exc:
-        rec.unknown("VT200", server, anchor, None, f"Triton at {url} stopped answering: {_error_text(exc)}")
+        rec.unknown(
+            ServerHealth.code, server, anchor, f"Triton at {url} stopped answering: {_error_text(exc)}"
+        )
     finally:
         budget.cancel()
         # closing a half-open client must not hide the findings
@@ -159,24 +168,36 @@ def _check_model(rec: Recorder, client: Any, stage: Stage, model: ModelInfo, ind
         if _status(exc) == "404" or "not found" in text:
             listing = f" (models: {', '.join(known) or 'none'})" if known is not None else ""
             rec.drift(
-                "VT210",
+                ModelLoaded.code,
                 label,
                 model,
-                "name",
                 f"stage '{stage.id}' declares model '{model.name}' but Triton does not have it{listing}",
+                field="name",
             )
         elif _status(exc) in ("400", "503") or "version" in text:
-            rec.ok("VT210", label, model, "name", "in the model repository")
-            rec.drift("VT211", label, model, "name", f"model '{model.name}' is not READY: {text}")
+            rec.ok(ModelLoaded.code, label, model, "in the model repository", field="name")
+            rec.drift(
+                ModelLoaded.model_ready,
+                label,
+                model,
+                f"model '{model.name}' is not READY: {text}",
+                field="name",
+            )
         else:
-            rec.unknown("VT210", label, model, "name", f"cannot look up model '{model.name}': {text}")
+            rec.unknown(
+                ModelLoaded.code, label, model, f"cannot look up model '{model.name}': {text}", field="name"
+            )
         return
     if not isinstance(meta, dict):
         rec.unknown(
-            "VT210", label, model, "name", f"Triton's metadata of '{model.name}' is not a JSON object"
+            ModelLoaded.code,
+            label,
+            model,
+            f"Triton's metadata of '{model.name}' is not a JSON object",
+            field="name",
         )
         return
-    rec.ok("VT210", label, model, "name", "in the model repository")
+    rec.ok(ModelLoaded.code, label, model, "in the model repository", field="name")
     versions = [str(v) for v in meta.get("versions") or []]
     wanted: list[str] = []
     if model.version and model.version.isdigit():
@@ -187,45 +208,53 @@ def _check_model(rec: Recorder, client: Any, stage: Stage, model: ModelInfo, ind
     not_ready = [v for v in wanted if v not in ready]
     if not ready:
         rec.drift(
-            "VT211",
+            ModelLoaded.model_ready,
             label,
             model,
-            "name",
             f"model '{model.name}' has no READY version (versions: {', '.join(versions) or 'none'})",
+            field="name",
         )
     elif not_ready:
         rec.drift(
-            "VT211",
+            ModelLoaded.model_ready,
             label,
             model,
-            "version",
             f"model '{model.name}' version(s) {', '.join(not_ready)} not READY; READY: {', '.join(ready)}",
+            field="version",
         )
     elif model.version and not model.version.isdigit():
         rec.ok(
-            "VT211",
+            ModelLoaded.model_ready,
             label,
             model,
-            "version",
             f"READY (versions {', '.join(ready)}); spec version '{model.version}' is a label, not a Triton "
             "version number, so it is not compared",
+            field="version",
         )
     else:
-        rec.ok("VT211", label, model, "version", f"READY (versions {', '.join(ready)})")
+        rec.ok(ModelLoaded.model_ready, label, model, f"READY (versions {', '.join(ready)})", field="version")
     try:
         config = client.get_model_config(model.name) or {}
     except Exception as exc:
         rec.unknown(
-            "VT220", label, model, "batching", f"cannot read the config of '{model.name}': {_error_text(exc)}"
+            MaxBatchSize.code,
+            label,
+            model,
+            f"cannot read the config of '{model.name}': {_error_text(exc)}",
+            field="batching",
         )
         return
     if not isinstance(config, dict):
         rec.unknown(
-            "VT220", label, model, "batching", f"Triton's config of '{model.name}' is not a JSON object"
+            MaxBatchSize.code,
+            label,
+            model,
+            f"Triton's config of '{model.name}' is not a JSON object",
+            field="batching",
         )
         return
     config = config.get("config", config)  # some servers wrap it
-    _check_config(rec, label, model, config)
+    check_config(rec, label, model, config)
 
 
 def _version_key(v: str) -> tuple:

@@ -2,23 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from archkit.spec.model import ModelInfo
 from archkit.verify.findings import Recorder
 from archkit.verify.registry import Check, Code
-
-
-def expect(rec: Recorder, at: tuple[str, str, Any, str], same: bool, ok: str, drift: str) -> None:
-    """Pass with `ok` when the server's value is the declared one, else drift with `drift`.
-
-    `at` is (code, object label, spec node, field) as `Recorder.add` takes them.
-    """
-    code, label, node, fld = at
-    if same:
-        rec.ok(code, label, node, fld, ok)
-    else:
-        rec.drift(code, label, node, fld, drift)
 
 
 def _queue_policy(dyn: dict, key: str) -> int:
@@ -45,13 +31,15 @@ class MaxBatchSize(ConfigCheck):
         if b is None:
             return
         have = int(config.get("max_batch_size", 0) or 0)
-        expect(
-            rec,
-            ("VT220", label, b, "max_batch_size"),
+        rec.expect(
+            self.code,
+            label,
+            b,
             have == b.max_batch_size,
-            f"max_batch_size {have}",
-            f"model '{name}' has max_batch_size {have}, the spec declares {b.max_batch_size}: the "
+            ok=f"max_batch_size {have}",
+            drift=f"model '{name}' has max_batch_size {have}, the spec declares {b.max_batch_size}: the "
             "latency budget was computed for the declared batch (seed 000 §2.1)",
+            field="max_batch_size",
         )
 
 
@@ -64,25 +52,28 @@ class DynamicBatching(ConfigCheck):
         "The spec declares batching; Triton must have dynamic_batching enabled.",
         "Triton model configuration (dynamic_batching)",
     )
+    max_queue_delay = Code(
+        "VT221",
+        "max_queue_delay",
+        "dynamic_batching max_queue_delay_microseconds bounds the wait to fill a batch.",
+        "seed 000 §2.1–2.2",
+    )
+    preferred_batch_sizes = Code(
+        "VT222",
+        "preferred batch sizes",
+        "dynamic_batching preferred_batch_size as declared.",
+        "Triton model configuration (dynamic_batching)",
+    )
+    max_queue_size = Code(
+        "VT224",
+        "max queue size",
+        "A bounded queue refuses work beyond it instead of timing out.",
+        "Triton model configuration (default_queue_policy)",
+    )
     also = (
-        Code(
-            "VT221",
-            "max_queue_delay",
-            "dynamic_batching max_queue_delay_microseconds bounds the wait to fill a batch.",
-            "seed 000 §2.1–2.2",
-        ),
-        Code(
-            "VT222",
-            "preferred batch sizes",
-            "dynamic_batching preferred_batch_size as declared.",
-            "Triton model configuration (dynamic_batching)",
-        ),
-        Code(
-            "VT224",
-            "max queue size",
-            "A bounded queue refuses work beyond it instead of timing out.",
-            "Triton model configuration (default_queue_policy)",
-        ),
+        max_queue_delay,
+        preferred_batch_sizes,
+        max_queue_size,
     )
 
     def run(self, rec: Recorder, label: str, model: ModelInfo, config: dict) -> None:
@@ -92,43 +83,48 @@ class DynamicBatching(ConfigCheck):
         dyn = config.get("dynamic_batching")
         if dyn is None:
             rec.drift(
-                "VT226",
+                self.code,
                 label,
                 b,
-                None,
                 f"model '{name}' has no dynamic_batching; the spec declares batching up to "
                 f"{b.max_batch_size} with a {b.max_queue_delay_us} µs queue delay",
             )
         else:
             delay = int(dyn.get("max_queue_delay_microseconds", 0) or 0)
-            expect(
-                rec,
-                ("VT221", label, b, "max_queue_delay_us"),
+            rec.expect(
+                self.max_queue_delay,
+                label,
+                b,
                 delay == b.max_queue_delay_us,
-                f"max_queue_delay_microseconds {delay}",
-                f"model '{name}' waits up to {delay} µs to fill a batch "
+                ok=f"max_queue_delay_microseconds {delay}",
+                drift=f"model '{name}' waits up to {delay} µs to fill a batch "
                 f"(max_queue_delay_microseconds), the spec declares {b.max_queue_delay_us} µs "
                 "(seed 000 §2.1: the queue delay adds to every request's latency)",
+                field="max_queue_delay_us",
             )
             if b.preferred_batch_sizes or "preferred_batch_sizes" in b.model_fields_set:
                 pref = sorted(int(x) for x in dyn.get("preferred_batch_size") or [])
-                expect(
-                    rec,
-                    ("VT222", label, b, "preferred_batch_sizes"),
+                rec.expect(
+                    self.preferred_batch_sizes,
+                    label,
+                    b,
                     pref == sorted(b.preferred_batch_sizes),
-                    f"preferred_batch_size {pref}",
-                    f"model '{name}' prefers batches {pref or 'none'}, the spec declares "
+                    ok=f"preferred_batch_size {pref}",
+                    drift=f"model '{name}' prefers batches {pref or 'none'}, the spec declares "
                     f"{sorted(b.preferred_batch_sizes)}",
+                    field="preferred_batch_sizes",
                 )
             if b.max_queue_size is not None:
                 qs = _queue_policy(dyn, "max_queue_size")
                 have_q = f"queues up to {qs} request(s)" if qs else "has an unbounded queue"
-                expect(
-                    rec,
-                    ("VT224", label, b, "max_queue_size"),
+                rec.expect(
+                    self.max_queue_size,
+                    label,
+                    b,
                     qs == b.max_queue_size,
-                    f"max_queue_size {qs}",
-                    f"model '{name}' {have_q}, the spec declares max_queue_size {b.max_queue_size}",
+                    ok=f"max_queue_size {qs}",
+                    drift=f"model '{name}' {have_q}, the spec declares max_queue_size {b.max_queue_size}",
+                    field="max_queue_size",
                 )
 
 
@@ -150,13 +146,15 @@ class QueueTimeout(ConfigCheck):
         dyn = config.get("dynamic_batching")
         if dyn is not None and b.queue_timeout_us is not None:
             qt = _queue_policy(dyn, "default_timeout_microseconds")
-            expect(
-                rec,
-                ("VT228", label, b, "queue_timeout_us"),
+            rec.expect(
+                self.code,
+                label,
+                b,
                 qt == b.queue_timeout_us,
-                f"default_timeout_microseconds {qt}",
-                f"model '{name}' lets a request wait {f'{qt} µs' if qt else 'without limit'} in its queue, "
+                ok=f"default_timeout_microseconds {qt}",
+                drift=f"model '{name}' lets a request wait {f'{qt} µs' if qt else 'without limit'} in its queue, "
                 f"the spec declares queue_timeout_us {b.queue_timeout_us}",
+                field="queue_timeout_us",
             )
 
 
@@ -176,12 +174,14 @@ class InstanceCount(ConfigCheck):
         if not groups:
             return
         count = sum(int(g.get("count", 1) or 1) for g in groups)
-        expect(
-            rec,
-            ("VT223", label, model, "instances"),
+        rec.expect(
+            self.code,
+            label,
+            model,
             count == model.instances,
-            f"{count} instance(s)",
-            f"model '{name}' runs {count} instance(s), the spec declares {model.instances}",
+            ok=f"{count} instance(s)",
+            drift=f"model '{name}' runs {count} instance(s), the spec declares {model.instances}",
+            field="instances",
         )
 
 
@@ -204,25 +204,25 @@ class InstanceKind(ConfigCheck):
         kinds = sorted({str(g.get("kind", "KIND_AUTO")) for g in groups})
         if model.device.value == "cpu" and "KIND_GPU" in kinds:
             rec.drift(
-                "VT227",
+                self.code,
                 label,
                 model,
-                "device",
                 f"model '{name}' runs instances on the GPU (KIND_GPU), the spec declares device cpu: each "
                 "takes a CUDA context (seed 000 §5.8: CPU models belong on KIND_CPU)",
+                field="device",
             )
         elif model.device.value == "gpu" and "KIND_GPU" not in kinds and "KIND_AUTO" not in kinds:
             # not drift: a GPU model is run on CPU by the CPU environments of the same spec (the
             # local reference service, CI); the note keeps it visible
             rec.ok(
-                "VT227",
+                self.code,
                 label,
                 model,
-                "device",
                 f"instances {', '.join(kinds)}: this server runs the model on CPU (spec device: gpu)",
+                field="device",
             )
         else:
-            rec.ok("VT227", label, model, "device", f"instances {', '.join(kinds)}")
+            rec.ok(self.code, label, model, f"instances {', '.join(kinds)}", field="device")
 
 
 class VersionPolicyKept(ConfigCheck):
@@ -235,13 +235,15 @@ class VersionPolicyKept(ConfigCheck):
         vp = model.version_policy
         if vp is not None and vp.latest_num_versions is not None:
             have = ((config.get("version_policy") or {}).get("latest") or {}).get("num_versions")
-            expect(
-                rec,
-                ("VT225", label, vp, "latest_num_versions"),
+            rec.expect(
+                self.code,
+                label,
+                vp,
                 have is not None and int(have) == vp.latest_num_versions,
-                f"latest {have} versions",
-                f"model '{name}' keeps {'latest ' + str(have) if have else 'a different set of'} version(s), "
+                ok=f"latest {have} versions",
+                drift=f"model '{name}' keeps {'latest ' + str(have) if have else 'a different set of'} version(s), "
                 f"the spec declares the latest {vp.latest_num_versions} (seed 000 §2.2)",
+                field="latest_num_versions",
             )
 
 
@@ -256,6 +258,6 @@ CONFIG_CHECKS: tuple[type[ConfigCheck], ...] = (
 )
 
 
-def _check_config(rec: Recorder, label: str, model: ModelInfo, config: dict) -> None:
+def check_config(rec: Recorder, label: str, model: ModelInfo, config: dict) -> None:
     for chk in CONFIG_CHECKS:
         chk().run(rec, label, model, config)

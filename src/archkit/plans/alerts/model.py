@@ -9,6 +9,7 @@ import math
 import re
 from dataclasses import dataclass, field
 
+from archkit import engines
 from archkit.slo_math import unit_seconds
 from archkit.spec.model import Spec
 
@@ -33,6 +34,13 @@ BURN_WINDOWS = (
     ("Medium", 0.05, "6h", "30m", "page"),
     ("Slow", 0.10, "3d", "6h", "ticket"),
 )
+
+
+def counts_successes_only(metric: str) -> bool:
+    """Whether a request counter counts successes only, as its engine adapter declares (Triton's
+    request-success counter): an error ratio over it needs successes + failures as denominator."""
+    series = engines.series(metric)
+    return series is not None and series.success_only
 
 
 def burn_factor(share: float, long_window_h: float, slo_window_days: int) -> float:

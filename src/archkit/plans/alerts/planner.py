@@ -16,6 +16,7 @@ from archkit.plans.alerts.model import (
     _fmt,
     _minutes,
     _unit_seconds,
+    counts_successes_only,
 )
 from archkit.spec.model import MetricRef, MetricType, Spec, Stage, StageMetrics
 
@@ -33,13 +34,9 @@ def _tree_for(spec: Spec, service: str | None) -> str | None:
 def _ratio_expr(err: Series, req: Series, window: str, success_only: bool) -> str:
     e = f"sum(rate({err}[{window}]))"
     r = f"sum(rate({req}[{window}]))"
-    if success_only:  # Triton's nv_inference_request_success counts successes only
+    if success_only:  # the counter counts successes only (its engine adapter says so)
         r = f"({r} + {e})"
     return f"({e} / {r})"
-
-
-def _success_only(ref: MetricRef) -> bool:
-    return ref.metric.endswith("_success")
 
 
 class _Planner:
@@ -234,7 +231,7 @@ class _Planner:
         self, st: Stage, err: MetricRef, req: MetricRef, common: dict[str, str], title: str, tree: str | None
     ) -> None:
         e, r = Series.of(err.metric, err.labels), Series.of(req.metric, req.labels)
-        ok_only = _success_only(req)
+        ok_only = counts_successes_only(req.metric)
         ratio = _ratio_expr(e, r, RATE_WINDOW, ok_only)
         self.records.append(Recording("archkit:stage_error_ratio:rate5m", ratio, dict(common), "stages"))
         self.records.append(

@@ -31,7 +31,7 @@ from archkit.verify.kube.security import Privileged, ReadOnlyRootFs, RunAsNonRoo
 from archkit.verify.kube.services import ContainerPorts, ServiceExposure, ServicePorts
 from archkit.verify.kube.volumes import Mounts
 from archkit.verify.kube.workload import Image, ReadyReplicas, Replicas, WorkloadFound
-from archkit.verify.registry import DocRow, Option, Providers, Reading, Source, register_source
+from archkit.verify.registry import Code, DocRow, Option, Providers, Reading, Source, register_source
 from archkit.verify.state import ClusterState, load_manifests, load_snapshot, read_live
 
 # In the order their findings appear for one service (the report groups findings by object).
@@ -66,10 +66,12 @@ def check_cluster(spec: Spec, state: ClusterState) -> list[Finding]:
     pool_checks = [c() for c in POOL_CHECKS]
     service_checks = [c() for c in SERVICE_CHECKS]
     for pool in spec.topology.node_pools:
-        _check_object(ctx, pool, f"pool/{pool.id}", "VK101", PoolNodes.resolve, pool_checks)
+        _check_object(ctx, pool, f"pool/{pool.id}", PoolNodes.code, PoolNodes.resolve, pool_checks)
     for svc in spec.topology.services:
         if not svc.external:
-            _check_object(ctx, svc, f"service/{svc.id}", "VK110", WorkloadFound.resolve, service_checks)
+            _check_object(
+                ctx, svc, f"service/{svc.id}", WorkloadFound.code, WorkloadFound.resolve, service_checks
+            )
     return ctx.rec.findings
 
 
@@ -77,7 +79,7 @@ def _check_object(
     ctx: KubeContext,
     obj: Any,
     label: str,
-    code: str,
+    code: Code,
     resolve: Callable[[KubeContext, Any], Any],
     checks: Sequence[PoolCheck | ServiceCheck],
 ) -> None:

@@ -51,9 +51,16 @@ class Resources(ServiceCheck):
                         (side, fld, f"{side}.{key} is {have.get(key)}, the spec declares {num(w)}{unit}")
                     )
         for side, fld, msg in problems:
-            r.drift("VK120", label, getattr(svc.resources, side), fld, f"service '{svc.id}': {msg}", where)
+            r.drift(
+                self.code,
+                label,
+                getattr(svc.resources, side),
+                f"service '{svc.id}': {msg}",
+                field=fld,
+                where=where,
+            )
         if checked and not problems:
-            r.ok("VK120", label, svc, "resources", "requests and limits as declared", where)
+            r.ok(self.code, label, svc, "requests and limits as declared", field="resources", where=where)
 
 
 class GpuRequestsEqualLimits(ServiceCheck):
@@ -75,26 +82,26 @@ class GpuRequestsEqualLimits(ServiceCheck):
             return  # no GPU asked for; a declared GPU the container lacks is VK120's finding
         if lim is None:
             r.drift(
-                "VK121",
+                self.code,
                 label,
                 svc.resources,
-                "limits",
                 f"service '{svc.id}' requests {GPU} {num(req or 0)} but sets no limit: Kubernetes refuses "
                 "extended resources without a limit (seed 004 §2.3)",
-                where,
+                field="limits",
+                where=where,
             )
         elif req is not None and req != lim:
             r.drift(
-                "VK121",
+                self.code,
                 label,
                 svc.resources,
-                "requests",
                 f"service '{svc.id}' requests {GPU} {num(req)} but limits {num(lim)}: Kubernetes refuses "
                 "to schedule it (seed 004 §2.3: GPU requests must equal limits)",
-                where,
+                field="requests",
+                where=where,
             )
         else:
-            r.ok("VK121", label, svc.resources, None, f"{GPU} requests = limits = {num(lim)}", where)
+            r.ok(self.code, label, svc.resources, f"{GPU} requests = limits = {num(lim)}", where=where)
 
 
 class ProbeCheck(ServiceCheck):
@@ -105,7 +112,7 @@ class ProbeCheck(ServiceCheck):
     why: ClassVar[str]  # what goes wrong without it
 
     def run(self, ctx: KubeContext, t: ServiceTarget) -> None:
-        svc, kind, key, code = t.svc, self.kind, self.key, self.code.id
+        svc, kind, key, code = t.svc, self.kind, self.key, self.code
         want: Probe | None = getattr(svc.probes, kind)
         if want is None:
             return
@@ -115,9 +122,8 @@ class ProbeCheck(ServiceCheck):
                 code,
                 t.label,
                 want,
-                None,
                 f"service '{svc.id}' has no {kind} probe ({key}): {self.why}",
-                t.where,
+                where=t.where,
             )
             return
         diffs = _probe_diffs(want, have, t.c)
@@ -126,12 +132,11 @@ class ProbeCheck(ServiceCheck):
                 code,
                 t.label,
                 want,
-                None,
                 f"{kind} probe of '{svc.id}' differs from the spec: {'; '.join(diffs)}",
-                t.where,
+                where=t.where,
             )
         else:
-            ctx.rec.ok(code, t.label, want, None, f"{kind} probe as declared", t.where)
+            ctx.rec.ok(code, t.label, want, f"{kind} probe as declared", where=t.where)
 
 
 class LivenessProbe(ProbeCheck):

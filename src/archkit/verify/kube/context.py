@@ -16,7 +16,7 @@ from archkit.verify.kube.helpers import (
     pod_spec,
     resolve_port,
 )
-from archkit.verify.registry import Check
+from archkit.verify.registry import Check, Code
 from archkit.verify.state import ClusterState
 
 
@@ -75,7 +75,7 @@ class KubeContext:
         self._workloads: dict[str, dict | None] = {}
         self._selecting: dict[str, list[dict]] = {}
 
-    def guarded(self, obj: NodePool | Service, label: str, code: str, run: Any) -> None:
+    def guarded(self, obj: NodePool | Service, label: str, code: Code, run: Any) -> None:
         """Run one object's checks; a malformed Kubernetes object makes them unknown, not a crash."""
         try:
             run()
@@ -84,7 +84,6 @@ class KubeContext:
                 code,
                 label,
                 obj,
-                None,
                 f"cannot check '{obj.id}': a Kubernetes object it needs is malformed "
                 f"({type(exc).__name__}: {exc})",
             )

@@ -29,19 +29,21 @@ class NetworkPolicies(ServiceCheck):
         "Declared ingress rules must be enforced by a NetworkPolicy.",
         "seed 000 §5.11",
     )
+    ingress_nothing_more = Code(
+        "VK171",
+        "ingress: nothing more",
+        "A NetworkPolicy must not admit sources the spec does not declare.",
+        "seed 000 §5.11",
+    )
+    egress = Code(
+        "VK172",
+        "NetworkPolicy egress",
+        "Declared egress rules must be enforced by a NetworkPolicy (the feature DB may not reach out).",
+        "seed 000 §2.4",
+    )
     also = (
-        Code(
-            "VK171",
-            "ingress: nothing more",
-            "A NetworkPolicy must not admit sources the spec does not declare.",
-            "seed 000 §5.11",
-        ),
-        Code(
-            "VK172",
-            "NetworkPolicy egress",
-            "Declared egress rules must be enforced by a NetworkPolicy (the feature DB may not reach out).",
-            "seed 000 §2.4",
-        ),
+        ingress_nothing_more,
+        egress,
     )
 
     def run(self, ctx: KubeContext, t: ServiceTarget) -> None:
@@ -52,18 +54,18 @@ class NetworkPolicies(ServiceCheck):
         why = ctx.why_not("NetworkPolicy")
         if why:
             r.unknown(
-                "VK170",
+                self.code,
                 label,
                 svc,
-                "ingress" if svc.ingress else "egress",
                 f"cannot check network policies of '{svc.id}': {why}",
-                where,
+                field="ingress" if svc.ingress else "egress",
+                where=where,
             )
             return
         labels = pod_labels(wl)
         for direction, rules, code, key in (
-            ("Ingress", svc.ingress, "VK170", "ingress"),
-            ("Egress", svc.egress, "VK172", "egress"),
+            ("Ingress", svc.ingress, self.code, "ingress"),
+            ("Egress", svc.egress, self.egress, "egress"),
         ):
             if not rules:
                 continue
@@ -79,11 +81,11 @@ class NetworkPolicies(ServiceCheck):
                     code,
                     label,
                     svc,
-                    key,
                     f"no NetworkPolicy restricts {direction.lower()} of '{svc.id}': every pod can "
                     f"{'connect to it' if direction == 'Ingress' else 'be reached from it'}; the spec allows only "
                     f"{allowed} (seed 000 §5.11)",
-                    where,
+                    field=key,
+                    where=where,
                 )
                 continue
             pol_rules = [(p, pr) for p in pols for pr in (p.get("spec") or {}).get(key) or []]
@@ -100,10 +102,10 @@ class NetworkPolicies(ServiceCheck):
                         code,
                         label,
                         rule,
-                        field_name,
                         f"a NetworkPolicy cannot name the host '{declared}'; check the egress gateway "
                         "or an FQDN policy of your CNI",
-                        where,
+                        field=field_name,
+                        where=where,
                     )
                     continue
                 covered: bool | None = False
@@ -125,10 +127,10 @@ class NetworkPolicies(ServiceCheck):
                         code,
                         label,
                         rule,
-                        field_name,
                         f"cannot tell whether the NetworkPolicies of '{svc.id}' allow {declared}: "
                         "the peer service's workload was not found",
-                        where,
+                        field=field_name,
+                        where=where,
                     )
                 elif not covered:
                     bad.append(rule)
@@ -136,21 +138,21 @@ class NetworkPolicies(ServiceCheck):
                         code,
                         label,
                         rule,
-                        field_name,
                         f"NetworkPolicy {', '.join(meta(p).get('name', '?') for p in pols)} does not allow "
                         f"{direction.lower()} {'from' if direction == 'Ingress' else 'to'} {declared}"
                         f"{' on ' + ','.join(map(str, rule.ports)) if rule.ports else ''} for '{svc.id}', "
                         "which the spec declares: that traffic is dropped",
-                        where,
+                        field=field_name,
+                        where=where,
                     )
             if not bad:
                 r.ok(
                     code,
                     label,
                     svc,
-                    key,
                     f"{direction.lower()} allowed by {', '.join(meta(p).get('name', '?') for p in pols)}",
-                    where,
+                    field=key,
+                    where=where,
                 )
             if direction == "Ingress":
                 _extra_ingress(ctx, t, svc.ingress, pol_rules)
@@ -240,13 +242,20 @@ def _extra_ingress(
                 extras.append(f"{meta(pol).get('name')} admits {peer_text(peer)}")
     if extras:
         r.drift(
-            "VK171",
+            NetworkPolicies.ingress_nothing_more,
             label,
             svc,
-            "ingress",
             f"'{svc.id}' admits more than the spec declares ({', '.join(declared)}): "
             f"{'; '.join(sorted(set(extras)))}",
-            where,
+            field="ingress",
+            where=where,
         )
     else:
-        r.ok("VK171", label, svc, "ingress", "no source beyond the declared ones", where)
+        r.ok(
+            NetworkPolicies.ingress_nothing_more,
+            label,
+            svc,
+            "no source beyond the declared ones",
+            field="ingress",
+            where=where,
+        )

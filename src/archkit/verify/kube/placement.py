@@ -53,17 +53,22 @@ class Placement(ServiceCheck):
         )
         if not pool.labels:
             r.unknown(
-                "VK113", label, svc, "pool", f"pool '{pool.id}' declares no labels to select it by", where
+                self.code,
+                label,
+                svc,
+                f"pool '{pool.id}' declares no labels to select it by",
+                field="pool",
+                where=where,
             )
         elif not selector and not terms:
             r.drift(
-                "VK113",
+                self.code,
                 label,
                 svc,
-                "pool",
                 f"service '{svc.id}' has no nodeSelector or required node affinity: its pods can land on any "
                 f"node, not only on pool '{pool.id}' ({labels_text(pool.labels)})",
-                where,
+                field="pool",
+                where=where,
             )
         elif ctx.state.usable("Node") and ctx.idx.nodes:
             inside = ctx.pool_nodes(pool)
@@ -73,26 +78,26 @@ class Placement(ServiceCheck):
             hits_out = sorted(meta(n).get("name", "?") for n in outside if lands(meta(n).get("labels") or {}))
             if inside and not hits_in:
                 r.drift(
-                    "VK113",
+                    self.code,
                     label,
                     svc,
-                    "pool",
                     f"{shown} of '{svc.id}' matches no node of pool '{pool.id}' "
                     f"({labels_text(pool.labels)}): the pods stay Pending or land elsewhere",
-                    where,
+                    field="pool",
+                    where=where,
                 )
             elif hits_out:
                 r.drift(
-                    "VK113",
+                    self.code,
                     label,
                     svc,
-                    "pool",
                     f"{shown} of '{svc.id}' also matches nodes outside pool '{pool.id}' "
                     f"({', '.join(hits_out[:5])})",
-                    where,
+                    field="pool",
+                    where=where,
                 )
             else:
-                r.ok("VK113", label, svc, "pool", f"{shown} selects pool '{pool.id}'", where)
+                r.ok(self.code, label, svc, f"{shown} selects pool '{pool.id}'", field="pool", where=where)
         else:
             pool_labels = dict(pool.labels)
             # without nodes, well-known labels cannot be known; assume they match
@@ -111,26 +116,26 @@ class Placement(ServiceCheck):
             )
             if not (ok_sel and ok_terms):
                 r.drift(
-                    "VK113",
+                    self.code,
                     label,
                     svc,
-                    "pool",
                     f"{shown} of '{svc.id}' does not match pool '{pool.id}' labels "
                     f"{labels_text(pool.labels)}: the pods land on another pool or stay Pending",
-                    where,
+                    field="pool",
+                    where=where,
                 )
             elif not picks:
                 r.drift(
-                    "VK113",
+                    self.code,
                     label,
                     svc,
-                    "pool",
                     f"{shown} of '{svc.id}' uses none of pool '{pool.id}' labels "
                     f"({labels_text(pool.labels)}): the pods can land on any node",
-                    where,
+                    field="pool",
+                    where=where,
                 )
             else:
-                r.ok("VK113", label, svc, "pool", f"{shown} selects pool '{pool.id}'", where)
+                r.ok(self.code, label, svc, f"{shown} selects pool '{pool.id}'", field="pool", where=where)
 
 
 class Tolerations(ServiceCheck):
@@ -170,17 +175,17 @@ class Tolerations(ServiceCheck):
         lacks = [tn for tn in hard if not tolerated(tn)]
         if lacks:
             r.drift(
-                "VK114",
+                self.code,
                 label,
                 svc,
-                "pool",
                 f"service '{svc.id}' does not tolerate the taint(s) "
                 f"{', '.join(taint(tn) for tn in lacks)} of pool '{pool.id}': "
                 "its pods are never scheduled there",
-                where,
+                field="pool",
+                where=where,
             )
         else:
-            r.ok("VK114", label, svc, "pool", f"tolerates pool '{pool.id}' taints", where)
+            r.ok(self.code, label, svc, f"tolerates pool '{pool.id}' taints", field="pool", where=where)
 
 
 class PodsOnPool(ServiceCheck):
@@ -216,22 +221,29 @@ class PodsOnPool(ServiceCheck):
             )
             if wrong:
                 r.drift(
-                    "VK115",
+                    self.code,
                     label,
                     svc,
-                    "pool",
                     f"pods of '{svc.id}' run outside pool '{pool.id}': {', '.join(wrong[:5])}",
-                    where,
+                    field="pool",
+                    where=where,
                 )
             elif placed and ctx.state.read("Pod").status == "partial":
                 r.unknown(
-                    "VK115",
+                    self.code,
                     label,
                     svc,
-                    "pool",
                     f"the {len(placed)} pod(s) read are on pool '{pool.id}', "
                     f"but not every pod could be read: {ctx.state.read('Pod').message}",
-                    where,
+                    field="pool",
+                    where=where,
                 )
             elif placed:
-                r.ok("VK115", label, svc, "pool", f"{len(placed)} pod(s), all on pool '{pool.id}'", where)
+                r.ok(
+                    self.code,
+                    label,
+                    svc,
+                    f"{len(placed)} pod(s), all on pool '{pool.id}'",
+                    field="pool",
+                    where=where,
+                )

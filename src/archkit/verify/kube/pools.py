@@ -19,37 +19,41 @@ class PoolNodes(PoolCheck):
         "seed 000 §3.3",
     )
 
-    @staticmethod
-    def resolve(ctx: KubeContext, pool: NodePool) -> PoolTarget | None:
+    @classmethod
+    def resolve(cls, ctx: KubeContext, pool: NodePool) -> PoolTarget | None:
         """Count the pool's nodes; None when they cannot be told apart (the other pool checks skip)."""
         r, label = ctx.rec, f"pool/{pool.id}"
         why = ctx.why_not("Node")
         if why:
-            r.unknown("VK101", label, pool, "count", f"cannot count the nodes of pool '{pool.id}': {why}")
+            r.unknown(
+                cls.code, label, pool, f"cannot count the nodes of pool '{pool.id}': {why}", field="count"
+            )
             return None
         if not pool.labels:
             r.unknown(
-                "VK101",
+                cls.code,
                 label,
                 pool,
-                "labels",
                 f"pool '{pool.id}' declares no labels, so its nodes cannot be told apart; add the "
                 "node labels (e.g. hardware-type) under labels",
+                field="labels",
             )
             return None
         nodes = ctx.pool_nodes(pool)
         names = sorted(meta(n).get("name", "?") for n in nodes)
         if len(nodes) == pool.count:
-            r.ok("VK101", label, pool, "count", f"{len(nodes)} node(s) with {labels_text(pool.labels)}")
+            r.ok(
+                cls.code, label, pool, f"{len(nodes)} node(s) with {labels_text(pool.labels)}", field="count"
+            )
         else:
             r.drift(
-                "VK101",
+                cls.code,
                 label,
                 pool,
-                "count",
                 f"pool '{pool.id}' has {len(nodes)} node(s) labelled {labels_text(pool.labels)}"
                 f"{' (' + ', '.join(names[:5]) + ('…' if len(names) > 5 else '') + ')' if names else ''}"
                 f", the spec declares {pool.count}",
+                field="count",
             )
         return PoolTarget(pool, label, nodes)
 
@@ -80,16 +84,16 @@ class PoolGpus(PoolCheck):
         want = f"{pool.gpu.count}" if resource == GPU else "some"
         if bad:
             r.drift(
-                "VK102",
+                self.code,
                 label,
                 pool.gpu,
-                "count",
                 f"pool '{pool.id}' declares {want} allocatable {resource} per node but "
                 f"{'; '.join(bad[:5])}{' …' if len(bad) > 5 else ''}: GPU pods cannot be scheduled there "
                 "(is the NVIDIA device plugin running?)",
+                field="count",
             )
         else:
-            r.ok("VK102", label, pool.gpu, "count", f"every node allocates {want} {resource}")
+            r.ok(self.code, label, pool.gpu, f"every node allocates {want} {resource}", field="count")
 
 
 class PoolTaints(PoolCheck):
@@ -117,14 +121,14 @@ class PoolTaints(PoolCheck):
                 missing.append(f"{meta(n).get('name')} lacks " + ", ".join(taint(t) for t in lacks))
         if missing:
             r.drift(
-                "VK103",
+                self.code,
                 label,
                 pool,
-                "taints",
                 f"pool '{pool.id}': {'; '.join(missing[:5])}: other workloads can land on these nodes",
+                field="taints",
             )
         else:
-            r.ok("VK103", label, pool, "taints", "every node carries the declared taints")
+            r.ok(self.code, label, pool, "every node carries the declared taints", field="taints")
 
 
 POOL_CHECKS: tuple[type[PoolCheck], ...] = (PoolGpus, PoolTaints)

@@ -28,26 +28,26 @@ class RunAsNonRoot(ServiceCheck):
             return
         user = effective(t, "runAsUser")
         if effective(t, "runAsNonRoot") is True and user != 0:
-            r.ok("VK140", label, sec, "run_as_non_root", "runAsNonRoot: true", where)
+            r.ok(self.code, label, sec, "runAsNonRoot: true", field="run_as_non_root", where=where)
         elif user == 0:
             r.drift(
-                "VK140",
+                self.code,
                 label,
                 sec,
-                "run_as_non_root",
                 f"service '{svc.id}' runs as root (runAsUser 0); the spec requires a non-root user "
                 "(seed 000 §4.1)",
-                where,
+                field="run_as_non_root",
+                where=where,
             )
         else:
             r.drift(
-                "VK140",
+                self.code,
                 label,
                 sec,
-                "run_as_non_root",
                 f"service '{svc.id}' does not set runAsNonRoot: true, so the image's USER decides and "
                 "may be root (seed 000 §4.1)",
-                where,
+                field="run_as_non_root",
+                where=where,
             )
 
 
@@ -62,16 +62,16 @@ class RunAsUser(ServiceCheck):
             return
         user = effective(t, "runAsUser")
         if user == sec.run_as_user:
-            r.ok("VK141", label, sec, "run_as_user", f"runAsUser {user}", where)
+            r.ok(self.code, label, sec, f"runAsUser {user}", field="run_as_user", where=where)
         else:
             r.drift(
-                "VK141",
+                self.code,
                 label,
                 sec,
-                "run_as_user",
                 f"service '{svc.id}' runs as user {user if user is not None else '(image default)'}, "
                 f"the spec declares {sec.run_as_user}",
-                where,
+                field="run_as_user",
+                where=where,
             )
 
 
@@ -88,12 +88,11 @@ class Privileged(ServiceCheck):
         priv = bool(c_sc.get("privileged"))
         if priv and not sec.privileged:
             r.drift(
-                "VK142",
+                self.code,
                 label,
                 sec,
-                None,
                 f"container of '{svc.id}' is privileged; the spec does not allow it",
-                where,
+                where=where,
             )
 
 
@@ -113,15 +112,17 @@ class ReadOnlyRootFs(ServiceCheck):
             return
         c_sc = t.c.get("securityContext") or {}
         if c_sc.get("readOnlyRootFilesystem") is True:
-            r.ok("VK143", label, sec, "read_only_root_fs", "readOnlyRootFilesystem: true", where)
+            r.ok(
+                self.code, label, sec, "readOnlyRootFilesystem: true", field="read_only_root_fs", where=where
+            )
         else:
             r.drift(
-                "VK143",
+                self.code,
                 label,
                 sec,
-                "read_only_root_fs",
                 f"container of '{svc.id}' has a writable root filesystem; the spec declares it read-only",
-                where,
+                field="read_only_root_fs",
+                where=where,
             )
 
 
@@ -148,12 +149,12 @@ class Sysctls(ServiceCheck):
         ]
         if bad:
             r.drift(
-                "VK144",
+                self.code,
                 label,
                 svc,
-                "sysctls",
                 f"pod sysctls of '{svc.id}' lack {', '.join(bad)} (seed 000 §5.9)",
-                where,
+                field="sysctls",
+                where=where,
             )
         else:
-            r.ok("VK144", label, svc, "sysctls", "sysctls as declared", where)
+            r.ok(self.code, label, svc, "sysctls as declared", field="sysctls", where=where)

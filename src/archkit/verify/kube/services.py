@@ -21,15 +21,15 @@ class ContainerPorts(ServiceCheck):
         missing = [p for p in svc.ports if (p.port, p.protocol) not in cports]
         for p in missing:
             r.drift(
-                "VK160",
+                self.code,
                 label,
                 p,
-                "port",
                 f"container of '{svc.id}' does not expose port {p.port}/{p.protocol} ({p.name})",
-                where,
+                field="port",
+                where=where,
             )
         if svc.ports and not missing:
-            r.ok("VK160", label, svc, "ports", ", ".join(str(p.port) for p in svc.ports), where)
+            r.ok(self.code, label, svc, ", ".join(str(p.port) for p in svc.ports), field="ports", where=where)
 
 
 class ServicePorts(ServiceCheck):
@@ -48,42 +48,49 @@ class ServicePorts(ServiceCheck):
             return
         why = ctx.why_not("Service")
         if why:
-            r.unknown("VK161", label, svc, "ports", f"cannot check Services of '{svc.id}': {why}", where)
+            r.unknown(
+                self.code,
+                label,
+                svc,
+                f"cannot check Services of '{svc.id}': {why}",
+                field="ports",
+                where=where,
+            )
             return
         ksvcs = ctx.selecting_services(t)
         served = ctx.served_ports(t)
         needed = [p for p in svc.ports if p.purpose != "metrics" or p.port in served]
         if not ksvcs:
             r.drift(
-                "VK161",
+                self.code,
                 label,
                 svc,
-                "ports",
                 f"no Kubernetes Service selects the pods of '{svc.id}' (labels {labels_text(pod_labels(t.wl))}): "
                 f"ports {', '.join(str(p.port) for p in needed)} are unreachable by name",
-                where,
+                field="ports",
+                where=where,
             )
             return
         lacking = [p for p in needed if p.port not in served]
         for p in lacking:
             r.drift(
-                "VK161",
+                self.code,
                 label,
                 p,
-                "port",
                 f"no Service of '{svc.id}' serves port {p.port} ({p.name}); Services: "
                 f"{', '.join(sorted(meta(s).get('name', '?') for s in ksvcs))}",
-                where,
+                field="port",
+                where=where,
             )
         if not lacking:
             r.ok(
-                "VK161",
+                self.code,
                 label,
                 svc,
-                "ports",
                 f"Service(s) {', '.join(sorted(meta(s).get('name', '?') for s in ksvcs))} serve "
                 f"{', '.join(str(p.port) for p in needed)}",
-                where,
+                field="ports",
+                where=where,
             )
 
 
@@ -117,21 +124,21 @@ class ServiceExposure(ServiceCheck):
                 for s in exposed
             )
             r.drift(
-                "VK162",
+                self.code,
                 label,
                 svc,
-                "public",
                 f"Service {kinds}"
                 f": '{svc.id}' is reachable from outside the cluster but the spec does not declare it public "
                 "(seed 000 §5.11: an exposed Triton NodePort was hijacked for mining)",
-                where,
+                field="public",
+                where=where,
             )
         else:
             r.ok(
-                "VK162",
+                self.code,
                 label,
                 svc,
-                "public",
                 "not exposed outside the cluster" if not svc.public else "public, as declared",
-                where,
+                field="public",
+                where=where,
             )

@@ -17,15 +17,13 @@ class Mounts(ServiceCheck):
         "Each declared mount must be mounted at its path with its type and read-only flag.",
         "seed 000 §3.3",
     )
-    also = (
-        Code(
-            "VK151",
-            "mount options",
-            "NFS must be mounted soft with timeo/retrans, or a stuck server hangs the process in stat() "
-            "forever.",
-            "seed 000 §3.3",
-        ),
+    mount_options = Code(
+        "VK151",
+        "mount options",
+        "NFS must be mounted soft with timeo/retrans, or a stuck server hangs the process in stat() forever.",
+        "seed 000 §3.3",
     )
+    also = (mount_options,)
 
     def run(self, ctx: KubeContext, t: ServiceTarget) -> None:
         r, label, svc, wl, c, ns, where = ctx.rec, t.label, t.svc, t.wl, t.c, t.ns, t.where
@@ -38,12 +36,12 @@ class Mounts(ServiceCheck):
             vm = vmounts.get(mount.path) or vmounts.get(mount.path.rstrip("/"))
             if vm is None:
                 r.drift(
-                    "VK150",
+                    self.code,
                     label,
                     mount,
-                    "path",
                     f"service '{svc.id}' does not mount '{storage.id}' at {mount.path} (no volumeMount there)",
-                    where,
+                    field="path",
+                    where=where,
                 )
                 continue
             vol = vols.get(vm.get("name"), {})
@@ -74,15 +72,14 @@ class Mounts(ServiceCheck):
                     problems.append(f"it mounts {have_src}, the spec declares {storage.source}")
             if problems:
                 r.drift(
-                    "VK150",
+                    self.code,
                     label,
                     mount,
-                    None,
                     f"mount of '{storage.id}' at {mount.path} in '{svc.id}': {'; '.join(problems)}",
-                    where,
+                    where=where,
                 )
             else:
-                r.ok("VK150", label, mount, None, f"{storage.id} mounted at {mount.path}", where)
+                r.ok(self.code, label, mount, f"{storage.id} mounted at {mount.path}", where=where)
             if storage.mount_options:
                 _mount_options(ctx, t, storage, vm, vtype, pv, options, why)
 
@@ -152,24 +149,24 @@ def _mount_options(
     want = list(storage.mount_options)
     if vtype == "nfs" and pv is None and options is None:
         r.drift(
-            "VK151",
+            Mounts.mount_options,
             label,
             storage,
-            "mount_options",
             f"'{storage.id}' is an inline nfs volume in '{svc.id}', which cannot carry mount options: the "
             f"node mounts it hard, without {','.join(want)}; use a PersistentVolume with "
             f"mountOptions [{', '.join(want)}] (seed 000 §3.3)",
-            where,
+            field="mount_options",
+            where=where,
         )
         return
     if options is None:
         r.unknown(
-            "VK151",
+            Mounts.mount_options,
             label,
             storage,
-            "mount_options",
             f"mount options of '{storage.id}' in '{svc.id}' cannot be read: {why or 'unknown volume'}",
-            where,
+            field="mount_options",
+            where=where,
         )
         return
     have = {o.strip() for opt in options for o in str(opt).split(",")}
@@ -177,21 +174,21 @@ def _mount_options(
     src = f"PersistentVolume '{meta(pv).get('name')}'" if pv is not None else "its StorageClass"
     if missing:
         r.drift(
-            "VK151",
+            Mounts.mount_options,
             label,
             storage,
-            "mount_options",
             f"{storage.type.upper()} volume '{storage.id}' ({src}) is mounted without "
             f"{', '.join(missing)}: a stuck server hangs every process that touches {vm.get('mountPath')} "
             "(seed 000 §3.3)",
-            where,
+            field="mount_options",
+            where=where,
         )
     else:
         r.ok(
-            "VK151",
+            Mounts.mount_options,
             label,
             storage,
-            "mount_options",
             f"mount options {','.join(want)} set on {src}",
-            where,
+            field="mount_options",
+            where=where,
         )

@@ -18,8 +18,8 @@ class WorkloadFound(ServiceCheck):
         "Kubernetes workloads API (Deployment, StatefulSet, DaemonSet)",
     )
 
-    @staticmethod
-    def resolve(ctx: KubeContext, svc: Service) -> ServiceTarget | None:
+    @classmethod
+    def resolve(cls, ctx: KubeContext, svc: Service) -> ServiceTarget | None:
         """Find the workload and container; None when there is none to check (the others skip)."""
         r, label = ctx.rec, f"service/{svc.id}"
         ref = svc.kubernetes
@@ -31,14 +31,13 @@ class WorkloadFound(ServiceCheck):
         node = ref if ref else svc
         if wl is None:
             if why:
-                r.unknown("VK110", label, node, None, f"cannot look up the workload of '{svc.id}': {why}")
+                r.unknown(cls.code, label, node, f"cannot look up the workload of '{svc.id}': {why}")
             else:
                 name = ref.name if ref and ref.name else svc.id
                 r.drift(
-                    "VK110",
+                    cls.code,
                     label,
                     node,
-                    None,
                     f"service '{svc.id}' is not deployed: no {kind} named '{name}'"
                     f"{' or labelled ' + labels_text(ref.labels) if ref and ref.labels else ''}"
                     f" in namespace '{ns}' ({ctx.state.source})",
@@ -48,28 +47,28 @@ class WorkloadFound(ServiceCheck):
         wname = meta(wl).get("name")
         if found_kind != kind:
             r.drift(
-                "VK110",
+                cls.code,
                 label,
                 node,
-                "kind" if ref else None,
                 f"service '{svc.id}' is deployed as {found_kind} '{wname}', the spec says {kind}",
-                where,
+                field="kind" if ref else None,
+                where=where,
             )
         else:
-            r.ok("VK110", label, node, None, f"{kind} {ns}/{wname}", where)
+            r.ok(cls.code, label, node, f"{kind} {ns}/{wname}", where=where)
         container = ctx.container(svc, wl)
         if container is None:
-            r.drift("VK110", label, node, None, f"{found_kind} '{wname}' has no containers", where)
+            r.drift(cls.code, label, node, f"{found_kind} '{wname}' has no containers", where=where)
             return None
         if ref and ref.container and container.get("name") != ref.container:
             r.drift(
-                "VK110",
+                cls.code,
                 label,
                 ref,
-                "container",
                 f"{found_kind} '{wname}' has no container named '{ref.container}'; checking "
                 f"'{container.get('name')}' instead",
-                where,
+                field="container",
+                where=where,
             )
         pool = ctx.spec.pool(svc.pool)
         return ServiceTarget(svc, label, ref, kind, found_kind, ns, wl, container, where, pool)
@@ -91,15 +90,15 @@ class Image(ServiceCheck):
             return
         have = t.c.get("image")
         if have == svc.image:
-            ctx.rec.ok("VK116", t.label, svc, "image", "image as declared", t.where)
+            ctx.rec.ok(self.code, t.label, svc, "image as declared", field="image", where=t.where)
         else:
             ctx.rec.drift(
-                "VK116",
+                self.code,
                 t.label,
                 svc,
-                "image",
                 f"service '{svc.id}' runs image {have}, the spec declares {svc.image}",
-                t.where,
+                field="image",
+                where=t.where,
             )
 
 
@@ -128,17 +127,17 @@ class Replicas(ServiceCheck):
         lo = svc.min_replicas if svc.min_replicas is not None else svc.replicas
         hi = svc.max_replicas if svc.max_replicas is not None else svc.replicas
         if lo <= desired <= hi:  # type: ignore[operator]  # a Deployment always has a count
-            ctx.rec.ok("VK111", t.label, svc, "replicas", f"{desired} replica(s)", t.where)
+            ctx.rec.ok(self.code, t.label, svc, f"{desired} replica(s)", field="replicas", where=t.where)
         else:
             want = f"{svc.replicas}" if lo == hi else f"{lo}–{hi}"
             ctx.rec.drift(
-                "VK111",
+                self.code,
                 t.label,
                 svc,
-                "replicas",
                 f"service '{svc.id}' runs {desired} replica(s), the spec declares {want}: the capacity "
                 "the latency budget was computed for is not there",
-                t.where,
+                field="replicas",
+                where=t.where,
             )
 
 
@@ -156,27 +155,27 @@ class ReadyReplicas(ServiceCheck):
         r, svc, label, where = ctx.rec, t.svc, t.label, t.where
         if ctx.state.mode == "manifests":
             r.unknown(
-                "VK112",
+                self.code,
                 label,
                 svc,
-                "replicas",
                 "manifests carry no status; ready replicas are checked against a live cluster or a snapshot",
-                where,
+                field="replicas",
+                where=where,
             )
             return
         desired, ready = _desired_ready(t)
         if desired is None:
-            r.unknown("VK112", label, svc, "replicas", "the workload has no status", where)
+            r.unknown(self.code, label, svc, "the workload has no status", field="replicas", where=where)
         elif ready >= desired and desired > 0:
-            r.ok("VK112", label, svc, "replicas", f"{ready}/{desired} ready", where)
+            r.ok(self.code, label, svc, f"{ready}/{desired} ready", field="replicas", where=where)
         elif desired == 0 and svc.replicas == 0:
-            r.ok("VK112", label, svc, "replicas", "0 replicas, as declared", where)
+            r.ok(self.code, label, svc, "0 replicas, as declared", field="replicas", where=where)
         else:
             r.drift(
-                "VK112",
+                self.code,
                 label,
                 svc,
-                "replicas",
                 f"only {ready} of {desired} replica(s) of '{svc.id}' are ready",
-                where,
+                field="replicas",
+                where=where,
             )
