@@ -73,7 +73,7 @@ CODES: tuple[VerdictCode, ...] = (
         "A streamed run of an llm stage within its llm.budgets: TTFT (to the first non-empty token), "
         "ITL (every gap, per token), TPOT (P99 over requests), end to end, output tokens/s sustained; "
         "from the client's per-chunk timing, exact to 0.1 %, with its sample size.",
-        "docs/llm.md (metric definitions); DESIGN.md, LLM serving: TTFT, ITL, TPOT",
+        "DESIGN.md, LLM serving: users judge an LLM by TTFT, ITL and TPOT, not one latency",
     ),
     VerdictCode(
         "LT201",

@@ -1,6 +1,7 @@
 """Streaming LLM measures: TTFT, every inter-token gap, TPOT, output tokens/s, stream setup, chunks per token.
 
-Definitions (docs/llm.md; vLLM's benchmark and AIPerf use the same): TTFT runs from the actual
+Definitions (DESIGN.md, LLM serving; vLLM's benchmark times TTFT and ITL alike, and AIPerf's
+"ITL" is TPOT here, its inter-chunk latency our ITL when a chunk is a token): TTFT runs from the actual
 send to the first chunk with non-empty content (a role-only first chunk is not a token); ITL is
 every gap between content chunks divided by the tokens the later chunk carried, recorded once
 per token (a chunk can carry several: the server's per-chunk count when it sends one, else the
