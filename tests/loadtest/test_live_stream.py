@@ -186,3 +186,16 @@ def test_an_llm_stage_workload_makes_the_bodies_and_its_token_budgets_are_judged
     assert res.passed is False
     located = {r.name: r for r in res.located}
     assert located["llm.gen.itl_p99_ms"].code == "LT130"
+
+
+def test_a_distributed_run_merges_the_streaming_measures_exactly(sse_server, tmp_path) -> None:
+    """A locust master and two workers: each worker's histograms and token counters add up to the run's."""
+    url = sse_server(first_ms=30, gap_ms=15, chunks=4, tokens="1")
+    spec = _spec(tmp_path, url, "/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}]})
+    res = api.loadtest(spec, "baseline", workers=2, prometheus=False, plots=False).result
+    e2e = res.measured["end_to_end"]
+    served = len(_server_log(url))
+    assert e2e["requests"] == served and 8 <= served <= 12, e2e  # 5 req/s for 2 s over both workers
+    m = e2e["measures"]
+    assert m["ttft_ms"]["count"] == served and m["itl_ms"]["count"] == 3 * served
+    assert m["chunks_per_token"]["output_tokens"] == 4 * served and m["chunks_per_token"]["ratio"] == 1.0
