@@ -125,9 +125,7 @@ class OpenAIStreamUser(ServiceUser):
         t0 = time.perf_counter()
         try:
             data = request_body(body)
-            conn = self._connection()
-            conn.request(sc.method, self.base + (sc.path or DEFAULT_PATH), body=data, headers=headers)
-            resp = conn.getresponse()
+            resp = self._post(sc.method, self.base + (sc.path or DEFAULT_PATH), data, headers)
             trace.setup_ms = (time.perf_counter() - t0) * 1000.0
             status = resp.status
             if status not in sc.expect_status:
@@ -139,8 +137,31 @@ class OpenAIStreamUser(ServiceUser):
                 raise StreamError("the stream carried no content")
         except Exception as e:  # every failure is a failed request, not a crashed user
             exc = e
-            if self.conn is not None:  # a half-read response leaves the connection unusable
-                self.conn.close()
-                self.conn = None
+            self._drop()  # a half-read response leaves the connection unusable
         elapsed_ms = (time.perf_counter() - t0) * 1000.0
         fire(self, "openai-stream", sc.id, elapsed_ms, size, status, exc, {STREAM_KEY: trace})
+
+    def _post(self, method: str, path: str, data: bytes, headers: dict[str, str]) -> http.client.HTTPResponse:
+        """Send on the kept-alive connection; once more on a new one if the server had closed it while idle.
+
+        Servers close idle keep-alive connections (llama-server after 5 s); a client finds out
+        only when it writes. Like every HTTP client library, the request is sent again at once on
+        a fresh connection (the few microseconds of the failed write stay in its time).
+        """
+        reused = self.conn is not None
+        try:
+            conn = self._connection()
+            conn.request(method, path, body=data, headers=headers)
+            return conn.getresponse()
+        except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
+            if not reused:
+                raise
+            self._drop()
+            conn = self._connection()
+            conn.request(method, path, body=data, headers=headers)
+            return conn.getresponse()
+
+    def _drop(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
