@@ -173,7 +173,7 @@ def run_aiperf(exe: str, tokenizer: str, url: str, args: argparse.Namespace, fol
     # one made, would fail here instead of leaving the machine.
     env = dict(os.environ, HF_ENDPOINT=f"http://127.0.0.1:{free_port()}")
     r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=args.requests / args.rate + 600)
-    found = sorted(out.rglob("*aiperf*.json")) or sorted(out.rglob("*.json"))
+    found = sorted(out.rglob("profile_export_aiperf.json"))
     if r.returncode != 0 or not found:
         raise RuntimeError(f"aiperf failed ({r.returncode}): {(r.stderr or r.stdout)[-2000:]}")
     data = json.loads(found[0].read_text())

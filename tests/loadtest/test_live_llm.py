@@ -95,20 +95,25 @@ def test_tokens_and_timings_from_a_real_engine(engine, tmp_path) -> None:
 @needs_engine
 @pytest.mark.skipif(peer.aiperf() is None, reason="AIPerf missing: make setup installs it (mk/llm_peer.mk)")
 def test_archkit_and_aiperf_agree_on_the_same_engine_and_rate(tmp_path) -> None:
-    """TTFT P50 within 5 %, and ITL P50 within 5 % of AIPerf's per-chunk gaps (one token per chunk here)."""
+    """TTFT P50 within 5 %; per-request time per output token within 5 % (AIPerf calls it ITL).
+
+    At 0.25 req/s, below one slot's capacity (~1.5 s per request here). AIPerf's inter-chunk
+    gaps are not compared: its client reads several SSE events at once (gaps of 0 ms beside
+    40 ms ones in its records), so only its per-request figures time the server.
+    """
     out = tmp_path / "peer.json"
     r = subprocess.run(
         [
             sys.executable,
             str(ROOT / "bench" / "bench_llm_peer.py"),
             "--rate",
-            "1",
+            "0.25",
             "--requests",
-            "20",
+            "12",
             "--isl",
-            "64",
-            "--osl",
             "32",
+            "--osl",
+            "16",
             "--json",
             str(out),
         ],  # fmt: skip
@@ -119,6 +124,6 @@ def test_archkit_and_aiperf_agree_on_the_same_engine_and_rate(tmp_path) -> None:
     )
     assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
     got = json.loads(out.read_text())
-    assert got["archkit"]["requests"] == 20 and got["aiperf"]["requests"] == 20, got
+    assert got["archkit"]["requests"] == 12 and got["aiperf"]["requests"] == 12, got
     assert abs(got["ttft_p50_diff_pct"]) <= 5, got
-    assert abs(got["itl_vs_aiperf_inter_chunk_diff_pct"]) <= 5, got
+    assert abs(got["tpot_vs_aiperf_itl_diff_pct"]) <= 5, got
