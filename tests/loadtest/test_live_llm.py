@@ -94,6 +94,11 @@ def test_tokens_and_timings_from_a_real_engine(engine, tmp_path) -> None:
 
 @needs_engine
 @pytest.mark.skipif(peer.aiperf() is None, reason="AIPerf missing: make setup installs it (mk/llm_peer.mk)")
+@pytest.mark.skipif(
+    os.getloadavg()[0] > (os.cpu_count() or 1),
+    reason="the machine is busier than its cores: two sequential runs on one llama-server then differ by "
+    "the server's own drift (its prefill time moved 729 → 949 ms between runs at load 15, docs/benchmarks.md)",
+)
 def test_archkit_and_aiperf_agree_on_the_same_engine_and_rate(tmp_path) -> None:
     """TTFT P50 within 5 %; per-request time per output token within 5 % (AIPerf calls it ITL).
 
