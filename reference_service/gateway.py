@@ -75,6 +75,22 @@ class InputError(Exception):
         self.status, self.code, self.message = status, code, message
 
 
+SERVING_PACKAGES = ("nvidia-pytriton",)  # and the backend's own package (runtimes.BACKENDS' names)
+
+
+def _versions(backend: str) -> dict[str, str]:
+    """The installed versions of what serves the models: the backend's package and PyTriton."""
+    from importlib import metadata
+
+    out = {}
+    for name in (backend, *SERVING_PACKAGES):
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return out
+
+
 def error(status: int, code: str, message: str, headers: dict | None = None) -> JSONResponse:
     """The one error shape: {"error": {"code", "message"}} (no tracebacks, no paths)."""
     return JSONResponse({"error": {"code": code, "message": message}}, status_code=status, headers=headers)
@@ -424,7 +440,13 @@ def create_app(settings: Settings, supervisor=None) -> FastAPI:
                 {"name": s.detector.name, "file": DET_FILE, "sha256": model_sha256(DET_FILE)},
                 {"name": s.recogniser.name, "file": REC_FILE, "sha256": model_sha256(REC_FILE)},
             ],
-            "runtime": {"backend": backend, "precision": default_precision(backend)},
+            # versions too: a calibration records them (archkit.machine.fingerprint), since a new
+            # OpenVINO or Triton changes the service times it measured
+            "runtime": {
+                "backend": backend,
+                "precision": default_precision(backend),
+                "versions": _versions(backend),
+            },
         }
 
     @app.post("/v1/ocr")

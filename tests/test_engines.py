@@ -53,6 +53,24 @@ def test_a_second_adapter_with_a_taken_name_is_refused() -> None:
         engines.register(clash)
 
 
+def test_vllm_v1_renames_resolve_per_version() -> None:
+    vllm = engines.adapter("vllm")
+    assert vllm.metric("kv_cache_usage", "0.8.5").name == "vllm:gpu_cache_usage_perc"
+    assert vllm.metric("kv_cache_usage", "0.10.1").name == "vllm:kv_cache_usage_perc"
+    assert vllm.metric("itl_seconds", "0.10.1").name == "vllm:time_per_output_token_seconds"
+    assert vllm.metric("itl_seconds").name == "vllm:inter_token_latency_seconds"
+    assert vllm.metric("ttft_seconds").name == "vllm:time_to_first_token_seconds"
+    assert vllm.metric("preemptions").kind == "counter"
+
+
+def test_llm_engines_share_the_measure_vocabulary() -> None:
+    for name in ("vllm", "sglang", "tgi", "tensorrt-llm"):
+        assert name in engines.names()
+    assert engines.adapter("sglang").metric("kv_cache_usage").name == "sglang:token_usage"
+    assert not engines.adapter("tgi").has("ttft_seconds")  # TGI exports no TTFT histogram
+    assert engines.adapter("tensorrt-llm").metric("ttft_seconds").unit == "milliseconds"
+
+
 def _literals(tree: ast.AST) -> list[tuple[int, str]]:
     """Every string constant of a module except docstrings, with its line."""
     docstrings = set()

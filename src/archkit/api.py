@@ -68,6 +68,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from archkit.loadtest.k6 import K6Result
     from archkit.loadtest.session import Result as LoadtestRunResult
     from archkit.runbook.walk import CheckResult, RunbookReport, Step
     from archkit.verify.findings import VerifyReport
@@ -291,6 +292,7 @@ def verify(
     timeout_s: float = 10.0,
     env: str | None = None,
     default_source: bool = False,
+    allow_endpoints: Sequence[str] = (),
     **options: Any,
 ) -> VerifyResult:
     """Verify the running system against a spec, read-only, through every source the options name.
@@ -299,9 +301,13 @@ def verify(
     live, kubeconfig, context, in_cluster, triton_url, prometheus_url, rules); with
     `default_source`, naming none reads the current cluster. Raises `archkit.verify.StateError`
     (or ValueError) when a source cannot be used at all; partial reads (403, timeouts) become
-    `unknown` findings instead.
+    `unknown` findings instead. Every endpoint a source connects to must be loopback or named in
+    `allow_endpoints` (addresses in any form, networks, host names: `archkit.endpoints`);
+    anything else raises `archkit.endpoints.EndpointError` (an InputError) before any connection.
     """
     from archkit import verify as verify_mod
+    from archkit.endpoints import allow_list
+    from archkit.verify.reach import PROVIDER
     from archkit.verify.registry import all_options
 
     known = {o.name for o in all_options()}
@@ -315,7 +321,11 @@ def verify(
     except SpecLoadError as exc:
         return VerifyResult(None, exc.diagnostics)
     spec = run.spec
-    providers = {"rule_groups": lambda: expected_rule_groups(run, options.get("rules"))}
+    allowed = allow_list(allow_endpoints)  # a malformed entry is an InputError before anything is read
+    providers = {
+        "rule_groups": lambda: expected_rule_groups(run, options.get("rules")),
+        PROVIDER: lambda: allowed,
+    }
     report = verify_mod.verify_spec(spec, options, timeout_s, providers, default=default_source)
     return VerifyResult(report, [])
 
@@ -390,6 +400,9 @@ def loadtest(
     that keeps the test from starting, RunError (exit 1) when the load generator fails while
     running; a missed budget is not an error but `outcome.passed == False`.
     """
+    from archkit.errors import require_extra
+
+    require_extra("archkit loadtest", "load")  # before any import of locust, gevent, hdrh
     from archkit.generators import all_generators
     from archkit.loadtest import chaos as chaos_mod
     from archkit.loadtest import plan as plan_mod
@@ -400,7 +413,7 @@ def loadtest(
     opts = (options or LoadtestOptions()).with_(**changes)
     if level is not None:
         opts = opts.with_(level=level)
-    run = prepare(spec_path, opts.env)
+    run = prepare(spec_path, opts.env, opts.calibration)
     spec = run.spec
     if spec.loadtest is None:
         raise LoadtestError(f"{spec_path} has no loadtest section (target, scenarios, levels)")
@@ -443,6 +456,50 @@ def loadtest(
     return LoadtestOutcome(result, written, folder)
 
 
+def loadtest_k6(
+    spec_path: str | os.PathLike[str],
+    level: str = "baseline",
+    *,
+    env: str | None = None,
+    host: str | None = None,
+    rate: float | None = None,
+    duration: float | None = None,
+) -> K6Result:
+    """Run one level of render's k6 script with the real k6 binary; judged like a locust run.
+
+    Raises SpecLoadError, UnknownEnvironmentError or LoadtestError (a chaos level, no k6, a
+    missing payload, a non-loopback target).
+    """
+    from archkit.generators.gen_k6 import k6_data
+    from archkit.loadtest import k6 as k6_mod
+    from archkit.loadtest import plan as plan_mod
+    from archkit.loadtest import session
+
+    run = prepare(spec_path, env)
+    spec, plan = run.spec, run.load_test
+    if spec.loadtest is None or plan is None:
+        raise LoadtestError(f"{spec_path} has no loadtest section (target, scenarios, levels)")
+    files, _ = generate(spec, str(spec_path), only=["k6"], run=run)
+    script = files.get("k6/script.js")
+    if not isinstance(script, str):
+        raise LoadtestError(f"{spec_path}: no k6 script for a {plan.protocol} target (use --engine locust)")
+    try:
+        root = session.payload_root(spec, Path(spec_path).resolve().parent)
+    except plan_mod.PlanError as exc:
+        raise LoadtestError(str(exc)) from None
+    return k6_mod.run_k6(
+        spec,
+        Path(spec_path).name,
+        script,
+        k6_data(spec, plan),
+        level,
+        root,
+        host=host,
+        rate=rate,
+        duration=duration,
+    )
+
+
 # --------------------------------------------------------------------------- runbook
 
 
@@ -471,16 +528,45 @@ def runbook(
 # --------------------------------------------------------------------------- capacity
 
 
-def capacity(path: str | os.PathLike[str], env: str | None = None) -> CapacityReport:
+def calibration_findings(
+    path: str | os.PathLike[str], env: str | None = None, calibration: str | None = None
+) -> list[Diagnostic]:
+    """AK230: each environment's calibration measured on another machine than its target (none
+    when the spec does not load: `capacity` and `check` report that themselves)."""
+    try:
+        run = prepare(path, env, calibration)
+    except ArchkitError:
+        return []
+    return run_rules(run.spec, select=["AK230"])
+
+
+def capacity(
+    path: str | os.PathLike[str],
+    env: str | None = None,
+    rates: list[float] | None = None,
+    plot: str | os.PathLike[str] | None = None,
+    requests: int | None = None,
+    calibration: str | None = None,
+) -> CapacityReport:
     """Load a spec and analyse every model stage: λ, ρ, P50/P99 per batch size, recommendation.
 
+    `rates` (req/s): also predict P50/P95/P99, throughput and shed share at each offered rate
+    (`report.curve`, `requests` simulated requests each), with the knee; `plot` writes that
+    curve as SVG or PNG (by its suffix).
     A spec that does not load, or an unknown environment, comes back as the report's
     `diagnostics` (the capacity command prints them like `archkit check`).
     """
     try:
-        run = prepare(path, env)
+        run = prepare(path, env, calibration)
     except SpecLoadError as exc:
         return CapacityReport(exc.file, "", None, None, diagnostics=exc.diagnostics)
     except UnknownEnvironmentError as exc:
         return CapacityReport(exc.file, "", None, None, diagnostics=[exc.diagnostic()])
-    return capacity_report(run.spec, run.file)
+    report = capacity_report(run.spec, run.file, rates, requests)
+    if plot is not None and report.curve is not None:
+        from archkit.atomic import write_atomic
+        from archkit.perf.curve import curve_png, curve_svg, load_curve
+
+        curve = load_curve(report.curve)
+        write_atomic(plot, curve_png(curve) if str(plot).lower().endswith(".png") else curve_svg(curve))
+    return report

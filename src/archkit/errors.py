@@ -18,6 +18,7 @@ This module imports nothing from archkit but `diagnostics`, so every layer may r
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Sequence
 
 from archkit.diagnostics import Diagnostic, Severity
@@ -86,6 +87,51 @@ class UnknownNameError(InputError, KeyError):
 
 class OutputError(ArchkitError):
     """Generated files could not be written as asked (a path escapes the folder, a symlink, a foreign manifest)."""
+
+
+class OutputExistsError(InputError, FileExistsError):
+    """An output path (`-o FILE`) that is there already (a file, a symlink): never overwritten (exit 2).
+
+    The path cannot be used as given, known before any work: an input problem like a missing
+    spec, so every command answers it alike (`archkit.cli.output.write_new`).
+    """
+
+    def __init__(self, path: str):
+        self.path = path
+        super().__init__(f"{path} already exists; not overwriting it (choose another path or remove it)")
+
+
+# The top-level modules each optional extra (pyproject.toml [project.optional-dependencies])
+# brings that archkit imports; tests/packaging/test_bare_install.py holds the two in step.
+EXTRAS: dict[str, tuple[str, ...]] = {
+    "render": ("diagrams", "graphviz"),
+    "load": ("locust", "gevent", "geventhttpclient", "tritonclient", "hdrh", "matplotlib"),
+    "cluster": ("kubernetes", "urllib3"),
+}
+
+
+class MissingExtraError(InputError):
+    """A command needs an optional extra that is not installed (exit 2, one line naming the extra)."""
+
+    def __init__(self, what: str, extra: str, missing: Sequence[str]):
+        self.what, self.extra, self.missing = what, extra, list(missing)
+        super().__init__(
+            f"{what} needs the '{extra}' extra (missing: {', '.join(missing)}): pip install 'archkit[{extra}]'"
+        )
+
+
+def _absent(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is None
+    except (ImportError, ValueError):
+        return True
+
+
+def require_extra(what: str, extra: str) -> None:
+    """Raise MissingExtraError unless every module of `extra` can be imported; imports none of them."""
+    missing = [m for m in EXTRAS[extra] if _absent(m)]
+    if missing:
+        raise MissingExtraError(what, extra, missing)
 
 
 class LoadtestError(InputError, ValueError):

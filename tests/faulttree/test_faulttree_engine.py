@@ -364,7 +364,7 @@ def test_cli_import_writes_a_new_spec_and_never_overwrites(cli, tmp_path):
     loaded = load_file(out)
     assert loaded.spec is not None, [d.text() for d in loaded.diagnostics]
     again = cli.invoke(app, ["faulttree", "import", str(ARALIA / "chinese.xml"), "-o", str(out)])
-    assert again.exit_code == 1 and "already exists" in again.output
+    assert again.exit_code == 2 and "already exists" in again.output
     report = cli.invoke(app, ["faulttree", str(out), "--format", "json"])
     assert report.exit_code == 0, report.output
     data = json.loads(report.output)

@@ -181,6 +181,14 @@ def _declared(spec: Spec) -> set[str]:
             names |= {sig.metric, sig.metric + "_bucket"}
     if gs.gpu_memory and gs.gpu_memory.total_metric:
         names.add(gs.gpu_memory.total_metric)
+    # an LLM stage's engine declares its series through the engine adapter (archkit.engines)
+    from archkit.engines import adapter
+
+    for stage in spec.dataflow.stages:
+        if stage.llm is not None:
+            eng = adapter(stage.llm.engine.name.value)
+            for measure in eng.measures:
+                names |= {n + sfx for n in eng.all_names(measure) for sfx in ("", "_bucket")}
     return names
 
 

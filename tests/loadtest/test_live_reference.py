@@ -81,10 +81,11 @@ def _spec(reference, tmp_path: Path, headers: dict[str, str] | None = None) -> P
 
 def test_baseline_against_the_reference_service(reference, tmp_path) -> None:
     spec = _spec(reference, tmp_path)
-    # a P99 budget no OCR can meet: the run must fail and say why (other budgets are loose)
-    spec.write_text(spec.read_text().replace("p99_ms: 20000", "p99_ms: 1"))
+    # a P50 budget no OCR can meet: the run must fail and say why (other budgets are loose). Eight
+    # samples decide a P50 (95 % interval [X_(1), X_(8)]) but not a P99, which stays inconclusive.
+    spec.write_text(spec.read_text().replace("p50_ms: 8000", "p50_ms: 1"))
     res = api.loadtest(
-        spec, "baseline", duration=8, users=2, rate=0.5, report_dir=tmp_path / "rep", prometheus=False
+        spec, "baseline", duration=8, users=2, rate=1, report_dir=tmp_path / "rep", prometheus=False
     ).result
     e2e = res.measured["end_to_end"]
     assert e2e["requests"] >= 2 and e2e["errors"] == 0, (e2e, res.data.log[-2000:])
@@ -98,8 +99,9 @@ def test_baseline_against_the_reference_service(reference, tmp_path) -> None:
     # the client saw at least what the server measured, give or take the histogram's interpolation
     assert dec["network_serialisation_ms"] > -0.05 * e2e["mean_ms"]
     assert not res.passed
-    assert [v.id for v in res.verdicts if v.passed is False] == ["end_to_end.p99_ms"]
-    assert "end_to_end.p99_ms" in (tmp_path / "rep" / "report.md").read_text().split("## Budgets")[0]
+    assert [v.id for v in res.verdicts if v.passed is False] == ["end_to_end.p50_ms"]
+    assert {v.id: v.outcome for v in res.verdicts}["end_to_end.p99_ms"] == "inconclusive"
+    assert "end_to_end.p50_ms" in (tmp_path / "rep" / "report.md").read_text().split("## Budgets")[0]
     assert (tmp_path / "rep" / "report.html").exists()
     assert Path(tmp_path / "rep" / "measured.json").exists()
 

@@ -26,6 +26,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from archkit import api
+from archkit.runbook.terminal import shown
 from tests.conftest import EXAMPLES, REFERENCE_SPECS, ROOT
 from tests.security.chromium import CHROMIUM, browser
 from tests.security.fields import Path_, path_text, put, text_fields
@@ -177,7 +178,8 @@ def test_hostile_strings_stay_inert_in_every_consumer(data: st.DataObject, tmp_p
 
     for o, commands in outs:
         blocks = [b for md in sorted(o.rglob("*.md")) for b in command_blocks(md.read_text(encoding="utf-8"))]
-        declared = {v.replace("\r", "") for v in commands.values()}
+        # shown with control characters escaped, as the terminal shows them (archkit.runbook.terminal)
+        declared = {shown(v.replace("\r", ""), keep="\n\t") for v in commands.values()}
         # a declared command is the user's own shell text, shown exactly; everything archkit builds parses
         generated = [b for b in blocks if b.rstrip("\n") not in {d.rstrip("\n") for d in declared}]
         assert bash_syntax(generated, o / "bash") == []

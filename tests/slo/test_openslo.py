@@ -197,7 +197,7 @@ def test_cli_import_writes_a_new_file_and_never_overwrites(tmp_path: Path) -> No
     )
     out.write_text("mine\n", encoding="utf-8")
     again = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
-    assert again.returncode == 2 and "not overwritten" in again.stderr
+    assert again.returncode == 2 and "not overwriting" in again.stderr
     assert out.read_text(encoding="utf-8") == "mine\n"
 
 

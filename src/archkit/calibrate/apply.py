@@ -3,8 +3,9 @@
 `environments[].calibration` names a file written by `archkit calibrate` (relative to the spec's
 folder). When that environment is applied, each calibrated model stage gets a `service_time`
 table from the file — per batch size, the median compute input (copy), infer (compute) and
-output (overhead) times — in place of the environment's or the stage's own. Only the in-memory
-spec changes; the file on disk is never rewritten.
+output (overhead) times — in place of the environment's or the stage's own; each stage measured
+from the service's own stage histograms (`stages`: a gateway's decode, crop, cache, ...) gets its
+measured mean as `cpu_ms`. Only the in-memory spec changes; the file on disk is never rewritten.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pathlib import Path
 
 from archkit.errors import InputError
 from archkit.spec import source_of
-from archkit.spec.model import BatchTiming, Spec, StageOverride, _copy_paths
+from archkit.spec.model import BatchTiming, Spec, Stage, StageOverride, _copy_paths
 
 MAX_BYTES = 4 * 1024 * 1024
 
@@ -65,15 +66,19 @@ def timings(entry: dict) -> list[BatchTiming]:
     return sorted(out, key=lambda t: t.batch_size)
 
 
-def with_calibration(spec: Spec, file: str, env: str | None) -> Spec:
-    """A copy of the spec whose environment `env` carries its calibration's service times."""
+def with_calibration(spec: Spec, file: str, env: str | None, override: str | None = None) -> Spec:
+    """A copy of the spec whose environment `env` carries its calibration's service times.
+
+    `override`: another calibration file (relative to the current directory) in place of the one
+    the environment names, e.g. one just measured on this machine (`make demo` writes it to out/).
+    """
     if not env:
         return spec
     index, e = next(((i, x) for i, x in enumerate(spec.environments) if x.id == env), (None, None))
-    if e is None or not e.calibration or index is None:
+    if e is None or index is None or not (override or e.calibration):
         return spec
     base = Path(file).resolve().parent if file and not file.startswith("<") else Path.cwd()
-    path = base / e.calibration
+    path = Path(override).resolve() if override else base / str(e.calibration)
     if not path.is_file():
         raise CalibrationError(
             f"{_where(spec, index)}: calibration file {e.calibration} not found under {base} "
@@ -84,6 +89,8 @@ def with_calibration(spec: Spec, file: str, env: str | None) -> Spec:
     clone.__dict__.pop("_archkit_index", None)
     _copy_paths(spec, clone)  # findings keep pointing at the user's lines
     ce = clone.environments[index]
+    if override:  # what AK230 and the reports read as this environment's calibration from now on
+        ce.calibration = str(path)
     by_model = {st.model.name: st for st in clone.dataflow.stages if st.model is not None}
     for name, entry in doc["models"].items():
         st = by_model.get(name)
@@ -95,4 +102,21 @@ def with_calibration(spec: Spec, file: str, env: str | None) -> Spec:
             ov = StageOverride(stage=st.id)
             ce.stages.append(ov)
         ov.service_time = table
+    for sid, entry in (doc.get("stages") or {}).items():
+        st = clone.stage(str(sid))
+        mean = entry.get("mean_ms") if isinstance(entry, dict) else None
+        if st is None or not stage_calibratable(st) or not isinstance(mean, int | float):
+            continue
+        ov = next((o for o in ce.stages if o.stage == st.id), None)
+        if ov is None:
+            ov = StageOverride(stage=st.id)
+            ce.stages.append(ov)
+        ov.cpu_ms = round(float(mean), 4)
     return clone
+
+
+def stage_calibratable(st: Stage) -> bool:
+    """A stage whose processor time `calibrate` measures from the service's own stage histogram:
+    one that runs inside a service, is not a model (Triton measures those) and is not the whole
+    request (an ingress or gateway stage's histogram covers every other stage)."""
+    return st.model is None and st.service is not None and st.kind.value not in ("ingress", "gateway")

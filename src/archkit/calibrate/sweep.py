@@ -56,6 +56,10 @@ class Options:
     budget_s: float = 600.0  # the whole run
     seed: int = 1
     models: list[str] = field(default_factory=list)  # only these model names (default: every one)
+    service: str | None = None  # the service's base URL, asked for its runtime (default: the spec's target)
+    stage_root: Path | None = (
+        None  # where the scenario payloads are; None: the service's stages are not measured
+    )
 
 
 def _pcts(values: list[float]) -> dict[str, float]:
@@ -203,6 +207,62 @@ def environment() -> dict:
     }
 
 
+def _fingerprint(spec: Spec, triton: str, service: str | None) -> dict:
+    """This machine's fingerprint with the serving runtime the target reports and Triton's version."""
+    from archkit.calibrate.origin import service_runtime, triton_version
+    from archkit.machine import fingerprint
+
+    version = triton_version(triton)
+    return fingerprint(service_runtime(spec, service), {"triton": version} if version else None)
+
+
+def stage_point(spec: Spec, service: str, requests: int, root: Path) -> dict[str, dict]:
+    """Each non-model stage's time from the service's own histograms over `requests` sequential requests.
+
+    One request at a time through the spec's first scenario with a file payload (its headers,
+    e.g. a cache bypass), so a CPU-bound stage's wall time is its processor time; the mean is the
+    histogram's exact sum / count (its percentiles are only bucket-interpolated). {} when the
+    service exposes no stage histograms or the spec has no such scenario.
+    """
+    import itertools
+    import urllib.request
+
+    from archkit.calibrate.apply import stage_calibratable
+    from archkit.loadtest import scrape
+    from archkit.loadtest.safety import require_loopback
+
+    require_loopback(service, "service")
+    lt = spec.loadtest
+    sc = next(
+        (s for s in (lt.scenarios if lt else []) if s.payload and (s.payload.file or s.payload.folder)), None
+    )
+    if sc is None or sc.payload is None:
+        return {}
+    files = (
+        [root / sc.payload.file]
+        if sc.payload.file
+        else sorted(p for p in (root / str(sc.payload.folder)).glob(sc.payload.glob) if p.is_file())
+    )
+    if not files:
+        return {}
+    urls = scrape.endpoints(spec, service)
+    before = scrape.snapshot(urls)
+    target = service.rstrip("/") + (sc.path or "/")
+    headers = {**sc.headers, "Content-Type": sc.payload.content_type or "application/octet-stream"}
+    for path in itertools.islice(itertools.cycle(files), requests):
+        req = urllib.request.Request(target, data=path.read_bytes(), headers=headers, method=sc.method)
+        with urllib.request.urlopen(req, timeout=60) as resp:
+            resp.read()
+    after = scrape.snapshot(urls)
+    stages = scrape.decompose(spec, before, after, {}).get("stages", {})
+    out = {}
+    for sid, got in stages.items():
+        st = spec.stage(sid)
+        if st is not None and stage_calibratable(st) and got.get("mean_ms") is not None:
+            out[sid] = {"mean_ms": got["mean_ms"], "count": got.get("count"), "metric": got.get("metric")}
+    return out
+
+
 def calibrate(spec: Spec, opts: Options, progress: Callable[[str], None] | None = None) -> dict:
     """Sweep every model stage; returns the calibration document (see module docstring)."""
     say = progress or (lambda _m: None)
@@ -219,6 +279,7 @@ def calibrate(spec: Spec, opts: Options, progress: Callable[[str], None] | None 
         "env": opts.env,
         "triton": opts.triton,
         "environment": environment(),
+        "fingerprint": _fingerprint(spec, opts.triton, opts.service),
         "method": (
             f"{opts.requests} sequential requests per batch size after {opts.warmup} warm-up; per-request "
             "deltas of Triton's inference statistics (compute input + infer + output = service time); "
@@ -269,4 +330,13 @@ def calibrate(spec: Spec, opts: Options, progress: Callable[[str], None] | None 
             doc["models"][name] = entry
     finally:
         client.close()
+    service = opts.service or (spec.loadtest.target.host if spec.loadtest else None)
+    if service and opts.stage_root is not None:
+        say(f"service stages: {opts.requests} sequential requests through {service}")
+        try:
+            doc["stages"] = stage_point(spec, service, opts.requests, opts.stage_root)
+        except OSError as exc:  # the service is optional: the models are calibrated without it
+            say(f"service stages not measured: {exc}")
+        for sid, got in (doc.get("stages") or {}).items():
+            say(f"stage {sid}: mean {got['mean_ms']} ms over {got['count']} requests ({got['metric']})")
     return doc

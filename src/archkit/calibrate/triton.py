@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 import numpy as np
 
 from archkit import engines
+from archkit.endpoints import parse_endpoint
 from archkit.errors import ArchkitError
 from archkit.loadtest.safety import require_loopback
 
@@ -71,7 +72,8 @@ class Client:
     def __init__(self, url: str, token: str | None = None, timeout_s: float = 60.0) -> None:
         require_loopback(url, "Triton")
         parts = urlsplit(url if "://" in url else "http://" + url)
-        self.host, self.port = parts.hostname or "127.0.0.1", parts.port or 8000
+        # the judged address (`127.1`, `0x7f000001` normalised), never the spelling, is connected to
+        self.host, self.port = parse_endpoint(url).host, parts.port or 8000
         self.token = token
         self.timeout_s = timeout_s
         self.conn: http.client.HTTPConnection | None = None

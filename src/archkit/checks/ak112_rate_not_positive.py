@@ -1,7 +1,15 @@
 """AK112: a request rate of zero where the spec states a design rate."""
 
+from functools import cache
+
+from archkit.checks.common import all_nodes
 from archkit.checks.registry import Rule, register
-from archkit.spec.model import walk
+from archkit.spec.model import Node
+
+
+@cache
+def _rate_fields(cls: type[Node]) -> tuple[str, ...]:
+    return tuple(k for k in cls.model_fields if k.endswith("_rps"))
 
 
 @register
@@ -19,9 +27,9 @@ key out when it is not known.
 """
 
     def check(self, ctx):
-        for node in walk(ctx.spec):
-            for key in type(node).model_fields:
-                if key.endswith("_rps") and getattr(node, key) == 0:
+        for node in all_nodes(ctx):
+            for key in _rate_fields(type(node)):
+                if getattr(node, key) == 0:
                     yield ctx.at(
                         node,
                         key,

@@ -5,7 +5,6 @@ import math
 from archkit.checks.common import capacities, fmt_ms
 from archkit.checks.registry import Rule, register
 from archkit.diagnostics import Severity
-from archkit.perf.capacity import end_to_end_budget
 
 
 @register
@@ -42,7 +41,7 @@ cheapest configuration that meets the budget.
                 note = cap.pool_note(rec)
                 hint += f"; {note}" if note else ""
                 # the stage's own budget binds: what would meet its share of the end-to-end budget
-                e2e, src = end_to_end_budget(ctx.spec, cap.stage)
+                e2e, src = cap.end_to_end
                 if not rec.met and e2e is not None and e2e > cap.budget_ms:
                     other = cap.recommend_for(e2e)
                     if other is not None and other.met:

@@ -1,7 +1,7 @@
 """AK218: a P50 above its P95 or P99 (or a P95 above its P99) on the same object."""
 
+from archkit.checks.common import all_nodes, fields_of
 from archkit.checks.registry import Rule, register
-from archkit.spec.model import walk
 
 KEYS = ("p50_ms", "p95_ms", "p99_ms")
 
@@ -23,8 +23,11 @@ two values swapped — and every check, alert and load-test verdict built on it 
 """
 
     def check(self, ctx):
-        for node in walk(ctx.spec):
-            given = [(k, getattr(node, k, None)) for k in KEYS]
+        for node in all_nodes(ctx):
+            keys = fields_of(type(node), KEYS)
+            if not keys:
+                continue
+            given = [(k, getattr(node, k)) for k in keys]
             given = [(k, v) for k, v in given if isinstance(v, (int, float))]
             for (lo_key, lo), (hi_key, hi) in zip(given, given[1:], strict=False):
                 if lo > hi:

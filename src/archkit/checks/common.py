@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import cache
 
 from archkit.spec.model import Node, Spec
-from archkit.spec.refs import refs_of
+from archkit.spec.refs import class_refs, refs_of
 
 
 def id_namespaces(spec: Spec) -> Iterator[tuple[str, list[Node]]]:
@@ -56,11 +57,39 @@ SENSITIVE = {"biometric", "pii", "personal", "face", "voice", "health", "credent
 SPECIAL_CATEGORY = {"biometric", "face", "health"}  # GDPR Art. 9 special categories
 
 
+def all_nodes(ctx) -> list[Node]:
+    """Every object of the spec, depth first in document order (as `spec.model.walk`), listed
+    once per check run for the rules that look at every object (AK112, AK218)."""
+
+    def build() -> list[Node]:
+        out: list[Node] = []
+        todo: list = [ctx.spec]
+        while todo:
+            node = todo.pop()
+            if isinstance(node, Node):
+                out.append(node)
+                # only the fields that can hold objects (archkit.spec.refs), in reverse for the stack
+                todo.extend(getattr(node, name) for name in reversed(class_refs(type(node)).children))
+            elif isinstance(node, list):
+                todo.extend(reversed(node))
+            elif isinstance(node, dict):
+                todo.extend(reversed(list(node.values())))
+        return out
+
+    return ctx.memo("nodes", build)
+
+
+@cache
+def fields_of(cls: type[Node], keys: tuple[str, ...]) -> tuple[str, ...]:
+    """Those of `keys` that objects of `cls` have, in the order given."""
+    return tuple(k for k in keys if k in cls.model_fields)
+
+
 def capacities(ctx) -> list:
     """Capacity analysis of every model stage, computed once per check run."""
     from archkit.perf.capacity import model_capacities
 
-    return ctx.memo("capacity", lambda: model_capacities(ctx.spec))
+    return ctx.memo("capacity", lambda: model_capacities(ctx.spec, dataflow_latency(ctx)))
 
 
 def dataflow_latency(ctx) -> list:
@@ -106,3 +135,13 @@ def fmt_ms(v: float) -> str:
 
 def is_sensitive(classes) -> set:
     return {c.lower() for c in classes} & SENSITIVE
+
+
+def llm_analyses(ctx) -> list:
+    """The LLM analysis of every `kind: llm` stage (no rate searches), computed once per check run."""
+    from pathlib import Path
+
+    from archkit.perf.llm.analysis import analyse_spec
+
+    base = Path(ctx.file).parent if ctx.file else None
+    return ctx.memo("llm", lambda: analyse_spec(ctx.spec, base=base, search=False))

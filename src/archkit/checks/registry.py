@@ -29,6 +29,7 @@ FAMILIES = {
     "AK4": "resilience",
     "AK5": "security and compliance",
     "AK6": "observability",
+    "AK7": "LLM serving",
 }
 
 
@@ -272,6 +273,7 @@ FAMILY_INPUTS: dict[str, frozenset[str]] = {
     "AK4": frozenset({"controlflow", "dataflow", "policies", "topology"}),
     "AK5": frozenset({"dataflow", "policies", "topology", "observability"}),
     "AK6": frozenset({"dataflow", "observability", "topology"}),
+    "AK7": frozenset({"budgets", "dataflow", "topology"}),
 }
 
 

@@ -45,6 +45,19 @@ def _ints(text: str | None, what: str) -> list[int] | None:
     return vals
 
 
+def _payload_root(spec_obj, spec: Path) -> Path | None:
+    """Where the spec's scenario payloads are (its folder, else the current one); None if nowhere."""
+    from archkit.loadtest.plan import PlanError
+    from archkit.loadtest.session import payload_root
+
+    if spec_obj.loadtest is None:
+        return None
+    try:
+        return payload_root(spec_obj, spec.resolve().parent)
+    except PlanError:
+        return None
+
+
 @app.command()
 def calibrate(
     spec: Annotated[Path, typer.Argument(help="The spec file.", show_default=False)],
@@ -74,6 +87,13 @@ def calibrate(
         float, typer.Option(min=1, max=86_400, help="Stop the whole run after this.")
     ] = 600.0,
     model: Annotated[list[str] | None, typer.Option(help="Only this model (repeatable).")] = None,
+    service: Annotated[
+        str | None,
+        typer.Option(
+            help="The service's base URL (loopback), asked at /v1/models for the runtime and precision it "
+            "serves with, recorded in the fingerprint (default: loadtest.target.host)."
+        ),
+    ] = None,
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="The calibration file (default: next to the spec).")
     ] = None,
@@ -121,6 +141,8 @@ def calibrate(
         seconds=seconds,
         budget_s=budget_s,
         models=list(model or []),
+        service=service,
+        stage_root=_payload_root(ctx.spec, spec),
     )
 
     def progress(msg: str) -> None:

@@ -50,7 +50,10 @@ def _text(rep) -> str:
         )
     if rep.workers:
         lines.append("")
-    if not rep.stages:
+    from archkit.cli.capacity_llm import llm_text
+
+    lines += llm_text(rep.llm)
+    if not rep.stages and not rep.llm:
         lines += ["no model stages", ""]
     for s in rep.stages:
         lines.append(
@@ -152,27 +155,83 @@ def _pipeline(p: dict | None) -> list[str]:
     return out + [""]
 
 
+def _ms(v) -> str:
+    return "—" if v is None else f"{v:.1f}"
+
+
+def _curve_text(curve) -> str:
+    if not curve:
+        return ""
+    lines = ["offered load (whole-pipeline simulation at each rate):"]
+    lines.append(
+        f"  {'rate':>9} {'thruput':>9} {'P50 ms':>9} {'P95 ms':>9} {'P99 ms':>9} {'shed':>7} {'failed':>7}"
+    )
+    for p in curve["points"]:
+        flag = "" if p["stable"] else "  OVERLOADED"
+        lines.append(
+            f"  {p['rate_rps']:>9g} {p['throughput_rps']:>9.2f} {_ms(p['p50_ms']):>9} {_ms(p['p95_ms']):>9} "
+            f"{_ms(p['p99_ms']):>9} {100 * p['shed_share']:>6.1f}% {100 * p['failed_share']:>6.1f}%{flag}"
+        )
+    knee = "not reached" if curve["knee_rps"] is None else f"{curve['knee_rps']:g} req/s"
+    lines.append(
+        f"  knee: {knee} ({curve['knee_reason']}); closed-form ceiling {_f(curve['ceiling_rps'])} req/s"
+    )
+    return "\n".join(lines) + "\n"
+
+
 @app.command()
 def capacity(
     spec: Annotated[Path, typer.Argument(help="Spec file to analyse.", show_default=False)],
     env: Annotated[str | None, typer.Option(help="Apply this environment's overrides.")] = None,
+    calibration: Annotated[
+        Path | None,
+        typer.Option(help="With --env: this calibration file instead of the one the environment names."),
+    ] = None,
     format: Annotated[
         CapacityFormat, typer.Option("--format", "-f", help="text or json.")
     ] = CapacityFormat.text,
+    rate: Annotated[
+        str | None,
+        typer.Option(
+            help="Predict at this offered rate (req/s), or sweep A:B:STEP: P50/P95/P99, throughput, "
+            "shed share and the knee."
+        ),
+    ] = None,
+    plot: Annotated[
+        Path | None,
+        typer.Option(help="With --rate: write the predicted latency-vs-load curve here (.svg or .png)."),
+    ] = None,
 ) -> None:
     """Predict latency per batch size for each model stage and recommend a configuration.
 
     Exit 1 when a stage's predicted P99 at its declared settings misses its budget.
     """
     from archkit import api
+    from archkit.perf.curve import RateSpecError, parse_rates
 
-    rep = api.capacity(spec, env=env)
+    try:
+        rates = parse_rates(rate) if rate is not None else None
+    except RateSpecError as exc:
+        raise fail(str(exc), 2) from None
+    if plot is not None and rates is None:
+        raise fail("--plot needs --rate (the rates to draw)", 2)
+    if calibration is not None and not env:
+        raise fail("--calibration needs --env (the environment whose calibration it replaces)", 2)
+    cal = str(calibration) if calibration is not None else None
+    rep = api.capacity(spec, env=env, rates=rates, plot=plot, calibration=cal)
     if rep.diagnostics:
         for d in rep.diagnostics:
             typer.echo(diag_line(d), err=True)
         raise fail(f"cannot analyse {spec}", 2)
+    # AK230: a calibration from another machine than the target predicts for that machine
+    foreign = api.calibration_findings(spec, env, cal)
     if format is CapacityFormat.json:
-        typer.echo(json.dumps(rep.as_dict(), indent=2, ensure_ascii=False))
+        doc = rep.as_dict()
+        if foreign:
+            doc["findings"] = [d.as_dict() for d in foreign]
+        typer.echo(json.dumps(doc, indent=2, ensure_ascii=False))
     else:
-        typer.echo(_text(rep), nl=False)
+        for d in foreign:
+            typer.echo(diag_line(d), err=True)
+        typer.echo(_text(rep) + _curve_text(rep.curve), nl=False)
     raise typer.Exit(1 if rep.missed else 0)

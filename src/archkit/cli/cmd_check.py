@@ -51,6 +51,9 @@ def check(
     missing = [p for p in specs if str(p) != "-" and not p.exists()]
     if missing:  # nothing to check is an input problem (2), not a finding (1)
         raise fail(f"{missing[0]}: no such file")
+    from archkit.cli.output import refuse_existing
+
+    refuse_existing(output)  # before the work: the report never replaces a user's file
     from archkit.cli.output import ticking
 
     with ticking(f"checking {len(specs)} spec(s)"):  # a 1,000-stage spec takes about a second
@@ -65,9 +68,9 @@ def check(
         lines.append(f"{len(report.files)} file(s) checked: {summary_line(diags, len(quiet))}")
         text = "\n".join(lines) + "\n"
     if output:
-        from archkit.atomic import write_atomic
+        from archkit.cli.output import write_new
 
-        write_atomic(output, text)
+        write_new(output, text)  # a user's file (or a symlink) is never replaced
     else:
         typer.echo(text, nl=False)
     raise typer.Exit(1 if report.failed else 0)

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 import typer
 
 from archkit.cli import app
-from archkit.cli.output import fail
+from archkit.cli.output import fail, write_new
 
 MAX_XML_BYTES = 64 * 1024 * 1024  # the largest Aralia model is 0.2 MiB
 
@@ -230,17 +230,6 @@ def _json_default(x: Any) -> Any:
     return str(x)
 
 
-def _write_new(output: Path, text: str) -> None:
-    from archkit.atomic import create_atomic
-
-    try:
-        create_atomic(output, text)
-    except FileExistsError:
-        raise fail(f"{output} already exists; not overwriting it (choose another path)", 1) from None
-    except OSError as exc:
-        raise fail(f"cannot write {output}: {exc.strerror or exc}", 2) from None
-
-
 def _import(files: list[Path], mission: float | None, output: Path | None) -> None:
     import yaml
 
@@ -263,7 +252,7 @@ def _import(files: list[Path], mission: float | None, output: Path | None) -> No
     if output is None:
         typer.echo(text, nl=False)
     else:
-        _write_new(output, text)
+        write_new(output, text)
         typer.echo(f"wrote {output}: {len(trees)} fault tree(s)", err=True)
 
 
@@ -284,4 +273,4 @@ def _export(files: list[Path], tree: str | None, output: Path | None) -> None:
     if output is None:
         typer.echo(text, nl=False)
     else:
-        _write_new(output, text)
+        write_new(output, text)

@@ -20,6 +20,11 @@ class Format(str, Enum):
     sarif = "sarif"
 
 
+class Engine(str, Enum):
+    locust = "locust"
+    k6 = "k6"
+
+
 class Arrival(str, Enum):
     constant = "constant"
     poisson = "poisson"
@@ -77,6 +82,10 @@ def loadtest(
         str, typer.Option("--level", "-l", help="baseline, stress, chaos, or a level id of the spec.")
     ] = "baseline",
     env: Annotated[str | None, typer.Option(help="Judge against this environment's budgets.")] = None,
+    calibration: Annotated[
+        Path | None,
+        typer.Option(help="With --env: predict from this calibration file instead of the environment's."),
+    ] = None,
     host: Annotated[
         str | None, typer.Option(help="Target base URL (loopback only); default: loadtest.target.host.")
     ] = None,
@@ -128,7 +137,20 @@ def loadtest(
         int | None,
         typer.Option(min=1, help="Open model: requests in flight at most; beyond it a request is dropped."),
     ] = None,
+    strict: Annotated[
+        bool,
+        typer.Option(
+            "--strict",
+            help="Count an inconclusive budget (too few samples, or an interval that straddles it) as missed.",
+        ),
+    ] = False,
     format: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.text,
+    engine: Annotated[
+        Engine,
+        typer.Option(
+            help="Load generator: archkit's locust runner, or the real k6 running render's k6/script.js."
+        ),
+    ] = Engine.locust,
 ) -> None:
     """Load-test the spec's target and judge its budgets (exit 1 when one is missed).
 
@@ -137,6 +159,12 @@ def loadtest(
     """
     from archkit import api
 
+    if calibration is not None and not env:
+        raise fail("--calibration needs --env (the environment whose calibration it replaces)", 2)
+    if engine is Engine.k6:
+        if format is Format.sarif:
+            raise fail("--engine k6 reports as text or json", 2)
+        _run_k6(spec, level, env, host, rate, duration, format)
     try:
         options = api.LoadtestOptions(
             level=level,
@@ -156,6 +184,7 @@ def loadtest(
             metrics=tuple(metrics or ()),
             rules=tuple(str(p) for p in rules or ()),
             prometheus=not no_prometheus,
+            calibration=str(calibration) if calibration is not None else None,
         )
         outcome = api.loadtest(spec, options=options, report_dir=report, progress=_progress_printer(level))
     except api.ArchkitError as exc:
@@ -164,9 +193,12 @@ def loadtest(
         if sys.stderr.isatty():
             sys.stderr.write("\n")
     from archkit.loadtest import compare as compare_mod
+    from archkit.loadtest import judge as judge_mod
     from archkit.loadtest import report as report_mod
 
     res = outcome.result
+    ok = judge_mod.passed(res.verdicts, strict=strict)
+    undecided = judge_mod.inconclusive(res.verdicts)
     if res.generator_error:  # the numbers describe the generator, not the service: refuse them
         where = f" (report: {outcome.report_dir / 'report.html'})" if outcome.report_dir else ""
         raise fail(res.generator_error + where, 2)
@@ -215,8 +247,49 @@ def loadtest(
             typer.echo(f"note: {note}")
         for v in res.verdicts:
             mark = {True: paint("PASS", "\033[32m"), False: paint("FAIL", "\033[31m"), None: "SKIP"}[v.passed]
+            if v.inconclusive:
+                mark = paint("INCONCLUSIVE", "\033[33m")
             typer.echo(f"{mark}  {v.id}: {v.why}")
         if outcome.report_dir:
             typer.echo(f"report: {outcome.report_dir / 'report.html'}")
+        if not res.passed:
+            typer.echo("FAILED: a budget was missed")
+        elif undecided:
+            longest = max((v.decide_s or 0.0 for v in undecided), default=0.0)
+            hint = f"; a run of ~{longest:g} s would decide them" if longest else ""
+            typer.echo(
+                f"{'FAILED' if strict else 'PASSED'}: {len(undecided)} budget(s) inconclusive"
+                f"{' (--strict counts them as missed)' if strict else ', none missed'}{hint}"
+            )
+        else:
+            typer.echo("PASSED")
+    raise typer.Exit(0 if ok else 1)
+
+
+def _run_k6(
+    spec: Path,
+    level: str,
+    env: str | None,
+    host: str | None,
+    rate: float | None,
+    duration: float | None,
+    fmt: Format,
+) -> None:
+    """`--engine k6`: the generated k6 script under the real k6, judged by the same budget judge."""
+    from archkit import api
+    from archkit.loadtest.k6 import result_text
+
+    try:
+        res = api.loadtest_k6(spec, level, env=env, host=host, rate=rate, duration=duration)
+    except api.ArchkitError as exc:
+        raise fail_for(exc) from None
+    if fmt is Format.json:
+        typer.echo(json.dumps(res.to_json(), indent=1, ensure_ascii=False, default=str))
+    else:
+        for line in result_text(res):
+            typer.echo(line)
+        for v in res.verdicts:
+            mark = {True: paint("PASS", "\033[32m"), False: paint("FAIL", "\033[31m"), None: "SKIP"}[v.passed]
+            typer.echo(f"{mark}  {v.id}: {v.why}")
         typer.echo("PASSED" if res.passed else "FAILED: a budget was missed")
     raise typer.Exit(0 if res.passed else 1)

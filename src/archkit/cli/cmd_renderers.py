@@ -46,6 +46,8 @@ def install(
     """
     from archkit.generators.toolchain import RendererError, install_plantuml, missing_for_render
 
+    if source is not None and not source.exists():  # a bad option (2), not a failed install (1)
+        raise fail(f"--from: {source}: no such file", 2)
     try:
         res = install_plantuml(source, registry, progress=_progress)
     except RendererError as exc:

@@ -21,14 +21,9 @@ def _write(text: str, output: Path | None) -> None:
     if output is None:
         typer.echo(text, nl=False)
         return
-    from archkit.atomic import create_atomic
+    from archkit.cli.output import write_new
 
-    try:
-        create_atomic(output, text)
-    except FileExistsError:
-        raise fail(f"{output}: exists; not overwritten (choose a new file or remove it)") from None
-    except OSError as exc:
-        raise fail(f"{output}: cannot write: {exc.strerror}") from None
+    write_new(output, text)
     typer.echo(f"archkit: wrote {output}", err=True)
 
 

@@ -48,6 +48,15 @@ def verify(
     only_problems: Annotated[
         bool, typer.Option("--problems", help="Text format: hide passing checks.")
     ] = False,
+    allow_endpoint: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow-endpoint",
+            metavar="ADDRESS|NETWORK|HOST",
+            help="A non-loopback endpoint verify may connect to (repeatable, or comma-separated): an "
+            "address, a network such as 10.0.0.0/8, or a host name. Without it only loopback is reached.",
+        ),
+    ] = None,
     print_rbac: Annotated[
         bool,
         typer.Option("--print-rbac", help="Print the read-only ClusterRole this command needs, and exit."),
@@ -68,7 +77,14 @@ def verify(
         from archkit.cli.output import ticking
 
         with ticking(f"verifying {spec}"):  # live reads take up to --timeout per request
-            result = api.verify(spec, timeout_s=timeout, env=env, default_source=True, **source_options)
+            result = api.verify(
+                spec,
+                timeout_s=timeout,
+                env=env,
+                default_source=True,
+                allow_endpoints=allow_endpoint or (),
+                **source_options,
+            )
     except ArchkitError as exc:  # the spec's environment, a source that cannot be read, bad options
         raise fail_for(exc) from None
     except (ValueError, KeyError) as exc:

@@ -53,7 +53,9 @@ def fail(message: str, code: int = 2) -> typer.Exit:
 # The one table from error class to exit code (first match wins): 2 for a usage or input problem
 # (a spec that does not load, a missing file, an unknown environment or name, a bad option),
 # 1 for a run that started and failed. Findings, drift and missed budgets are results, not
-# errors: the commands exit 1 on them themselves.
+# errors: the commands exit 1 on them themselves. A load-test budget that is inconclusive (its
+# percentile's confidence interval straddles it, or too few samples) is not missed: exit 0, or 1
+# under `archkit loadtest --strict` (docs/loadtest.md).
 EXIT_CODES: tuple[tuple[type[BaseException], int], ...] = (
     (InputError, 2),
     (ArchkitError, 1),
@@ -68,6 +70,30 @@ def exit_code(exc: BaseException) -> int:
 def fail_for(exc: BaseException) -> typer.Exit:
     """`archkit: <the error's one line>` on stderr and the Exit with the error's code, to raise."""
     return fail(str(exc), exit_code(exc))
+
+
+def refuse_existing(path: str | os.PathLike[str] | None) -> None:
+    """Before any work: exit 2 (OutputExistsError) when an `-o` path is there already (a symlink too)."""
+    from archkit.errors import OutputExistsError
+
+    if path is not None and os.path.lexists(path):
+        raise fail_for(OutputExistsError(str(path)))
+
+
+def write_new(path: str | os.PathLike[str], text: str | bytes) -> None:
+    """Write an `-o` file that must not exist yet, atomically: never over a user's file or symlink.
+
+    The one answer of every command for "output exists": OutputExistsError, exit 2.
+    """
+    from archkit.atomic import create_atomic
+    from archkit.errors import OutputExistsError
+
+    try:
+        create_atomic(path, text)
+    except FileExistsError:
+        raise fail_for(OutputExistsError(str(path))) from None
+    except OSError as exc:
+        raise fail(f"cannot write {path}: {exc.strerror or exc}", 2) from None
 
 
 @contextmanager

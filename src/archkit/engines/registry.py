@@ -10,7 +10,13 @@ from archkit.errors import ArchkitError
 
 ENTRY_POINT_GROUP = "archkit.engines"
 # Built-in adapters: module paths, imported on first use so that `archkit` starts fast.
-BUILTIN: tuple[str, ...] = ("archkit.engines.triton",)
+BUILTIN: tuple[str, ...] = (
+    "archkit.engines.triton",
+    "archkit.engines.vllm",
+    "archkit.engines.sglang",
+    "archkit.engines.tgi",
+    "archkit.engines.tensorrt_llm",
+)
 
 _ADAPTERS: dict[str, EngineAdapter] = {}
 _loaded = False

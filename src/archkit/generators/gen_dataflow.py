@@ -29,6 +29,7 @@ KIND_FILL = {
     "external": "#f3f4f6",
     "rules": "#ede9fe",
     "human": "#fce7f3",
+    "llm": "#d1fae5",
 }
 # Beyond this many stages the diagram is folded into rows with edge labels as tooltips only:
 # a pipeline of 200 stages laid out by flow depth is 200 ranks long (25,000 px in one column,
@@ -82,6 +83,8 @@ def _stage_label(st: Stage, threshold: float, figures: dict[str, float], over: l
             f'<TR><TD ALIGN="LEFT" BALIGN="LEFT"><FONT POINT-SIZE="8">model {html_lines(desc, 36, 120)}'
             f"</FONT></TD></TR>"
         )
+    if st.llm is not None:
+        rows += _llm_rows(st)
     if st.data_classes:
         rows.append(
             f'<TR><TD ALIGN="LEFT" BALIGN="LEFT"><FONT POINT-SIZE="8" COLOR="#b45309">data: '
@@ -103,6 +106,37 @@ def _stage_label(st: Stage, threshold: float, figures: dict[str, float], over: l
             f"{html(shown)}</FONT></TD></TR>"
         )
     return '<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="1">' + "".join(rows) + "</TABLE>>"
+
+
+def _llm_rows(st: Stage) -> list[str]:
+    """An LLM stage's engine, model, parallelism and scheduler limits, then its token budgets."""
+    llm = st.llm
+    assert llm is not None
+    e, par = llm.engine, llm.parallelism
+    model = llm.model.name or llm.model.preset or "custom model"
+    desc = (
+        f"{e.name.value}{' ' + e.version if e.version else ''} · {model} · TP{par.tensor}"
+        + (f"×PP{par.pipeline}" if par.pipeline > 1 else "")
+        + f" · ≤{e.max_num_seqs} seqs · {e.max_num_batched_tokens} tok/iter"
+    )
+    b = llm.budgets
+    budgets = " · ".join(
+        f"{k} {num(v, 'ms')}"
+        for k, v in (
+            ("TTFT P50", b.ttft_p50_ms),
+            ("TTFT P99", b.ttft_p99_ms),
+            ("ITL P50", b.itl_p50_ms),
+            ("ITL P99", b.itl_p99_ms),
+            ("TPOT", b.tpot_ms),
+        )
+        if v is not None
+    )
+    rows = [
+        f'<TR><TD ALIGN="LEFT" BALIGN="LEFT"><FONT POINT-SIZE="8">llm {html_lines(desc, 36, 200)}</FONT></TD></TR>'
+    ]
+    if budgets:
+        rows.append(f'<TR><TD ALIGN="LEFT" BALIGN="LEFT">{html_lines(budgets, 40, 200)}</TD></TR>')
+    return rows
 
 
 def _width(lat: float | None, max_lat: float) -> float:

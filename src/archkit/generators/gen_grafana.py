@@ -15,6 +15,7 @@ runbooks where a stage's or an SLO's panel is when `metadata.links.dashboard` is
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,7 +23,7 @@ from archkit.generators.registry import RenderContext, register
 from archkit.plans.alerts.model import promql_label_value
 from archkit.plans.alerts.planner import _Planner
 from archkit.plans.slo import ALERT_WINDOWS, SLI_RECORD, TIERS, SloPlan, slo_plan, tier_factor
-from archkit.spec.model import Spec
+from archkit.spec.model import Spec, Stage
 
 DATASOURCE_UID = "${datasource}"
 
@@ -115,11 +116,49 @@ def dashboard_rows(spec: Spec, slos: SloPlan | None = None) -> list[RowSpec]:
                     expr, _, _, _ = planner._latency_query(ref, 0.99)
                     qc.append((expr, legend))
             row.panels.append(
-                PanelSpec(next(next_id), f"{st.id}: Triton queue vs compute", "timeseries", qc, "s",
-                          "time waiting in the batcher's queue against time computing")
+                PanelSpec(next(next_id), f"{st.id}: {'engine' if st.llm else 'Triton'} queue vs compute",
+                          "timeseries", qc, "s", "time waiting in the batcher's queue against time computing")
             )  # fmt: skip
+        if st.llm is not None:
+            row.panels += _llm_panels(st, next_id)
         rows.append(row)
     return rows
+
+
+def _llm_panels(st: Stage, next_id: Iterator[int]) -> list[PanelSpec]:
+    """An LLM stage's TTFT/ITL against its budgets and its KV cache, queue and preemptions."""
+    from archkit.engines import adapter
+    from archkit.plans.alerts.model import Series
+
+    llm = st.llm
+    assert llm is not None
+    eng, ver = adapter(llm.engine.name.value), llm.engine.version
+    labels = {eng.model_label: llm.model.name} if eng.model_label and llm.model.name else {}
+    tok = [
+        (f"{rec}{_sel(st.id)}", legend)
+        for measure, rec, legend in (
+            ("ttft_seconds", "archkit:llm_ttft_seconds:p99_rate5m", "TTFT P99"),
+            ("itl_seconds", "archkit:llm_itl_seconds:p99_rate5m", "ITL P99"),
+        )
+        if eng.has(measure)
+    ]
+    b = llm.budgets
+    budgets = sorted(x / 1000 for x in (b.ttft_p99_ms, b.itl_p99_ms) if x is not None)
+    load = []
+    for measure, legend, fn in (
+        ("kv_cache_usage", "KV cache used (ratio)", "max({})"),
+        ("running_requests", "running", "sum({})"),
+        ("waiting_requests", "waiting", "sum({})"),
+        ("preemptions", "preemptions/s", "sum(rate({}[5m]))"),
+    ):
+        if eng.has(measure) and (measure != "preemptions" or eng.metric(measure, ver).kind == "counter"):
+            load.append((fn.format(Series.of(eng.metric(measure, ver).name, labels)), legend))
+    return [
+        PanelSpec(next(next_id), f"{st.id}: TTFT and ITL vs budget", "timeseries", tok, "s",
+                  f"{eng.title}: P99 time to first token and inter-token latency (docs/llm.md)", budgets),
+        PanelSpec(next(next_id), f"{st.id}: KV cache, queue and preemptions", "timeseries", load, "short",
+                  f"max_num_seqs {llm.engine.max_num_seqs}; a full KV cache preempts (AK702)"),
+    ]  # fmt: skip
 
 
 def panel_ids(spec: Spec) -> dict[str, int]:

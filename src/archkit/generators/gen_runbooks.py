@@ -35,6 +35,7 @@ from archkit.generators.jinja import md_text, render
 from archkit.generators.registry import RenderContext, register
 from archkit.plans.alerts import ALERTS_RUNBOOK, Alert
 from archkit.plans.runbook import RunbookOrder, runbook_order
+from archkit.runbook.terminal import shown
 from archkit.spec.model import BasicEvent, FaultTree, Service, Spec
 
 # --------------------------------------------------------------------------- Markdown helpers
@@ -561,9 +562,13 @@ def generate(ctx: RenderContext) -> dict[str, str]:
     alerts, orders = ctx.plans.alerts.alerts, ctx.plans.runbooks
 
     def page(template: str, **values: Any) -> str:
-        return render(
+        text = render(
             f"runbooks/{template}", ctx.templates_dir, header=header, spec=spec, spec_name=spec_ref, **values
         )
+        # control, bidi and invisible characters from the spec are shown escaped, as the terminal
+        # shows them (archkit.runbook.terminal): an ESC sequence or U+202E in a label or a command
+        # must not recolour or reorder what the on-call engineer reads in a viewer or `cat`
+        return shown(text, keep="\n\t")
 
     files: dict[str, str] = {}
     for tree in spec.faulttrees:

@@ -92,6 +92,8 @@ class Bucket:
         if self.dropped:
             out["dropped"] = self.dropped
         out.update({k: v for k, v in hist.summary(self.latency).items() if k != "count"})
+        if self.latency.get_total_count():  # what each percentile's verdict needs: n and its interval
+            out["ci"] = hist.intervals(self.latency)
         if self.from_send.get_total_count():
             out["from_send"] = {k: v for k, v in hist.summary(self.from_send).items() if k != "count"}
         if self.errors:

@@ -198,6 +198,11 @@ class Injector:
     def preflight(self) -> None:
         """Refuse before the run when a fault has nothing to act on."""
         for f in self.faults:
+            if f.action in ("loss", "stress"):
+                raise ChaosError(
+                    f"{f.action} fault on {f.target}: the local runner cannot inject it; apply render's "
+                    "chaos-mesh/ experiment in a cluster"
+                )
             if f.action == "delay":
                 if f.target not in self.proxies:
                     raise ChaosError(

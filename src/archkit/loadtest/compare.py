@@ -105,8 +105,9 @@ def _rows(pred: dict, meas: dict, keys: tuple[str, ...]) -> dict:
     return out
 
 
-def compare(spec: Spec, measured: dict, env: str | None) -> dict:
-    """The prediction at the offered rate next to what the run measured."""
+def compare(spec: Spec, measured: dict, env: str | None, host: str | None = None) -> dict:
+    """The prediction at the offered rate next to what the run measured (`host`: the target's URL,
+    asked for the runtime it serves with, to compare with the calibration's)."""
     rate = measured.get("offered_rps")
     if measured.get("kind") == "stress":
         rate = (measured.get("stress") or {}).get("knee_offered_rps") or rate
@@ -117,6 +118,7 @@ def compare(spec: Spec, measured: dict, env: str | None) -> dict:
     out: dict = {
         "source": pred["source"],
         "rate_rps": rate,
+        **_calibration(spec, host),
         "end_to_end": _rows(pred.get("end_to_end") or {}, measured.get("end_to_end") or {}, E2E_KEYS),
         "stages": {},
     }
@@ -124,6 +126,10 @@ def compare(spec: Spec, measured: dict, env: str | None) -> dict:
         rows = _rows((pred.get("stages") or {}).get(sid) or {}, m, STAGE_KEYS)
         if rows:
             out["stages"][sid] = rows
+            out.setdefault("stage_basis", {})[sid] = {
+                "predicted": _predicted_from(spec, sid),
+                "measured": _measured_by(m),
+            }
     if measured.get("stress") is not None:
         knee = measured["stress"].get("knee_rps")
         out["knee_rps"] = {
@@ -131,7 +137,66 @@ def compare(spec: Spec, measured: dict, env: str | None) -> dict:
             "measured": knee,
             "error_pct": error_pct(pred.get("knee_rps"), knee),
         }
+        bracket = measured["stress"].get("knee_bracket_rps")
+        if bracket and None not in bracket and pred.get("knee_rps") is not None:
+            # the knee lies between the last offered rate that met the budgets and the first that
+            # did not: a prediction inside that bracket is as right as the steps can tell
+            out["knee_rps"]["bracket"] = bracket
+            out["knee_rps"]["within_bracket"] = bracket[0] <= pred["knee_rps"] <= bracket[1]
     return out
+
+
+FOREIGN = "from a calibration of another machine"
+
+
+def _predicted_from(spec: Spec, sid: str) -> str:
+    """What a stage's predicted number rests on (issue 29 item 6): a measurement or a declaration."""
+    st = spec.stage(sid)
+    if st is None:
+        return "?"
+    shared = "simulated per visit on the shared cores (queueing included)"
+    if st.model is not None:
+        table = st.model.service_time or []
+        if table and all(t.measured for t in table):
+            return f"calibrated Triton compute per batch, {shared}"
+        return f"the declared service_time (not measured here), {shared}"
+    if st.cpu_ms is not None:
+        return f"cpu_ms {st.cpu_ms:g} ms declared in the spec, its spread from the P50/P99 budgets, {shared}"
+    if st.p50_ms is not None:
+        return f"its P50 budget {st.p50_ms:g} ms taken as a delay: a budget, not a measurement"
+    return "nothing declared"
+
+
+def _measured_by(m: dict) -> str:
+    """What measured a stage's number: the gateway's histogram or Triton's counters."""
+    metric = m.get("metric") or "?"
+    if metric.startswith("nv_inference"):
+        return f"{metric}: Triton's mean per inference request (queue + compute), no percentiles"
+    return f"{metric}: the service's histogram (P50/P99 interpolated in its buckets, the mean exact)"
+
+
+def _calibration(spec: Spec, host: str | None) -> dict:
+    """{"calibration": {...}} when the applied environment's calibration was measured on another
+    machine than this one (AK230; the service's reported runtime compared too), else {}."""
+    applied = getattr(spec, "_applied_env", None)
+    if not applied:
+        return {}
+    from archkit.calibrate.origin import mismatches, service_runtime
+    from archkit.machine import fingerprint
+    from archkit.reporting import locate
+
+    here = fingerprint(service_runtime(spec, host))
+    for m in mismatches(spec, here=here):
+        if m.env == applied:
+            where = locate(spec, m.spec_path)
+            return {
+                "calibration": {
+                    "foreign": True,
+                    "file": m.calibration,
+                    "finding": f"{where.file}:{where.line}:{where.col}: AK230 warning {m.message()}",
+                }
+            }
+    return {}
 
 
 def _fmt(x: float | None, unit: str = "") -> str:
@@ -153,14 +218,13 @@ def _table_rows(cmp: dict) -> list[list[str]]:
             )
     knee = cmp.get("knee_rps")
     if knee:
+        measured = _fmt(knee["measured"])
+        if knee.get("bracket"):
+            lo, hi = knee["bracket"]
+            inside = "predicted inside" if knee.get("within_bracket") else "predicted outside"
+            measured += f" (between {_fmt(lo)} and {_fmt(hi)} offered; {inside})"
         rows.append(
-            [
-                "stress knee",
-                "req/s",
-                _fmt(knee["predicted"]),
-                _fmt(knee["measured"]),
-                _fmt(knee["error_pct"], " %"),
-            ]
+            ["stress knee", "req/s", _fmt(knee["predicted"]), measured, _fmt(knee["error_pct"], " %")]
         )
     return rows
 
@@ -171,13 +235,19 @@ def section(cmp: dict | None) -> tuple[str, list[str], list[list[str]], list[str
         return None
     if cmp.get("error"):
         return ("Predicted vs measured", ["", ""], [], [cmp["error"]])
+    foreign = (cmp.get("calibration") or {}).get("finding")
     return (
-        "Predicted vs measured",
+        "Predicted vs measured" + (f" ({FOREIGN})" if foreign else ""),
         ["what", "value", "predicted", "measured", "error"],
         _table_rows(cmp),
         [
             f"Prediction at {_fmt(cmp.get('rate_rps'), ' req/s')} from {cmp.get('source')}; error = "
             "(predicted − measured) / measured. A miss beyond ~15 % is a bug in the model or the spec."
+        ]
+        + ([f"Every predicted value here comes {FOREIGN}: {foreign}"] if foreign else [])
+        + [
+            f"stage {sid}: predicted from {b['predicted']}; measured by {b['measured']}."
+            for sid, b in (cmp.get("stage_basis") or {}).items()
         ],
     )
 
@@ -190,14 +260,15 @@ def prediction_lines(cmp: dict | None) -> list[str]:
         return [f"note: {cmp['error']}"]
     # the terminal gets the headline numbers (the report has every row): end to end, the knee,
     # and one figure per stage (its P50, else its mean)
-    out, seen = [], set()
+    foreign = (cmp.get("calibration") or {}).get("finding")
+    out, seen = ([f"note: {foreign}"] if foreign else []), set()
     for w, k, p, m, e in _table_rows(cmp):
         if w == "end to end" and k not in ("p50_ms", "p99_ms"):
             continue
         if w.startswith("stage ") and (w in seen or k == "p99_ms"):
             continue
         seen.add(w)
-        out.append(f"predicted {w} {k}: {p} vs measured {m} ({e})")
+        out.append(f"predicted {w} {k}: {p} vs measured {m} ({e})" + (f" [{FOREIGN}]" if foreign else ""))
     return out
 
 

@@ -7,6 +7,8 @@ from collections.abc import Iterable
 import numpy as np
 from hdrh.histogram import HdrHistogram
 
+from archkit.orderstats import interval
+
 LOWEST_US = 1
 HIGHEST_US = 600_000_000  # 10 minutes: longer than any request a bounded run waits for
 DIGITS = 3  # 3 significant digits: every recorded value is exact to 0.1% (issue 7 asks ≤ 1%)
@@ -106,3 +108,36 @@ def summary(h: HdrHistogram) -> dict:
     for p in PERCENTILES:
         out[f"p{int(p)}_ms"] = round(vals[p] / 1000.0, 3)
     return out
+
+
+def order_stat_ms(h: HdrHistogram, k: int, upper: bool = True) -> float | None:
+    """The k-th smallest recorded latency (1-based) in ms: its bucket's high end (else its low end)."""
+    n = h.get_total_count()
+    if not n or k < 1:
+        return None
+    counts = np.ctypeslib.as_array(h.counts)[: h.counts_len]
+    cum = np.cumsum(counts, dtype=np.uint64)
+    index = int(np.searchsorted(cum, min(k, n), side="left"))
+    value = h.get_value_from_index(min(index, h.counts_len - 1))
+    edge = h.get_highest_equivalent_value(value) if upper else h.get_lowest_equivalent_value(value)
+    return round(edge / 1000.0, 3)
+
+
+def intervals(h: HdrHistogram) -> dict:
+    """{"p50_ms": interval, ...}: each percentile's order-statistics confidence interval (orderstats).
+
+    HDR keeps a value to 0.1 %: the interval's low end is the low edge of its sample's bucket and
+    its high end the high edge, so it is never narrower than what was recorded.
+    """
+    n = h.get_total_count()
+    if not n:
+        return {}
+    return {
+        f"p{int(p)}_ms": interval(
+            n,
+            p / 100.0,
+            lambda k: order_stat_ms(h, k, upper=False),
+            upper_at_rank=lambda k: order_stat_ms(h, k),
+        )
+        for p in PERCENTILES
+    }

@@ -12,12 +12,19 @@ Budget kinds (seed 000 §4.4: a spec is signed only after three levels of load t
   `budgets.peak_throughput_rps` (else `throughput_rps`);
 - chaos: per fault, the declared fallback answered and the service recovered before the end.
 Percentiles come from HDR histograms of every request (exact to 0.1%), never locust's rounded stats.
+
+A percentile budget is judged on its sample count and the percentile's distribution-free 95 %
+interval (`archkit.orderstats`): met when the whole interval is within the budget,
+missed when the whole interval is beyond it, and otherwise **inconclusive** — neither met nor
+missed — with the run length (at this level's rate) that would decide it. A P99 from fewer than
+368 samples is always inconclusive: it is the largest of a few draws, not a verdict.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from archkit.orderstats import FORECAST_MAX_FACTOR, decide
 from archkit.spec.model import Spec
 
 THROUGHPUT_TOLERANCE = 0.05  # pacing jitter: 5% below the design rate still counts as sustained
@@ -35,13 +42,25 @@ class Verdict:
     budget: float | None
     measured: float | None
     unit: str
-    passed: bool | None  # None: not judged (see why)
+    passed: bool | None  # None: not judged or inconclusive (see why)
     why: str
     spec_path: tuple = ()
+    samples: int | None = None  # a percentile's sample count
+    interval: tuple[float | None, float | None] | None = None  # its 95 % interval (None: unbounded)
+    inconclusive: bool = False  # the interval straddles the budget or the samples are too few
+    decide_s: float | None = None  # inconclusive: about how long a run at this rate would decide it
+
+    @property
+    def outcome(self) -> str:
+        """pass, fail, inconclusive or not judged."""
+        if self.inconclusive:
+            return "inconclusive"
+        return {True: "pass", False: "fail", None: "not judged"}[self.passed]
 
     def to_json(self) -> dict:
         d = asdict(self)
         d["spec_path"] = list(self.spec_path)
+        d["outcome"] = self.outcome
         return d
 
 
@@ -62,6 +81,8 @@ def _upper(
     unit: str,
     path: tuple,
     what: str,
+    ci: dict | None = None,
+    duration_s: float | None = None,
 ) -> Verdict | None:
     if budget is None:
         return None
@@ -78,11 +99,49 @@ def _upper(
             f"{what}: no requests measured, so the budget of {_fmt(budget, unit)} is not met",
             path,
         )
-    ok = measured <= budget
-    why = f"{what} {_fmt(measured, unit)} {'≤' if ok else '>'} budget {_fmt(budget, unit)}" + (
-        "" if ok else f" (over by {_fmt(measured - budget, unit)})"
-    )
-    return Verdict(vid, scope, metric, "<=", budget, measured, unit, ok, why, path)
+    if ci is None:  # no sample count came with the number (an old measurement): its value alone
+        ok = measured <= budget
+        why = f"{what} {_fmt(measured, unit)} {'≤' if ok else '>'} budget {_fmt(budget, unit)}" + (
+            "" if ok else f" (over by {_fmt(measured - budget, unit)})"
+        )
+        if metric in PCTS:  # a percentile without its sample count (an older measurement)
+            why += " (sample count unknown)"
+        return Verdict(vid, scope, metric, "<=", budget, measured, unit, ok, why, path)
+    return _percentile(vid, scope, metric, budget, measured, unit, path, what, ci, duration_s)
+
+
+def _interval_text(ci: dict, unit: str) -> str:
+    lo, hi = ci.get("lo_ms"), ci.get("hi_ms")
+    left = "(−∞" if lo is None else f"[{_fmt(lo, unit)}"
+    right = "∞)" if hi is None else f"{_fmt(hi, unit)}]"
+    return f"{ci['confidence']:.0%} interval {left}, {right} from {ci['n']} samples"
+
+
+def _percentile(vid, scope, metric, budget, measured, unit, path, what, ci, duration_s) -> Verdict:
+    """A percentile budget judged on its order-statistics interval: met, missed or inconclusive."""
+    ok, decide_n = decide(budget, ci)
+    n = ci["n"]
+    span = (ci.get("lo_ms"), ci.get("hi_ms"))
+    where = _interval_text(ci, unit)
+    if ok is not None:
+        why = f"{what} {_fmt(measured, unit)} {'≤' if ok else '>'} budget {_fmt(budget, unit)}" + (
+            "" if ok else f" (over by {_fmt(measured - budget, unit)})"
+        )
+        return Verdict(vid, scope, metric, "<=", budget, measured, unit, ok, f"{why}; {where}", path, n, span)
+    if n < ci["min_n"]:
+        reason = f"too few samples for a {metric[:3].upper()} (it needs {ci['min_n']})"
+    else:
+        reason = f"the interval straddles the budget {_fmt(budget, unit)}"
+    decide_s = None
+    if decide_n is None:
+        more = f"no run up to {FORECAST_MAX_FACTOR:g}× as long would decide it at these values"
+    else:
+        decide_s = round(duration_s * decide_n / n, 1) if duration_s else None
+        more = f"about {decide_n} samples would decide it" + (
+            f" (~{decide_s:g} s at this level's rate)" if decide_s else ""
+        )
+    why = f"inconclusive: {what} {_fmt(measured, unit)}, {where}: {reason}; {more}"
+    return Verdict(vid, scope, metric, "<=", budget, measured, unit, None, why, path, n, span, True, decide_s)
 
 
 def judge(spec: Spec, measured: dict) -> list[Verdict]:
@@ -95,6 +154,7 @@ def judge(spec: Spec, measured: dict) -> list[Verdict]:
     b = spec.budgets
     e2e = measured.get("end_to_end") or {}
     kind = measured.get("kind", "baseline")
+    dur = measured.get("duration_s")
     bp = tuple(b.spec_path) or ("budgets",)
     if kind in ("baseline", "chaos"):
         # A chaos run's percentiles include the injected faults: judged at baseline only.
@@ -110,6 +170,8 @@ def judge(spec: Spec, measured: dict) -> list[Verdict]:
                         "ms",
                         bp + (m,),
                         f"end-to-end {m[:3].upper()}",
+                        (e2e.get("ci") or {}).get(m),
+                        dur,
                     )
                 )
             out.append(
@@ -145,6 +207,8 @@ def judge(spec: Spec, measured: dict) -> list[Verdict]:
                             "ms",
                             tuple(sc.spec_path) + (m,),
                             f"scenario {sc.id} {m[:3].upper()}",
+                            (got.get("ci") or {}).get(m),
+                            dur,
                         )
                     )
             for st in spec.dataflow.stages:
@@ -164,6 +228,8 @@ def judge(spec: Spec, measured: dict) -> list[Verdict]:
                             "ms",
                             tuple(st.spec_path) + (m,),
                             f"stage {st.id} server-side {m[:3].upper()}",
+                            (got.get("ci") or {}).get(m),
+                            dur,
                         )
                     )
         if kind == "chaos":
@@ -309,5 +375,10 @@ def _chaos(i: int, f: dict) -> list[Verdict]:
     return out
 
 
-def passed(verdicts: list[Verdict]) -> bool:
-    return all(v.passed is not False for v in verdicts)
+def passed(verdicts: list[Verdict], strict: bool = False) -> bool:
+    """No budget missed; with `strict`, no budget inconclusive either."""
+    return all(v.passed is not False and not (strict and v.inconclusive) for v in verdicts)
+
+
+def inconclusive(verdicts: list[Verdict]) -> list[Verdict]:
+    return [v for v in verdicts if v.inconclusive]

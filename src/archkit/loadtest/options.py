@@ -23,6 +23,9 @@ class LoadtestOptions:
 
     level: str = "baseline"  # baseline, stress, chaos or a level id of the spec
     env: str | None = None  # judge against this environment's budgets
+    calibration: str | None = (
+        None  # a calibration file replacing --env's (the prediction the run is compared with)
+    )
     host: str | None = None  # target base URL (loopback only); default loadtest.target.host
     users: int | None = None  # closed model: concurrent users; open model: in-flight slots if no max_inflight
     rate: float | None = None  # offered requests/s (stress: the top step)

@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, field, fields
 
 from archkit.errors import InputError
 from archkit.loadtest.options import LoadtestOptions
-from archkit.plans.stress import stress_steps
+from archkit.plans.stress import stress_schedule
 from archkit.spec.model import Level, Spec
 
 GRACE_S = 35.0  # hard kill this long after the planned end (the worker drains ≤ 15 s): every run stops
@@ -109,11 +109,11 @@ def build(spec: Spec, opts: LoadtestOptions, spec_name: str = "spec") -> Plan:
     lv = find_level(spec, opts.level)
     design = spec.budgets.throughput_rps
     if lv.kind == "stress":
-        if rate:
+        if rate and lv.search is not None:
+            lv = lv.model_copy(update={"search": lv.search.model_copy(update={"max_rps": rate})})
+        elif rate:
             lv = lv.model_copy(update={"max_rps": rate})
-        steps = stress_steps(lv, design)
-        step_s = lv.step_duration_s or 10.0
-        phases = [Phase(s, step_s, r) for s, r in steps]
+        phases = [Phase(s, d, r) for s, d, r in stress_schedule(lv, design)]
         if duration:  # a shorter run keeps every step, each shortened in proportion
             k = duration / sum(p.duration_s for p in phases)
             phases = [Phase(round(p.start_s * k, 6), round(p.duration_s * k, 6), p.rate_rps) for p in phases]

@@ -253,8 +253,12 @@ def _v(x, unit: str = "") -> str:
     return f"{x}{(' ' + unit) if unit else ''}"
 
 
-def _mark(p: bool | None) -> str:
-    return {True: "PASS", False: "FAIL", None: "not judged"}[p]
+def _mark(v) -> str:
+    return {"pass": "PASS", "fail": "FAIL", "inconclusive": "INCONCLUSIVE"}.get(v.outcome, "not judged")
+
+
+def _samples(v) -> str:
+    return "—" if v.samples is None else str(v.samples)
 
 
 def sections(res) -> list[tuple[str, list[str], list[list[str]], list[str]]]:
@@ -264,7 +268,7 @@ def sections(res) -> list[tuple[str, list[str], list[list[str]], list[str]]]:
     out.append(
         (
             "Budgets",
-            ["budget", "limit", "measured", "result", "why"],
+            ["budget", "limit", "measured", "samples", "result", "why"],
             [
                 [
                     v.id,
@@ -273,12 +277,22 @@ def sections(res) -> list[tuple[str, list[str], list[list[str]], list[str]]]:
                         v.measured if v.unit != "ratio" or v.measured is None else round(v.measured * 100, 4),
                         "%" if v.unit == "ratio" else v.unit,
                     ),
-                    _mark(v.passed),
+                    _samples(v),
+                    _mark(v),
                     v.why,
                 ]
                 for v in res.verdicts
             ],
-            [] if res.verdicts else ["The spec declares no budget that this level can judge."],
+            (
+                [
+                    "A percentile budget is judged on its 95 % order-statistics interval: met when the "
+                    "whole interval is within the budget, missed when it is all beyond, otherwise "
+                    "INCONCLUSIVE (counts as met unless `--strict`; its why says how long a run would "
+                    "decide it)."
+                ]
+                if res.verdicts
+                else ["The spec declares no budget that this level can judge."]
+            ),
         )
     )
     e2e = m.get("end_to_end", {})
@@ -499,6 +513,9 @@ def markdown(res, images: dict[str, bytes]) -> str:
     failed = [v for v in res.verdicts if v.passed is False]
     if failed:
         lines += ["Missed budgets:", ""] + [f"- **{v.id}**: {v.why}" for v in failed] + [""]
+    undecided = [v for v in res.verdicts if v.inconclusive]
+    if undecided:
+        lines += ["Inconclusive budgets:", ""] + [f"- **{v.id}**: {v.why}" for v in undecided] + [""]
     for title, head, rows, notes in sections(res):
         lines += [f"## {title}", ""]
         if rows:
@@ -531,6 +548,13 @@ def html_page(res, images: dict[str, bytes]) -> str:
         parts.append(
             "<p>Missed budgets:</p><ul>"
             + "".join(f"<li><b>{e(v.id)}</b>: {e(v.why)}</li>" for v in failed)
+            + "</ul>"
+        )
+    undecided = [v for v in res.verdicts if v.inconclusive]
+    if undecided:
+        parts.append(
+            "<p>Inconclusive budgets:</p><ul>"
+            + "".join(f"<li><b>{e(v.id)}</b>: {e(v.why)}</li>" for v in undecided)
             + "</ul>"
         )
     for name in ("latency", "throughput", "load"):

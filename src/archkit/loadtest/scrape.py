@@ -12,10 +12,11 @@ from __future__ import annotations
 import math
 import os
 import re
-import urllib.request
 
 from archkit import engines
+from archkit.endpoints import EndpointError, open_url
 from archkit.loadtest.safety import require_loopback
+from archkit.orderstats import interval
 from archkit.spec.model import MetricRef, MetricType, Spec
 
 Sample = tuple[str, tuple[tuple[str, str], ...], float]
@@ -64,10 +65,10 @@ def parse(text: str) -> list[Sample]:
 def fetch(url: str, timeout: float = 3.0) -> list[Sample] | None:
     """Scrape one endpoint (loopback only); None when it does not answer."""
     require_loopback(url, "metrics endpoint")
-    try:
-        with urllib.request.urlopen(url, timeout=timeout) as resp:
+    try:  # the endpoint policy's opener: no redirect off loopback, no proxy from the environment
+        with open_url(url, (), timeout=timeout) as resp:
             return parse(resp.read().decode("utf-8", "replace"))
-    except OSError:
+    except (OSError, EndpointError):
         return None
 
 
@@ -146,10 +147,32 @@ def histogram_stats(delta: dict[tuple, float], ref: MetricRef) -> dict | None:
     if total_count <= 0:
         return None
     out = {"count": int(total_count), "mean_ms": round(total_sum / total_count * scale, 3)}
-    bounds = sorted(buckets)
+    cum = [(b, buckets[b]) for b in sorted(buckets)]
+    n = int(cum[-1][1]) if cum else 0
+    ci = {}
     for q, key in ((0.5, "p50_ms"), (0.95, "p95_ms"), (0.99, "p99_ms")):
-        out[key] = _quantile(q, [(b, buckets[b]) for b in bounds], scale)
+        out[key] = _quantile(q, cum, scale)
+        if n:  # the k-th smallest sample is known only to its bucket: the interval spans the bucket
+            ci[key] = interval(
+                n,
+                q,
+                lambda k: _bucket_edge(k, cum, scale, 0),
+                upper_at_rank=lambda k: _bucket_edge(k, cum, scale, 1),
+            )
+    if ci:
+        out["ci"] = ci
     return out
+
+
+def _bucket_edge(rank: int, cum: list[tuple[float, float]], scale: float, upper: int) -> float | None:
+    """The low (upper=0) or high (upper=1) edge of the bucket holding the rank-th smallest sample."""
+    prev_b = 0.0
+    for b, c in cum:
+        if c >= rank:
+            edge = b if upper else prev_b
+            return None if math.isinf(edge) else round(edge * scale, 3)
+        prev_b = b
+    return None
 
 
 def _quantile(q: float, cum: list[tuple[float, float]], scale: float) -> float | None:

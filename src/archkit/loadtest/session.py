@@ -29,7 +29,7 @@ from archkit.loadtest.runner import RunData, free_port, run
 from archkit.loadtest.safety import require_loopback
 from archkit.machine import cpu_model, load_average
 from archkit.reporting import Located, locate
-from archkit.spec.model import Spec
+from archkit.spec.model import Level, Spec
 
 FAST_ERROR_STATUSES = {"429", "503"}
 STEPS_PAST_KNEE = 2  # stress stops after this many steps broke the budgets
@@ -132,30 +132,46 @@ def environment_info() -> dict:
     }
 
 
-def step_met(spec: Spec, row: dict) -> bool:
-    """Did one stress step meet the P99 and error budgets (1% errors when none is declared)?"""
+def step_met(spec: Spec, row: dict, level: Level | None = None) -> bool:
+    """Did one stress step meet the P99 and error budgets (1% errors when none is declared)?
+
+    A level with a `search` names its own stop criterion: a latency percentile and its limit,
+    and an error share (each defaulting to the budget of the same name).
+    """
+    search = level.search if level is not None else None
     err_budget = spec.budgets.error_rate if spec.budgets.error_rate is not None else 0.01
+    key, limit = "p99_ms", spec.budgets.p99_ms
+    if search is not None:
+        if search.stop_error_rate is not None:
+            err_budget = search.stop_error_rate
+        key = search.stop_percentile
+        limit = search.stop_latency_ms if search.stop_latency_ms is not None else getattr(spec.budgets, key)
     if not row.get("requests"):
         return False
     if (row.get("error_rate") or 0) > err_budget:
         return False
-    p99 = spec.budgets.p99_ms
-    return p99 is None or (row.get("p99_ms") is not None and row["p99_ms"] <= p99)
+    return limit is None or (row.get(key) is not None and row[key] <= limit)
 
 
-def analyse_stress(spec: Spec, phases: list[dict]) -> dict:
-    """The knee (highest throughput of the steps that met the budgets, in order) and the failure mode."""
+def analyse_stress(spec: Spec, phases: list[dict], level: Level | None = None) -> dict:
+    """The knee (highest throughput of the steps that met the budgets, in order) and the failure mode.
+
+    `knee_bracket_rps`: the offered rates of the last step that met the budgets and the first that
+    did not, between which the knee lies (a search's resolution is its factor).
+    """
     knee = None
     knee_offered = None
     broken: list[dict] = []
     for row in phases:
-        if step_met(spec, row):
+        if step_met(spec, row, level):
             if not broken and (knee is None or row["throughput_rps"] > knee):
                 knee, knee_offered = row["throughput_rps"], row["offered_rps"]
         else:
             broken.append(row)
     broke = broken[-1] if broken else None  # the last step run shows the failure most clearly
     out: dict = {"knee_rps": knee, "knee_offered_rps": knee_offered, "steps": len(phases)}
+    if broken:
+        out["knee_bracket_rps"] = [knee_offered, broken[0]["offered_rps"]]
     if broke is None:
         out["failure"] = None
         out["failure_mode"] = "none: every step met the budgets (raise max_rps to find the knee)"
@@ -272,7 +288,7 @@ def execute(
 
     def check(i: int, row: dict) -> bool:
         # one step past the first broken one shows how the service fails (and gives alerts time)
-        if not step_met(spec, row):
+        if not step_met(spec, row, level):
             broken.append(i)
         return len(broken) < STEPS_PAST_KNEE
 
@@ -325,10 +341,10 @@ def execute(
     measured["decomposition"] = scrape.decompose(spec, before, after, e2e) if after else {}
     measured["stages"] = measured["decomposition"].get("stages", {}) if measured["decomposition"] else {}
     if plan.kind == "stress":
-        measured["stress"] = analyse_stress(spec, data.phases)
+        measured["stress"] = analyse_stress(spec, data.phases, level)
     if plan.kind == "chaos" and injector:
         measured["chaos"] = chaos_mod.analyse(injector.records, data.seconds, spec, plan.duration_s)
-    measured["predicted"] = compare_mod.compare(spec, measured, opts.env)
+    measured["predicted"] = compare_mod.compare(spec, measured, opts.env, target_host)
     verdicts = judge_mod.judge(spec, measured) + judge_llm.judge(spec, measured)
     b = spec.budgets
     budgets = {

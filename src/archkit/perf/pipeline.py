@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, replace
 
+from archkit.perf.limits import admitted_rps
 from archkit.perf.pipesim import PipelineSim, simulate_pipeline
 from archkit.perf.resources import LoadModel, load_model
 from archkit.spec.model import Spec
@@ -75,6 +76,8 @@ class PipelinePrediction:
     seed: int
     method: str  # how the numbers were obtained, in words
     simulated_knee_rps: float | None = None  # `simulated_knee`, when predict(knee=True)
+    shed_share: float = 0.0  # refused by an admission or rate limit (`spec.traffic`), simulated
+    admitted_rps: float | None = None  # what the rate limits admit of the rate (fluid bound, `perf.limits`)
 
     def stage(self, stage_id: str) -> StagePrediction | None:
         return next((s for s in self.stages if s.stage == stage_id), None)
@@ -87,18 +90,19 @@ class PipelinePrediction:
 
     def as_dict(self) -> dict[str, object]:
         """Plain data for JSON: infinities and NaNs become None, floats are rounded."""
-        out = _clean(asdict(self))
+        out = json_ready(asdict(self))
         assert isinstance(out, dict)
         return out
 
 
-def _clean(v: object) -> object:
+def json_ready(v: object) -> object:
+    """Plain data for JSON: infinities and NaNs become None, floats are rounded to 4 places."""
     if isinstance(v, float):
         return None if not math.isfinite(v) else round(v, 4)
     if isinstance(v, dict):
-        return {k: _clean(x) for k, x in v.items()}
+        return {k: json_ready(x) for k, x in v.items()}
     if isinstance(v, list | tuple):
-        return [_clean(x) for x in v]
+        return [json_ready(x) for x in v]
     return v
 
 
@@ -154,7 +158,7 @@ def simulated_knee(
     Searches between a fifth of the analytic knee and 1.25 times it (`steps` simulations of
     `requests` requests each, so the work is bounded); a rate counts as served when the run
     is stable, at least 99 % of the requests are answered without a fallback, and at 97 % of
-    the offered rate. NaN when even a fifth of the ceiling is not served.
+    the offered rate (requests an admission or rate limit refuses count against the 97 %). NaN when even a fifth of the ceiling is not served.
     """
     applied, lm = prepare(spec, env)
     if not math.isfinite(lm.ceiling_rps):
@@ -162,7 +166,7 @@ def simulated_knee(
 
     def served(rate: float) -> bool:
         sim = simulate_pipeline(applied, lm, rate, requests=requests, seed=seed)
-        lost = sim.failed + sim.degraded
+        lost = sim.failed + sim.degraded  # a shed request shows in the throughput test below
         return sim.stable and lost <= 0.01 * sim.requests and sim.throughput_rps >= 0.97 * rate
 
     lo, hi = 0.2 * lm.ceiling_rps, 1.25 * lm.ceiling_rps
@@ -216,6 +220,8 @@ def _assemble(
         stable=sim.stable,
         failed_share=sim.failed / sim.requests if sim.requests else 0.0,
         degraded_share=sim.degraded / sim.requests if sim.requests else 0.0,
+        shed_share=sim.shed / sim.requests if sim.requests else 0.0,
+        admitted_rps=admitted_rps(spec, rate, {sl.stage: sl.reach for sl in lm.stages}),
         stages=stages,
         resources=resources,
         requests=sim.requests,

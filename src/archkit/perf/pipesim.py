@@ -30,20 +30,16 @@ MAX_REQUESTS, and lowered so that the calls they make stay under MAX_CALLS: the 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from archkit.perf import pipesim_kernel as kernel
-from archkit.perf.resources import (
-    LoadModel,
-    busy_table_of,
-    lognormal_sigma,
-    service_median_ms,
-    table_of,
-    target_batch,
-)
+from archkit.perf import service_models
+from archkit.perf.limits import admission_groups, apply_rate_limits, stage_queue_limits
+from archkit.perf.resources import LoadModel
+from archkit.perf.service_models import Step
 from archkit.spec.model import Spec
 
 MAX_REQUESTS = 5_000_000
@@ -53,34 +49,6 @@ MAX_CALLS = (
 _EVENTS_PER_REQUEST = 400  # a hard stop for pathological specs (retry storms): far above any route
 
 _ROUTING = {"random": 0, "round-robin": 1, "least-request": 2}
-
-
-@dataclass
-class _Step:
-    """One stage on a route, compiled into plain numbers."""
-
-    index: int  # position of the stage in the spec
-    stage: str
-    model: bool
-    resource: int  # -1: unconstrained
-    replicas: int
-    servers: int  # per replica; 0: unbounded
-    routing: int
-    batch: int  # target batch in items (model)
-    delay_s: float
-    max_queue: int  # 0: unbounded
-    items_mean: float
-    items_per_call: int
-    batch_s: list[float] = field(default_factory=list)  # processor time of a batch of n items, n = 0..batch
-    over_s: list[float] = field(default_factory=list)  # host-side overhead after it (a model on a GPU)
-    p50_s: float = 0.0
-    sigma: float = 0.0
-    dist: str = "lognormal"
-    timeout_s: float = 0.0
-    retries: int = 0
-    backoff_s: float = 0.0
-    backoff_mult: float = 1.0
-    fallback: bool = False  # a failed visit ends the request at a fallback that still answers
 
 
 @dataclass(frozen=True)
@@ -113,9 +81,10 @@ class PipelineSim:
     utilisation: dict[str, float]  # busy share of each shared resource
     stages: tuple[StageSim, ...]
     seed: int
+    shed: int = 0  # refused by an admission or rate limit (`spec.traffic`): a fast 429/503
 
 
-def _routes(spec: Spec, steps: dict[str, _Step]) -> tuple[list[list[str]], list[float]]:
+def _routes(spec: Spec, steps: dict[str, Step]) -> tuple[list[list[str]], list[float]]:
     """Distinct routes with their probabilities (enumerated over weighted edges, at most 2^12)."""
     ids = [s.id for s in spec.dataflow.stages]
     known = set(ids)
@@ -173,12 +142,13 @@ def _call_bounded(load: LoadModel) -> int:
     return max(1000, int(MAX_CALLS / max(per, 1.0)))
 
 
-def compile_steps(spec: Spec, load: LoadModel) -> tuple[dict[str, _Step], list[str], list[float]]:
-    """The simulation's view of each stage and the index of each shared resource."""
+def compile_steps(spec: Spec, load: LoadModel) -> tuple[dict[str, Step], list[str], list[float]]:
+    """The simulation's view of each stage (by its service model) and the shared resources."""
     res_ids = [r.id for r in load.resources]
     res_units = [r.units for r in load.resources]
     calls = {c.target: c for c in spec.controlflow.calls}
-    steps: dict[str, _Step] = {}
+    steps: dict[str, Step] = {}
+    queue_limits = stage_queue_limits(spec)
     for i, (st, sl) in enumerate(zip(spec.dataflow.stages, load.stages, strict=True)):
         svc = spec.service(st.service) if st.service else None
         routing = _ROUTING.get(svc.routing if svc is not None else "random", 0)
@@ -199,32 +169,11 @@ def compile_steps(spec: Spec, load: LoadModel) -> tuple[dict[str, _Step], list[s
             "backoff_mult": call.retry.backoff_multiplier if call is not None and call.retry else 1.0,
             "fallback": _answers(spec, call.on_failure) if call is not None else False,
         }
-        m = st.model
-        table = table_of(st)
-        busy = busy_table_of(st)
-        if m is not None and table is not None and busy is not None:
-            b = target_batch(st)
-            bt = m.batching
-            steps[st.id] = _Step(
-                model=True,
-                batch=b,
-                delay_s=(bt.max_queue_delay_us if bt else 0) / 1e6,
-                max_queue=(bt.max_queue_size or 0) if bt else 0,
-                batch_s=[0.0] + [busy.ms(n) / 1000 for n in range(1, b + 1)],
-                over_s=[0.0] + [max(0.0, table.ms(n) - busy.ms(n)) / 1000 for n in range(1, b + 1)],
-                **common,
-            )
-        elif service_median_ms(st) > 0:
-            steps[st.id] = _Step(
-                model=False,
-                batch=1,
-                delay_s=0.0,
-                max_queue=0,
-                p50_s=service_median_ms(st) / 1000,
-                sigma=lognormal_sigma(st.p50_ms, st.p99_ms),
-                dist=st.service_distribution,
-                **common,
-            )
+        step = service_models.model_for(st).step(spec, st, common)
+        if step is not None:
+            if st.id in queue_limits:  # traffic.admission with a stage: its queue length
+                step.max_queue = min(queue_limits[st.id], step.max_queue or queue_limits[st.id])
+            steps[st.id] = step
     return steps, res_ids, res_units
 
 
@@ -235,8 +184,12 @@ def simulate_pipeline(
     requests: int = 100_000,
     seed: int = 7,
     arrivals: list[float] | None = None,
+    compiled: bool = True,
 ) -> PipelineSim:
-    """Simulate `requests` requests (Poisson at `rate_rps`, or the recorded `arrivals`, in s)."""
+    """Simulate `requests` requests (Poisson at `rate_rps`, or the recorded `arrivals`, in s).
+
+    `compiled=False` runs the event loop as plain Python (same results, ~35× slower): for a
+    plug-in service model under test, whose handler numba would otherwise compile afresh."""
     steps, res_ids, res_units = compile_steps(spec, load)
     routes, probs = _routes(spec, steps)
     rng = np.random.default_rng(seed)
@@ -267,7 +220,7 @@ def simulate_pipeline(
     work = np.zeros((max(n_k, 1), n))
     items = np.ones((max(n_k, 1), n), dtype=np.int64)
     for k, sp in enumerate(order):
-        if sp.model:
+        if sp.tabled:
             batch_s[k, : len(sp.batch_s)] = sp.batch_s
             batch_s[k, len(sp.batch_s) :] = sp.batch_s[-1]
             over_s[k, : len(sp.over_s)] = sp.over_s
@@ -287,12 +240,37 @@ def simulate_pipeline(
     def col(attr: str, dtype: type) -> np.ndarray:
         return np.array([getattr(sp, attr) for sp in order], dtype=dtype)
 
-    done_at, status, lat, busy, _, end = kernel.run(
-        arr,
-        route_of.astype(np.int64),
+    # admission groups: each limited service's in-flight count, over the steps of its stages
+    groups = admission_groups(spec)
+    g_of = {g.service: j for j, g in enumerate(groups)}
+    stage_svc = {st.id: st.service for st in spec.dataflow.stages}
+    st_group = np.array([g_of.get(stage_svc.get(sp.stage) or "", -1) for sp in order], dtype=np.int64)
+    # rate limits: token buckets applied to the arrival times before the loop (`perf.limits`),
+    # with their own random stream so that a spec without limits draws exactly as before
+    run = np.arange(n)
+    t_in = arr
+    passed = np.ones(n, dtype=bool)
+    if spec.traffic.rate_limits:
+        visits = {
+            lim.stage: np.array([lim.stage in r for r in routes], dtype=bool)[route_of]
+            for lim in spec.traffic.rate_limits
+            if lim.stage is not None
+        }
+        t_lim, passed = apply_rate_limits(
+            list(spec.traffic.rate_limits), arr, visits, np.random.default_rng([seed, 1])
+        )
+        run = np.flatnonzero(passed)
+        run = run[np.argsort(t_lim[run], kind="stable")]
+        t_in = t_lim[run]
+
+    if kernel.bound() != service_models.HANDLERS:
+        kernel.bind(service_models.HANDLERS)
+    done_in, status_in, lat_in, busy, _, end = (kernel.run if compiled else kernel.run_python)(
+        t_in,
+        route_of[run].astype(np.int64),
         route_len,
         route_stage,
-        np.array([1 if sp.model else 0 for sp in order], dtype=np.int64),
+        col("handler", np.int64),
         col("resource", np.int64),
         col("replicas", np.int64),
         col("servers", np.int64),
@@ -307,26 +285,37 @@ def simulate_pipeline(
         col("backoff_mult", np.float64),
         np.array([1 if sp.fallback else 0 for sp in order], dtype=np.int64),
         st_off,
+        st_group,
+        np.array([g.max_inflight for g in groups], dtype=np.int64),
+        np.array([g.max_queue for g in groups], dtype=np.int64),
         batch_s,
         over_s,
-        work,
-        items,
+        work[:, run] if run.shape[0] < n else work,
+        items[:, run] if run.shape[0] < n else items,
         np.array(res_units, dtype=np.float64),
         rng.random(max(4 * n, 1 << 16)),
         _EVENTS_PER_REQUEST * n,
     )
+    if run.shape[0] < n:  # requests a bucket refused are answered at once with a 429/503
+        done_at = arr.astype(np.float64).copy()
+        status = np.full(n, 4, dtype=np.int64)
+        lat = np.full((lat_in.shape[0], n), np.nan)
+        done_at[run], status[run], lat[:, run] = done_in, status_in, lat_in
+    else:
+        done_at, status, lat = done_in, status_in, lat_in
     answered = (status == 1) | (status == 3)
     e2e = 1000 * (done_at[answered] - arr[answered])
     completed = int(answered.sum())
     nfail = int((status == 2).sum())
     ndeg = int((status == 3).sum())
+    nshed = int((status == 4).sum())
     srt = np.sort(e2e)
     span = (float(np.nanmax(done_at)) if completed else 0.0) - float(arr[0])
     # overload shows as latency that keeps growing: compare the last tenth with the middle
     tenth = max(1, completed // 10)
     stable = (
         completed > 0
-        and completed + nfail >= n
+        and completed + nfail + nshed >= n
         and (float(e2e[-tenth:].mean()) < 2 * float(e2e[4 * tenth : 5 * tenth].mean()) + 1e-9)
     )
     end = max(float(end), 1e-12)
@@ -359,6 +348,7 @@ def simulate_pipeline(
         util,
         tuple(stage_out),
         seed,
+        nshed,
     )
 
 

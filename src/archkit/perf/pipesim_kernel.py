@@ -6,6 +6,10 @@ ordinary Python, about 35× slower with identical results (every random draw is 
 numpy before the loop, in `pipesim`).
 Events: (time, sequence, kind, a, b) on one binary heap; the sequence number breaks ties in
 the order events were scheduled, so a seed fixes the whole run.
+What a stage's server does with its queue is its service model's handler
+(`archkit.perf.service_models`): how a visit splits into calls, what a free server takes,
+how long that runs. The loop reaches them through `_calls`, `_take` and `_work`, which
+dispatch on the step's handler slot to the functions bound to `_hN_*` (`bind`).
 """
 
 from __future__ import annotations
@@ -16,8 +20,71 @@ from typing import Any
 
 import numpy as np
 
+from archkit.perf.service_models.worker_pool import (
+    calls as _stub_calls,
+)
+from archkit.perf.service_models.worker_pool import (
+    take as _stub_take,
+)
+from archkit.perf.service_models.worker_pool import (
+    work as _stub_work,
+)
+
 EV_RES, EV_DONE, EV_TIMER, EV_TIMEOUT, EV_RETRY, EV_NONE = 0, 1, 2, 3, 4, 5
 INF = math.inf
+# numba's on-disk cache keys on this file alone: the built-in handlers live in other modules,
+# so a change to their bodies must change this stamp (tests/perf/test_service_models.py
+# checks it against their source) or a stale compiled loop would be loaded
+HANDLERS_STAMP = "a855aea0c3446db7"
+
+
+# the handler slots (archkit.perf.service_models.MAX_HANDLERS); `bind` fills them, and a slot
+# no model uses keeps the worker pool's handler (numba types every branch of the dispatch)
+_h0_calls = _h1_calls = _h2_calls = _h3_calls = _stub_calls
+_h0_take = _h1_take = _h2_take = _h3_take = _stub_take
+_h0_work = _h1_work = _h2_work = _h3_work = _stub_work
+
+
+def _calls(h: int, k_items: int, per: int) -> tuple[int, int, int]:
+    """(calls, items per call, items) of a visit of `k_items` items at a step with handler `h`."""
+    if h == 0:
+        return _h0_calls(k_items, per)
+    if h == 1:
+        return _h1_calls(k_items, per)
+    if h == 2:
+        return _h2_calls(k_items, per)
+    return _h3_calls(k_items, per)
+
+
+def _take(
+    h: int,
+    head: int,
+    c_next: np.ndarray,
+    c_items: np.ndarray,
+    c_enq: np.ndarray,
+    batch: int,
+    delay_s: float,
+    now: float,
+) -> tuple[int, int, int, float]:
+    """(last call, calls, items, wait until) a free server of handler `h` takes from its queue."""
+    if h == 0:
+        return _h0_take(head, c_next, c_items, c_enq, batch, delay_s, now)
+    if h == 1:
+        return _h1_take(head, c_next, c_items, c_enq, batch, delay_s, now)
+    if h == 2:
+        return _h2_take(head, c_next, c_items, c_enq, batch, delay_s, now)
+    return _h3_take(head, c_next, c_items, c_enq, batch, delay_s, now)
+
+
+def _work(h: int, s: int, total: int, first: int, batch_s: np.ndarray, c_work: np.ndarray) -> float:
+    """Seconds of processor time the work taken runs."""
+    if h == 0:
+        return _h0_work(s, total, first, batch_s, c_work)  # type: ignore[no-any-return]
+    if h == 1:
+        return _h1_work(s, total, first, batch_s, c_work)  # type: ignore[no-any-return]
+    if h == 2:
+        return _h2_work(s, total, first, batch_s, c_work)  # type: ignore[no-any-return]
+    return _h3_work(s, total, first, batch_s, c_work)  # type: ignore[no-any-return]
 
 
 def _grow_i(a: np.ndarray) -> np.ndarray:
@@ -32,12 +99,47 @@ def _grow_f(a: np.ndarray) -> np.ndarray:
     return b
 
 
+def _release(
+    i: int,
+    held: np.ndarray,
+    g_in: np.ndarray,
+    g_head: np.ndarray,
+    g_tail: np.ndarray,
+    g_wlen: np.ndarray,
+    w_next: np.ndarray,
+    todo: np.ndarray,
+    n_todo: int,
+) -> tuple[np.ndarray, int]:
+    """Request i is done: free its admission places; the oldest waiting request of each takes it."""
+    h = held[i]
+    g = 0
+    while h != 0:
+        if h & 1:
+            g_in[g] -= 1
+            if g_wlen[g] > 0:
+                j = g_head[g]
+                g_head[g] = w_next[j]
+                if g_head[g] < 0:
+                    g_tail[g] = -1
+                g_wlen[g] -= 1
+                g_in[g] += 1
+                held[j] |= 1 << g
+                if n_todo >= todo.shape[0]:
+                    todo = _grow_i(todo)
+                todo[n_todo] = j  # starts the visit it waited for
+                n_todo += 1
+        h >>= 1
+        g += 1
+    held[i] = 0
+    return todo, n_todo
+
+
 def _run(
     arr: np.ndarray,  # arrival times (s), sorted
     route_of: np.ndarray,  # route index per request
     route_len: np.ndarray,
     route_stage: np.ndarray,  # [route, position] -> step index
-    st_model: np.ndarray,  # 1: batcher + instances; 0: worker visit
+    st_handler: np.ndarray,  # the service model's handler slot
     st_res: np.ndarray,  # resource index, -1: unconstrained
     st_reps: np.ndarray,
     st_servers: np.ndarray,  # per replica; 0: unbounded
@@ -52,6 +154,9 @@ def _run(
     st_bmult: np.ndarray,
     st_fallback: np.ndarray,  # 1: a failed visit still answers (degraded)
     st_off: np.ndarray,  # first replica-queue index of each step
+    st_group: np.ndarray,  # admission group of each step's service; -1: none
+    g_limit: np.ndarray,  # per admission group: requests in flight at most
+    g_queue: np.ndarray,  # per admission group: requests that may wait for a place
     batch_s: np.ndarray,  # [step, n] processor time of a batch of n items
     over_s: np.ndarray,  # [step, n] host-side overhead after it
     work: np.ndarray,  # [step, request] work of a worker visit (s)
@@ -61,7 +166,7 @@ def _run(
     max_events: int,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, float]:
     n = arr.shape[0]
-    n_steps = st_model.shape[0]
+    n_steps = st_handler.shape[0]
     n_res = units.shape[0]
     n_q = st_off[n_steps] if n_steps > 0 else 0
     # requests
@@ -70,7 +175,15 @@ def _run(
     pending = np.zeros(n, dtype=np.int64)
     vstart = np.zeros(n, dtype=np.float64)
     done_at = np.full(n, np.nan)
-    status = np.zeros(n, dtype=np.int64)  # 0 in flight, 1 answered, 2 failed, 3 degraded
+    status = np.zeros(n, dtype=np.int64)  # 0 in flight, 1 answered, 2 failed, 3 degraded, 4 refused
+    # admission groups: requests holding a place (a bit per group) and FIFO lists of waiting ones
+    n_g = g_limit.shape[0]
+    held = np.zeros(n, dtype=np.int64)
+    w_next = np.full(n, -1, dtype=np.int64)
+    g_in = np.zeros(max(n_g, 1), dtype=np.int64)
+    g_head = np.full(max(n_g, 1), -1, dtype=np.int64)
+    g_tail = np.full(max(n_g, 1), -1, dtype=np.int64)
+    g_wlen = np.zeros(max(n_g, 1), dtype=np.int64)
     lat = np.full((max(n_steps, 1), n), np.nan)
     # resources (processor sharing on a virtual clock)
     r_v = np.zeros(n_res)
@@ -107,7 +220,7 @@ def _run(
     c_free = -1
     c_top = 0
     jcap = 1024
-    j_kind = np.zeros(jcap, dtype=np.int64)  # 0 worker visit, 1 batch on the processor, 2 batch overhead
+    j_kind = np.zeros(jcap, dtype=np.int64)  # 1 work on the processor, 2 host-side overhead after it
     j_step = np.zeros(jcap, dtype=np.int64)
     j_rep = np.zeros(jcap, dtype=np.int64)
     j_first = np.full(jcap, -1, dtype=np.int64)
@@ -206,6 +319,8 @@ def _run(
                 else:
                     status[i] = 3 if st_fallback[s] else 2
                     done_at[i] = now
+                    if held[i] != 0:
+                        todo, n_todo = _release(i, held, g_in, g_head, g_tail, g_wlen, w_next, todo, n_todo)
         elif kind == EV_RETRY:
             i = a
             if b < 0 or (status[i] == 0 and attempt[i] == b):
@@ -224,7 +339,7 @@ def _run(
                 )
                 continue
             q_free[sq] += 1
-            if st_servers[s] > 0 or st_model[s] == 1:  # an unbounded worker pool frees nobody waiting
+            if st_servers[s] > 0:  # an unbounded pool frees nobody waiting
                 if n_dq >= dq.shape[0]:
                     dq = _grow_i(dq)
                 dq[n_dq] = sq
@@ -260,20 +375,37 @@ def _run(
                 if pos[i] >= route_len[rt]:
                     status[i] = 1
                     done_at[i] = now
+                    if held[i] != 0:
+                        todo, n_todo = _release(i, held, g_in, g_head, g_tail, g_wlen, w_next, todo, n_todo)
                     continue
                 s = route_stage[rt, pos[i]]
+                g = st_group[s]
+                if g >= 0 and (held[i] >> g) & 1 == 0:  # the first visit to a limited service
+                    if g_in[g] < g_limit[g]:
+                        g_in[g] += 1
+                        held[i] |= 1 << g
+                    elif g_wlen[g] < g_queue[g]:
+                        if g_tail[g] >= 0:
+                            w_next[g_tail[g]] = i
+                        else:
+                            g_head[g] = i
+                        g_tail[g] = i
+                        w_next[i] = -1
+                        g_wlen[g] += 1
+                        continue  # waits for a place (`_release` starts the visit)
+                    else:
+                        status[i] = 4
+                        done_at[i] = now
+                        if held[i] != 0:
+                            todo, n_todo = _release(
+                                i, held, g_in, g_head, g_tail, g_wlen, w_next, todo, n_todo
+                            )
+                        continue
                 vstart[i] = now
                 if st_timeout[s] > 0:
                     seq += 1
                     heapq.heappush(heap, (now + st_timeout[s], seq, EV_TIMEOUT, i, attempt[i]))
-                if st_model[s] == 1:
-                    k_items = items[s, i]
-                    per = st_ipc[s]
-                    ncalls = (k_items + per - 1) // per
-                else:
-                    k_items = 1
-                    per = 1
-                    ncalls = 1
+                ncalls, per, k_items = _calls(st_handler[s], items[s, i], st_ipc[s])
                 pending[i] = ncalls
                 for cc in range(ncalls):
                     size = per if cc < ncalls - 1 else k_items - per * (ncalls - 1)
@@ -297,6 +429,10 @@ def _run(
                     if st_maxq[s] > 0 and q_len[sq] >= st_maxq[s]:
                         status[i] = 3 if st_fallback[s] else 2
                         done_at[i] = now
+                        if held[i] != 0:
+                            todo, n_todo = _release(
+                                i, held, g_in, g_head, g_tail, g_wlen, w_next, todo, n_todo
+                            )
                         break
                     # a call slot
                     if c_free < 0:
@@ -315,7 +451,7 @@ def _run(
                     c_req[c] = i
                     c_att[c] = attempt[i]
                     c_items[c] = size
-                    c_work[c] = work[s, i] if st_model[s] == 0 else 0.0
+                    c_work[c] = work[s, i]
                     c_enq[c] = now
                     c_next[c] = -1
                     # enqueue on the replica
@@ -337,27 +473,15 @@ def _run(
             s = q_step[sq]
             rep = sq - st_off[s]
             while q_free[sq] > 0 and q_head[sq] >= 0:
-                c = q_head[sq]
-                total = 0
-                cnt = 0
-                last = -1
-                while c >= 0 and total + c_items[c] <= st_batch[s]:
-                    total += c_items[c]
-                    cnt += 1
-                    last = c
-                    c = c_next[c]
-                if cnt == 0:  # a call larger than the batch goes alone
-                    last = q_head[sq]
-                    total = c_items[last]
-                    cnt = 1
-                if st_model[s] == 1 and total < st_batch[s] and st_delay[s] > 0:
-                    deadline = c_enq[q_head[sq]] + st_delay[s]
-                    if now < deadline:
-                        if q_timer[sq] == 0:
-                            q_timer[sq] = 1
-                            seq += 1
-                            heapq.heappush(heap, (deadline, seq, EV_TIMER, sq, 0))
-                        break
+                last, cnt, total, wait_until = _take(
+                    st_handler[s], q_head[sq], c_next, c_items, c_enq, st_batch[s], st_delay[s], now
+                )
+                if wait_until > now:  # the handler holds the work back (a batch still filling)
+                    if q_timer[sq] == 0:
+                        q_timer[sq] = 1
+                        seq += 1
+                        heapq.heappush(heap, (wait_until, seq, EV_TIMER, sq, 0))
+                    break
                 first = q_head[sq]
                 q_head[sq] = c_next[last]
                 if q_head[sq] < 0:
@@ -380,18 +504,14 @@ def _run(
                 else:
                     jid = j_free
                     j_free = j_next[jid]
-                j_kind[jid] = 1 if st_model[s] == 1 else 0
+                j_kind[jid] = 1
                 j_step[jid] = s
                 j_rep[jid] = rep
                 j_first[jid] = first
                 j_items[jid] = total
                 r = st_res[s]
                 j_res[jid] = r
-                if st_model[s] == 1:
-                    nb = batch_s.shape[1] - 1
-                    w = batch_s[s, total] if total <= nb else batch_s[s, nb] * total / nb
-                else:
-                    w = c_work[first]
+                w = _work(st_handler[s], s, total, first, batch_s, c_work)
                 if r < 0:
                     seq += 1
                     heapq.heappush(heap, (now + w, seq, EV_DONE, jid, 0))
@@ -424,6 +544,7 @@ def _run(
     return done_at, status, lat, busy, units, now
 
 
+_PY = {f.__name__: f for f in (_calls, _take, _work, _release, _grow_i, _grow_f)}
 run_python = _run  # the same loop as plain Python (the benchmark's peer; what runs without numba)
 _compiled: Any = None
 
@@ -440,13 +561,48 @@ def run(*args: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.
     return out
 
 
+def bind(handlers: dict[int, Any]) -> None:
+    """Point the handler slots at `handlers` (slot -> `service_models.Handler`), as plain Python.
+
+    `run_python` sees the change at once; the compiled loop is rebuilt on its next use."""
+    global _compiled
+    g = globals()
+    g.update(_PY)  # the dispatchers and helpers as plain Python again, until the next compile
+    for slot in range(4):
+        h = handlers.get(slot)
+        g[f"_h{slot}_calls"] = h.calls if h is not None else _stub_calls
+        g[f"_h{slot}_take"] = h.take if h is not None else _stub_take
+        g[f"_h{slot}_work"] = h.work if h is not None else _stub_work
+    _bound.clear()
+    _bound.update(handlers)
+    _compiled = None
+
+
+_bound: dict[int, Any] = {}
+
+
+def bound() -> dict[int, Any]:
+    """The handlers the slots point at now."""
+    return dict(_bound)
+
+
 def _compile() -> Any:
     try:
         import numba
     except ImportError:  # pragma: no cover - numba is a dependency; a stripped install still works
         return _run
+    from archkit.perf import service_models
+
+    # a plug-in's handler is compiled afresh each process: the on-disk cache knows only this file
+    cache = service_models.only_builtin()
     g = globals()
-    # the helpers the loop calls must be compiled first: the loop resolves them as globals
-    g["_grow_i"] = numba.njit(cache=True)(_grow_i)
-    g["_grow_f"] = numba.njit(cache=True)(_grow_f)
-    return numba.njit(cache=True, nogil=True)(_run)
+    # the functions the loop calls must be compiled first: the loop resolves them as globals
+    g["_grow_i"] = numba.njit(cache=True)(_PY["_grow_i"])
+    g["_grow_f"] = numba.njit(cache=True)(_PY["_grow_f"])
+    for slot in range(4):
+        for part in ("calls", "take", "work"):
+            name = f"_h{slot}_{part}"
+            g[name] = numba.njit(cache=cache)(g[name])
+    for name in ("_calls", "_take", "_work", "_release"):
+        g[name] = numba.njit(cache=cache)(_PY[name])
+    return numba.njit(cache=cache, nogil=True)(_run)

@@ -269,3 +269,31 @@ def mean_min_erlang(k: int, rate: float, cap: float) -> float:
 def mean_min_poisson(mean: float, cap: int) -> float:
     """E[min(N, cap)] for N ~ Poisson(mean)."""
     return _tail_sum(mean, cap)
+
+
+# ---------------------------------------------------------------- finite capacity (admission limits)
+
+
+def mmck_probabilities(arrival_rate: float, service_time: float, servers: int, capacity: int) -> list[float]:
+    """Stationary probabilities of 0..K requests in an M/M/c/K system (K ≥ c: c in service, the
+    rest waiting; an arrival finding K is refused). Kleinrock, Queueing Systems I, §3.6."""
+    if capacity < servers or servers < 1:
+        raise ValueError("M/M/c/K needs 1 ≤ c ≤ K")
+    a = arrival_rate * service_time
+    weights = [1.0]
+    for n in range(1, capacity + 1):
+        weights.append(weights[-1] * a / min(n, servers))
+    total = sum(weights)
+    return [w / total for w in weights]
+
+
+def mmck_loss(arrival_rate: float, service_time: float, servers: int, capacity: int) -> float:
+    """Share of arrivals refused by an M/M/c/K system (PASTA: the probability of K in it)."""
+    return mmck_probabilities(arrival_rate, service_time, servers, capacity)[-1]
+
+
+def mmck_sojourn(arrival_rate: float, service_time: float, servers: int, capacity: int) -> float:
+    """Mean time an admitted request spends in an M/M/c/K system (Little: L / λ(1 − loss))."""
+    p = mmck_probabilities(arrival_rate, service_time, servers, capacity)
+    mean_n = sum(n * pn for n, pn in enumerate(p))
+    return mean_n / (arrival_rate * (1 - p[-1]))

@@ -228,6 +228,8 @@ def load_model(spec: Spec) -> LoadModel:
     An environment applied with `Spec.with_environment` counts: its service times, device
     and `cpu_cores` (one machine for every service).
     """
+    from archkit.perf.service_models import model_for  # its models use this module's helpers
+
     machine_cores = environment_cores(spec)
     shares = reach(spec)
     loads: list[StageLoad] = []
@@ -237,37 +239,25 @@ def load_model(spec: Spec) -> LoadModel:
         replicas = max(1, svc.replicas) if svc is not None else 1
         m = st.model
         resource: str | None = None
-        per_replica: int | None
-        if m is not None:
-            table = busy_table_of(st)
-            b = target_batch(st)
-            item_s = (table.ms(b) / b / 1000) if table is not None else (st.p50_ms or 0.0) / 1000
-            whole = table_of(st)
-            hold_s = (whole.ms(b) / b / 1000) if whole is not None else item_s
-            kind, per_replica = "model", m.instances
-            if m.device is Device.gpu and svc is not None:
-                pool = spec.pool(svc.pool)
-                if pool is not None and pool.gpu is not None and pool.gpu.sharing in _TIME_SHARED:
-                    # time-slicing or memory fractions: every service on the pool shares its GPUs
-                    resource = f"pool {pool.id}:gpu ({pool.gpu.sharing.value})"
-                    units[resource] = ("gpu", float(pool.count * pool.gpu.count))
-                else:
-                    g, tag = _gpus(spec, svc)
-                    resource = f"{svc.id}:gpu{tag}"
-                    units[resource] = ("gpu", g * replicas)
-        else:
-            b = 1
-            item_s = service_mean_ms(st) / 1000
-            hold_s = item_s
-            on_cores = st.cpu_ms is not None and svc is not None and not svc.external
-            kind = "worker" if on_cores or st.concurrency else "delay"
-            per_replica = st.concurrency if svc is not None else None
-        if (
-            (m is not None or st.cpu_ms is not None)
-            and resource is None
-            and svc is not None
-            and not svc.external
-        ):
+        d = model_for(st).demand(spec, st)
+        b, item_s, hold_s, kind, per_replica = (
+            d.batch_items,
+            d.item_s,
+            d.hold_s,
+            d.kind,
+            d.servers_per_replica,
+        )
+        if m is not None and m.device is Device.gpu and svc is not None:
+            pool = spec.pool(svc.pool)
+            if pool is not None and pool.gpu is not None and pool.gpu.sharing in _TIME_SHARED:
+                # time-slicing or memory fractions: every service on the pool shares its GPUs
+                resource = f"pool {pool.id}:gpu ({pool.gpu.sharing.value})"
+                units[resource] = ("gpu", float(pool.count * pool.gpu.count))
+            else:
+                g, tag = _gpus(spec, svc)
+                resource = f"{svc.id}:gpu{tag}"
+                units[resource] = ("gpu", g * replicas)
+        if d.on_processor and resource is None and svc is not None and not svc.external:
             if machine_cores is not None:
                 resource = "machine:cpu"
                 units[resource] = ("cpu", machine_cores)

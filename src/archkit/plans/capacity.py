@@ -12,7 +12,7 @@ from typing import Any
 
 from archkit.diagnostics import Diagnostic
 from archkit.perf.batching import BatchPrediction
-from archkit.perf.capacity import end_to_end_budget, model_capacities, worker_capacities
+from archkit.perf.capacity import model_capacities, worker_capacities
 from archkit.perf.latency import dataflow_paths
 from archkit.perf.service_table import ServiceTable
 from archkit.perf.simulate import simulate
@@ -34,12 +34,30 @@ class CapacityReport:
     pipeline: dict[str, Any] | None = (
         None  # PipelinePrediction.as_dict(): ceiling, bottleneck, resources, e2e
     )
+    llm: list[dict[str, Any]] = field(default_factory=list)  # plans.llm_capacity.llm_row per LLM stage
+    curve: dict[str, Any] | None = None  # LoadCurve.as_dict() when rates were asked for (`--rate`)
+
+    @property
+    def knee(self) -> dict[str, Any]:
+        """The predicted knee, for a load test's knee search to compare with: the closed-form
+        ceiling, the simulation's own knee and, with a sweep, the swept rate where it bends."""
+        p = self.pipeline or {}
+        c = self.curve or {}
+        return {
+            "ceiling_rps": p.get("knee_rps"),
+            "bottleneck": p.get("bottleneck"),
+            "simulated_rps": p.get("simulated_knee_rps"),
+            "curve_rps": c.get("knee_rps"),
+            "curve_reason": c.get("knee_reason"),
+        }
 
     @property
     def missed(self) -> bool:
         """True when a model stage's predicted P99 misses its budget or a worker pool is overloaded."""
-        return any(s["declared"] and not s["declared"]["meets"] for s in self.stages) or any(
-            w["rho"] >= 1 for w in self.workers
+        return (
+            any(s["declared"] and not s["declared"]["meets"] for s in self.stages)
+            or any(w["rho"] >= 1 for w in self.workers)
+            or any(not b["met"] for row in self.llm for b in row["budgets"])
         )
 
     def as_dict(self) -> dict[str, Any]:
@@ -52,6 +70,9 @@ class CapacityReport:
             "paths": self.paths,
             "workers": self.workers,
             "pipeline": self.pipeline,
+            "knee": self.knee,
+            "curve": self.curve,
+            "llm": self.llm,
         }
 
 
@@ -60,8 +81,11 @@ def num(v: float | None) -> float | None:
     return None if v is None or (isinstance(v, float) and math.isinf(v)) else round(v, 1)
 
 
-def capacity_report(spec: Spec, file: str = "<spec>") -> CapacityReport:
-    """Every model stage of a (prepared) spec: λ, ρ, P50/P99 per batch size, the recommendation, why."""
+def capacity_report(
+    spec: Spec, file: str = "<spec>", rates: list[float] | None = None, requests: int | None = None
+) -> CapacityReport:
+    """Every model stage of a (prepared) spec: λ, ρ, P50/P99 per batch size, the recommendation, why;
+    with `rates`, the predicted curve over them (`perf.curve.sweep`)."""
 
     def sim(table: ServiceTable, p: BatchPrediction) -> dict[str, Any]:
         # the queue the prediction assumed: one replica at its share, or the pooled instances
@@ -81,7 +105,15 @@ def capacity_report(spec: Spec, file: str = "<spec>") -> CapacityReport:
 
     report = CapacityReport(file, spec.metadata.name, spec.budgets.throughput_rps, spec.budgets.p99_ms)
     report.pipeline = predict(spec, knee=True).as_dict()
-    for path in dataflow_paths(spec):
+    from archkit.plans.llm_capacity import llm_rows
+
+    report.llm = llm_rows(spec, file)
+    if rates:
+        from archkit.perf.curve import sweep
+
+        report.curve = (sweep(spec, rates, requests=requests) if requests else sweep(spec, rates)).as_dict()
+    paths = dataflow_paths(spec)
+    for path in paths:
         report.paths.append(
             {
                 "stages": path.stages,
@@ -104,7 +136,7 @@ def capacity_report(spec: Spec, file: str = "<spec>") -> CapacityReport:
                 "wait_p99_ms": num(w.wait_p99_ms),
             }
         )
-    for cap in model_capacities(spec):
+    for cap in model_capacities(spec, paths):
         st, m = cap.stage, cap.stage.model
         if m is None:  # model_capacities yields model stages only
             continue
@@ -152,7 +184,7 @@ def capacity_report(spec: Spec, file: str = "<spec>") -> CapacityReport:
             budgets = []
             if cap.budget_ms is not None:
                 budgets.append((cap.budget_ms, cap.budget_source))
-            e2e, e2e_src = end_to_end_budget(spec, st)
+            e2e, e2e_src = cap.end_to_end
             if e2e is not None and e2e != cap.budget_ms:
                 budgets.append((e2e, e2e_src))
             for b_ms, src in budgets:

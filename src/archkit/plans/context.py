@@ -53,20 +53,24 @@ class RunContext:
         return runbook_orders(self.spec)
 
 
-def with_environment(spec: Spec, file: str, env: str | None) -> Spec:
-    """The spec with environment `env`'s overrides applied; UnknownEnvironmentError if it has none."""
+def with_environment(spec: Spec, file: str, env: str | None, calibration: str | None = None) -> Spec:
+    """The spec with environment `env`'s overrides applied; UnknownEnvironmentError if it has none.
+
+    `calibration`: a calibration file to use in place of the one the environment names."""
     if not env:
         return spec
     if spec.environment(env) is None:
         raise UnknownEnvironmentError(file, env, [e.id for e in spec.environments])
     from archkit.calibrate.apply import with_calibration  # environments[].calibration: measured service times
 
-    return with_calibration(spec, file, env).with_environment(env)
+    return with_calibration(spec, file, env, calibration).with_environment(env)
 
 
-def prepare(path: str | os.PathLike[str], env: str | None = None) -> RunContext:
+def prepare(
+    path: str | os.PathLike[str], env: str | None = None, calibration: str | None = None
+) -> RunContext:
     """Load `path`, apply `env`: the start of every api call. Raises SpecLoadError, UnknownEnvironmentError."""
     res = load_file(path)
     if res.spec is None:
         raise SpecLoadError(res.file, res.diagnostics)
-    return RunContext(with_environment(res.spec, res.file, env), res.file, env)
+    return RunContext(with_environment(res.spec, res.file, env, calibration), res.file, env)

@@ -324,6 +324,11 @@ class LlmBudgets(Node):
     )
     e2e_p50_ms: Ms | None = None
     e2e_p99_ms: Ms | None = None
+    user_ttft_p99_ms: Ms | None = Field(
+        None,
+        description="first token as the user sees it, from the request entering the service: the P99 budgets "
+        "of the stages before this one (retrieval) plus this stage's TTFT",
+    )
     output_tokens_per_s: Annotated[float, Field(gt=0, le=1e9)] | None = Field(
         None, description="output tokens per second the service must sustain"
     )

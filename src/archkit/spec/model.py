@@ -1023,14 +1023,57 @@ class Scenario(Node):
 
 
 class Fault(Node):
+    """One injected fault. loss and stress run in a cluster only (render's Chaos Mesh experiments)."""
+
     at_s: Annotated[float, Field(ge=0, le=MAX_SECONDS)]
-    action: Literal["stop", "kill", "restart", "pause", "delay"]
+    action: Literal["stop", "kill", "restart", "pause", "delay", "loss", "stress"]
     target: Annotated[Id, RefTo("service")] = Field(description="a topology service id")
     duration_s: Annotated[float, Field(ge=0, le=MAX_SECONDS)] | None = None
     delay_ms: Ms | None = None
+    loss_percent: Annotated[float, Field(gt=0, le=100)] | None = Field(
+        None, description="loss: share of the target's outgoing packets dropped, in percent"
+    )
+    stress_cpu_workers: Annotated[int, Field(ge=1, le=1024)] | None = Field(
+        None, description="stress: CPU-burning workers in the target's containers"
+    )
+    stress_memory_mib: Annotated[float, Field(gt=0, le=1_048_576)] | None = Field(
+        None, description="stress: memory each stress worker holds, in MiB"
+    )
     command: str | None = Field(None, description="how to apply it outside the local runner")
     expect_fallback: Annotated[Id, RefTo("control-flow node")] | None = Field(
         None, description="control-flow node expected to answer"
+    )
+
+    @model_validator(mode="after")
+    def _amounts(self) -> Fault:
+        if self.action == "loss" and self.loss_percent is None:
+            raise ValueError("a loss fault needs loss_percent")
+        if self.action == "stress" and self.stress_cpu_workers is None and self.stress_memory_mib is None:
+            raise ValueError("a stress fault needs stress_cpu_workers or stress_memory_mib")
+        return self
+
+
+class StressSearch(Node):
+    """A stress level that searches for the knee: rates start × factor^i until the stop criterion breaks."""
+
+    # perf_analyzer's search (--request-rate-range with --latency-threshold): step the offered
+    # rate up until the latency or the error share crosses its limit; a geometric step reaches
+    # a knee ten times higher in a few more steps than a linear one.
+    start_rps: Annotated[float, Field(gt=0, le=MAX_RPS)]
+    factor: Annotated[float, Field(gt=1, le=10)] = Field(
+        1.5, description="each step offers this many times the last"
+    )
+    max_rps: Annotated[float, Field(gt=0, le=MAX_RPS)] | None = Field(
+        None, description="the highest rate tried (default: start × factor^9)"
+    )
+    stop_percentile: Literal["p50_ms", "p95_ms", "p99_ms"] = Field(
+        "p99_ms",
+        description="the latency percentile whose limit ends the search; each step lasts long enough to "
+        "measure it (6, 72 or 368 samples at the step's rate, at least step_duration_s)",
+    )
+    stop_latency_ms: Ms | None = Field(None, description="its limit (default: the same budget in budgets)")
+    stop_error_rate: Annotated[float, Field(ge=0, le=1)] | None = Field(
+        None, description="the error share that ends the search (default: budgets.error_rate, else 1 %)"
     )
 
 
@@ -1064,6 +1107,9 @@ class Level(Node):
         description="open model: requests in flight at most (default: users); beyond it a request is dropped",
     )
     faults: list[Fault] = Field(default_factory=list)
+    search: StressSearch | None = Field(
+        None, description="stress: search for the knee instead of the linear start_rps/step_rps schedule"
+    )
 
 
 class Loadtest(Node):
@@ -1086,6 +1132,11 @@ class StageOverride(Node):
         description="the model's batching on this hardware (replaces the stage's; checked by verify --env)",
     )
     instances: Instances | None = Field(None, description="the model's instance count on this hardware")
+    cpu_ms: Ms | None = Field(
+        None,
+        description="a non-model stage's processor time per item on this hardware (replaces the stage's "
+        "cpu_ms; archkit calibrate measures it from the service's stage histograms)",
+    )
 
 
 class Environment(Node):
@@ -1143,6 +1194,12 @@ class Spec(Node):
     loadtest: Loadtest | None = None
     environments: list[Environment] = Field(default_factory=list)
     checks: CheckSettings = Field(default_factory=CheckSettings)
+    traffic: Traffic = Field(
+        default_factory=lambda: Traffic(), description="admission and rate limits (archkit.spec.traffic)"
+    )
+    config: Config | None = Field(
+        None, description="parameters in a configuration store per environment (seed 000 §4.2)"
+    )
     _applied_env: str | None = PrivateAttr(default=None)
 
     @property
@@ -1210,6 +1267,10 @@ class Spec(Node):
                 _copy_paths(ov.batching, st.model.batching)
             if ov.instances is not None:
                 st.model.instances = ov.instances
+        for ov in env.stages:
+            st = clone.stage(ov.stage)
+            if st is not None and ov.cpu_ms is not None:
+                st.cpu_ms = ov.cpu_ms
         if env.device is not None:
             for st in clone.dataflow.stages:
                 if st.model is not None:
@@ -1254,7 +1315,9 @@ def assign_paths(node: Any, path: tuple[Any, ...] = ()) -> None:
 
 # The llm section builds on Node and the unit types above, so it is imported last and the models that
 # contain it are completed here (pydantic resolves the `LlmStage` annotation from this namespace).
+from archkit.spec.config import Config  # noqa: E402
 from archkit.spec.llm import LlmStage  # noqa: E402
+from archkit.spec.traffic import Traffic  # noqa: E402
 
 Stage.model_rebuild()
 Spec.model_rebuild()

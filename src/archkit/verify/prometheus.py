@@ -6,16 +6,18 @@ import http.client
 import json
 import time
 import urllib.error
-import urllib.request
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+from archkit.endpoints import EndpointError, open_url
 from archkit.errors import ArchkitError
 from archkit.spec.model import Spec
 from archkit.verify.findings import Finding, Recorder
 from archkit.verify.prometheus_slo import SloBuckets, check_slo_buckets
+from archkit.verify.reach import allowed, judge
 from archkit.verify.registry import Check, Code, DocRow, Option, Providers, Reading, Source, register_source
 
 
@@ -74,10 +76,12 @@ MAX_ANSWER_BYTES = 64 * 1024 * 1024
 
 
 def _get(base: str, path: str, timeout_s: float) -> dict:
-    url = base.rstrip("/") + path
+    target = judge(base, (), "Prometheus")
+    endpoint = replace(target.endpoint, path=target.endpoint.path.rstrip("/") + path)
     deadline = time.monotonic() + 3 * timeout_s
     try:
-        with urllib.request.urlopen(url, timeout=timeout_s) as resp:  # noqa: S310 - user-given http URL
+        # the endpoint policy: the judged address, redirects only within the allowed set, no proxy
+        with open_url(endpoint, target.allow, timeout=timeout_s) as resp:
             chunks: list[bytes] = []
             got = 0
             while chunk := resp.read1(1 << 16):
@@ -95,6 +99,8 @@ def _get(base: str, path: str, timeout_s: float) -> dict:
         raise _Unreachable(f"GET {path} answered HTTP {exc.code}{hint}") from None
     except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
         raise _Unreachable(f"cannot reach Prometheus at {base}: {getattr(exc, 'reason', exc)}") from None
+    except EndpointError as exc:  # a redirect off the allowed set: refused before connecting
+        raise _Unreachable(str(exc)) from None
     except http.client.HTTPException as exc:  # truncated bodies, answers that are not HTTP
         raise _Unreachable(f"GET {path}: a broken HTTP answer ({type(exc).__name__}) from {base}") from None
     except (ValueError, RecursionError):
@@ -262,7 +268,7 @@ class PrometheusSource(Source):
         note = "the expected rule groups are not known; pass --rules FILE to name them"
         if "rule_groups" in providers:
             groups, note = providers["rule_groups"]()
-        return options["prometheus_url"], groups, note
+        return judge(options["prometheus_url"], allowed(providers), "Prometheus"), groups, note
 
     def check(self, spec: Spec, given: Any, timeout_s: float) -> Reading:
         url, groups, note = given

@@ -24,7 +24,14 @@ if TYPE_CHECKING:
 
 CODE_RE = re.compile(r"^V[A-Z][1-9][0-9]{2}$")
 # The sources shipped with archkit, in report order; entry-point sources follow them.
-BUILTIN = ("archkit.verify.kube", "archkit.verify.triton", "archkit.verify.prometheus")
+BUILTIN = (
+    "archkit.verify.kube",
+    "archkit.verify.triton",
+    "archkit.verify.prometheus",
+    "archkit.verify.triton_repo",
+    "archkit.verify.code",
+    "archkit.verify.config_store",
+)
 ENTRY_POINTS = "archkit.verify_sources"
 
 

@@ -21,7 +21,9 @@ from typing import Any
 
 import yaml
 
+from archkit.endpoints import AllowList
 from archkit.errors import InputError
+from archkit.verify.reach import judge
 
 try:  # the C parser is ~10x faster on big snapshots
     _YamlLoader = yaml.CSafeLoader  # type: ignore[attr-defined]
@@ -441,6 +443,7 @@ def read_live(
     page_size: int = 500,
     kinds: Iterable[str] = KIND_NAMES,
     service_account_dir: str | None = None,
+    allow: Iterable[str] | AllowList = (),
 ) -> ClusterState:
     """State from a live cluster: one paginated list call chain per kind, never one call per object.
 
@@ -453,8 +456,23 @@ def read_live(
     from kubernetes.client.exceptions import ApiException
 
     cfg, where = _client_config(kubeconfig, context, in_cluster, service_account_dir)
+    # the endpoint policy: the API server must be loopback or allowed (the kubernetes client
+    # connects to the judged address; over TLS the name stays the certificate's and SNI's)
+    server = str(cfg.host)
+    ep = judge(server, allow, "Kubernetes API server").endpoint
+    if ep.scheme == "https" and not cfg.tls_server_name and ep.host != str(ep.address):
+        cfg.tls_server_name = ep.host
+    cfg.host = ep.base
+    refresh = cfg.refresh_api_key_hook
+    if refresh is not None:  # the kubeconfig loader's token refresh sets the host again on every call
+
+        def pinned_refresh(c: Any) -> None:
+            refresh(c)
+            c.host = ep.base
+
+        cfg.refresh_api_key_hook = pinned_refresh
     api_client = client.ApiClient(cfg)
-    state = ClusterState("live", f"live cluster {cfg.host} ({where})")
+    state = ClusterState("live", f"live cluster {server} ({where})")
     namespaces = sorted(set(namespaces))
     apis: dict[str, Any] = {}
     network_error: str | None = None
@@ -476,7 +494,7 @@ def read_live(
                 return items, int(exc.status or 0)
             except (urllib3.exceptions.HTTPError, OSError) as exc:
                 reason = getattr(exc, "reason", None) or exc
-                network_error = f"cannot reach the API server at {cfg.host}: {reason}"
+                network_error = f"cannot reach the API server at {server}: {reason}"
                 return items, -1
             except ValueError:
                 return items, -2

@@ -5,11 +5,12 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import urlparse
 
 from archkit import engines
+from archkit.errors import require_extra
 from archkit.spec.model import ModelInfo, Spec, Stage
 from archkit.verify.findings import Finding, Recorder
+from archkit.verify.reach import Target, allowed, judge
 from archkit.verify.registry import Check, Code, DocRow, Option, Providers, Reading, Source, register_source
 from archkit.verify.triton_config import CONFIG_CHECKS, MaxBatchSize, check_config
 
@@ -64,13 +65,14 @@ def triton_models(spec: Spec) -> list[tuple[Stage, ModelInfo]]:
     ]
 
 
-def _client(url: str, timeout_s: float):
+def _client(url: Target, timeout_s: float):
     import tritonclient.http as httpclient
 
-    parsed = urlparse(url if "://" in url else f"http://{url}")
+    ep = url.endpoint
+    # plain HTTP goes to the judged address; TLS needs the name for its certificate check
     return httpclient.InferenceServerClient(
-        url=parsed.netloc,
-        ssl=parsed.scheme == "https",
+        url=ep.netloc if ep.scheme == "http" else ep.authority,
+        ssl=ep.scheme == "https",
         connection_timeout=timeout_s,
         network_timeout=timeout_s,
     )
@@ -83,7 +85,11 @@ def _error_text(exc: BaseException) -> str:
 
 
 def check_triton(spec: Spec, url: str, timeout_s: float = 5.0) -> list[Finding]:
-    """Every Triton check of `spec` against the server at `url` (host:port or http://host:port)."""
+    """Every Triton check of `spec` against the server at `url` (host:port or http://host:port).
+
+    `url` must pass the endpoint policy (loopback, or a `reach.Target` judged with an allow-list).
+    """
+    url = judge(url, (), "Triton")
     rec = Recorder(spec, "triton")
     models = triton_models(spec)
     anchor = models[0][1] if models else spec.dataflow
@@ -279,7 +285,8 @@ class TritonSource(Source):
     checks = (ServerHealth, ModelLoaded, *CONFIG_CHECKS)
 
     def read(self, spec: Spec, options: Mapping[str, Any], timeout_s: float, providers: Providers) -> Any:
-        return options["triton_url"]
+        require_extra("archkit verify --triton-url", "load")  # tritonclient and gevent
+        return judge(options["triton_url"], allowed(providers), "Triton")
 
     def check(self, spec: Spec, given: Any, timeout_s: float) -> Reading:
         return Reading({"area": self.name, "source": given}, check_triton(spec, given, timeout_s))

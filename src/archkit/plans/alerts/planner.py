@@ -475,6 +475,11 @@ def alert_plan(spec: Spec) -> AlertPlan:
     order = {st.id: i for i, st in enumerate(spec.dataflow.stages)}
     for sm in sorted(spec.observability.stages, key=lambda m: (order.get(m.stage, 10**6), m.stage)):
         p.stage(sm)
+    from archkit.plans.alerts.llm import llm_alerts
+
+    for st in spec.dataflow.stages:
+        if st.llm is not None:
+            llm_alerts(p, st, _tree_for(spec, st.service))
     rules = p.slo()
     p.golden()
     return AlertPlan(spec.metadata.name, p.alerts, p.records, rules.matrices)

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from archkit.errors import InputError
+from archkit.errors import InputError, require_extra
 from archkit.spec.model import Spec
 from archkit.verify.findings import Finding
 from archkit.verify.kube.container import (
@@ -31,6 +31,7 @@ from archkit.verify.kube.security import Privileged, ReadOnlyRootFs, RunAsNonRoo
 from archkit.verify.kube.services import ContainerPorts, ServiceExposure, ServicePorts
 from archkit.verify.kube.volumes import Mounts
 from archkit.verify.kube.workload import Image, ReadyReplicas, Replicas, WorkloadFound
+from archkit.verify.reach import allowed
 from archkit.verify.registry import Code, DocRow, Option, Providers, Reading, Source, register_source
 from archkit.verify.state import ClusterState, load_manifests, load_snapshot, read_live
 
@@ -169,8 +170,14 @@ class KubeSource(Source):
             return load_snapshot(snapshot, pod_namespaces=namespaces_of(spec))
         if manifests is not None:
             return load_manifests(manifests)
+        require_extra("archkit verify against a live cluster", "cluster")
         return read_live(
-            str(kubeconfig) if kubeconfig else None, context, in_cluster, namespaces_of(spec), timeout_s
+            str(kubeconfig) if kubeconfig else None,
+            context,
+            in_cluster,
+            namespaces_of(spec),
+            timeout_s,
+            allow=allowed(providers),
         )
 
     def check(self, spec: Spec, given: Any, timeout_s: float) -> Reading:

@@ -68,17 +68,17 @@ SCENARIOS = [
 LEVELS = {
     'baseline': {
         "kind": 'baseline',
-        "users": 2,
-        "rate_rps": 0.5,
-        "duration_s": 60.0,
+        "users": 8,
+        "rate_rps": 2.0,
+        "duration_s": 250.0,
         "steps": [],
     },
     'stress': {
         "kind": 'stress',
-        "users": 16,
-        "rate_rps": 0.5,
-        "duration_s": 160.0,
-        "steps": [(0.0, 0.5), (20.0, 1.0), (40.0, 1.5), (60.0, 2.0), (80.0, 2.5), (100.0, 3.0), (120.0, 3.5), (140.0, 4.0)],
+        "users": 32,
+        "rate_rps": 1.0,
+        "duration_s": 400.0,
+        "steps": [(0.0, 1.0), (72.0, 1.5), (120.0, 2.25), (152.0, 3.375), (174.0, 5.0625), (194.0, 7.59375), (214.0, 11.390625)],
     },
     'chaos': {
         "kind": 'chaos',

@@ -1,0 +1,395 @@
+"""The LLM section of a spec's capacity analysis: one `LlmAnalysis` per `kind: llm` stage.
+
+Memory breakdown, KV capacity and concurrency, a step-time table, the steady-state capacity, the
+simulated TTFT/ITL/TPOT/e2e percentiles at the design rate against the budgets, goodput, the
+highest rate at which 90 % of requests meet the SLOs, the knee, the binding constraint and (when a
+budget is missed) the cheapest configuration that meets them. Deterministic: fixed seeds.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+
+from archkit.perf.llm import sim
+from archkit.perf.llm.model import GB, Replica, replica
+from archkit.spec.llm import LlmStage
+from archkit.spec.llm_catalogue import ACCELERATORS, AcceleratorSpec
+from archkit.spec.model import Spec, Stage
+
+SIM_REQUESTS = 8_000  # requests per predicted run: P99 from 8,000 samples rests on 80 of them
+SEARCH_REQUESTS = 2_500  # per probe of a rate or configuration search
+ATTAINMENT_TARGET = 0.9  # "the highest rate at which at least 90 % meet the SLOs" (issue 30)
+_CANDIDATE_GPUS = ("L4", "A10G", "L40S", "A100-40GB", "A100-80GB", "H100-SXM", "H200")
+_CANDIDATE_TP = (1, 2, 4, 8)
+_CANDIDATE_SEQS = (64, 128, 256, 512)
+_CANDIDATE_CHUNK = (512, 2048, 8192)
+
+
+@dataclass(frozen=True)
+class BudgetVerdict:
+    """One token-level budget against its prediction."""
+
+    name: str  # e.g. "ttft_p99_ms"
+    budget: float
+    predicted: float
+    higher_is_better: bool = False
+
+    @property
+    def met(self) -> bool:
+        if math.isnan(self.predicted):
+            return False
+        return self.predicted >= self.budget if self.higher_is_better else self.predicted <= self.budget
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    """The cheapest configuration found that meets every budget (fewest GPUs, then the smaller device)."""
+
+    gpu: str
+    tensor: int
+    replicas: int
+    max_num_seqs: int
+    max_num_batched_tokens: int
+    gpus: int
+    summary: sim.Summary
+
+    def text(self) -> str:
+        return (
+            f"{self.replicas} x {self.gpu} TP{self.tensor} (max_num_seqs {self.max_num_seqs}, "
+            f"max_num_batched_tokens {self.max_num_batched_tokens}): {self.gpus} GPU(s)"
+        )
+
+
+@dataclass
+class LlmAnalysis:
+    """Everything archkit predicts for one LLM stage."""
+
+    stage: Stage
+    llm: LlmStage
+    device: AcceleratorSpec | None
+    rep: Replica | None
+    replicas: int
+    rate_rps: float | None
+    prompt_mean: float
+    output_mean: float
+    prompt_max: int
+    fits: bool = False
+    concurrency: int = 0
+    concurrency_binds: str = ""
+    capacity_rps: float = 0.0  # steady-state throughput of one replica
+    step_table: list[tuple[int, int, float]] = field(default_factory=list)  # (batch, context, ms)
+    prefill_ms: float = 0.0  # the mean prompt, alone
+    summary: sim.Summary | None = None
+    verdicts: list[BudgetVerdict] = field(default_factory=list)
+    max_rate_90_rps: float | None = None  # per replica
+    knee_rps: float | None = None  # per replica
+    binding: str = ""
+    recommendation: Recommendation | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def missed(self) -> list[BudgetVerdict]:
+        return [v for v in self.verdicts if not v.met]
+
+    @property
+    def gpus(self) -> int:
+        return self.replicas * (self.rep.gpus if self.rep else 1)
+
+    def memory(self) -> dict[str, float]:
+        """Per GPU, GB: device, usable (x utilisation), weights, activation reserve, KV cache."""
+        if self.rep is None or self.device is None:
+            return {}
+        r = self.rep
+        return {
+            "device_gb": self.device.memory_gb,
+            "usable_gb": r.usable_bytes_per_gpu / GB,
+            "weights_gb": r.weight_bytes_per_gpu / GB,
+            "reserve_gb": r.reserve_bytes_per_gpu / GB,
+            "kv_gb": max(r.kv_capacity_bytes_per_gpu, 0) / GB,
+        }
+
+
+def device_of(spec: Spec, stage: Stage) -> AcceleratorSpec | None:
+    """The stage's accelerator: its own `llm.accelerator`, else its service's node-pool GPU model."""
+    assert stage.llm is not None
+    default = None
+    svc = spec.service(stage.service) if stage.service else None
+    pool = spec.pool(svc.pool) if svc else None
+    if pool is not None and pool.gpu is not None:
+        default = pool.gpu.model
+        if stage.llm.accelerator.mig_profile is None and pool.gpu.mig_profile:
+            acc = stage.llm.accelerator.model_copy(update={"mig_profile": pool.gpu.mig_profile})
+            return acc.resolve(default)
+    return stage.llm.accelerator.resolve(default)
+
+
+def design_rate(spec: Spec, stage: Stage) -> float | None:
+    assert stage.llm is not None
+    if stage.llm.workload.arrivals.rate_rps is not None:
+        return stage.llm.workload.arrivals.rate_rps
+    if spec.budgets.throughput_rps is not None:
+        return spec.budgets.throughput_rps * stage.items_per_request
+    return None
+
+
+def _slo(llm: LlmStage) -> tuple[float | None, float | None]:
+    b = llm.budgets
+    return (b.slo_ttft_ms or b.ttft_p99_ms, b.slo_tpot_ms or b.tpot_ms)
+
+
+def _verdicts(llm: LlmStage, s: sim.Summary, replicas: int) -> list[BudgetVerdict]:
+    b = llm.budgets
+    pairs = [
+        ("ttft_p50_ms", b.ttft_p50_ms, s.ttft_ms["p50"]),
+        ("ttft_p99_ms", b.ttft_p99_ms, s.ttft_ms["p99"]),
+        ("itl_p50_ms", b.itl_p50_ms, s.itl_ms["p50"]),
+        ("itl_p99_ms", b.itl_p99_ms, s.itl_ms["p99"]),
+        ("tpot_ms", b.tpot_ms, s.tpot_ms["p99"]),
+        ("e2e_p50_ms", b.e2e_p50_ms, s.e2e_ms["p50"]),
+        ("e2e_p99_ms", b.e2e_p99_ms, s.e2e_ms["p99"]),
+    ]
+    out = [BudgetVerdict(n, bud, pred) for n, bud, pred in pairs if bud is not None]
+    if b.output_tokens_per_s is not None:
+        out.append(
+            BudgetVerdict(
+                "output_tokens_per_s", b.output_tokens_per_s, s.output_tokens_per_s * replicas, True
+            )
+        )
+    if b.slo_attainment is not None and s.slo_attainment is not None:
+        out.append(BudgetVerdict("slo_attainment", b.slo_attainment, s.slo_attainment, True))
+    return out
+
+
+def capacity_rps(rep: Replica, prompt: float, output: float) -> float:
+    """Steady-state requests/s of one replica with every slot busy: a fixed point of the iteration time.
+
+    B sequences decode (B = KV- or max_num_seqs-bound concurrency) while prefill tokens arrive at
+    rate x prompt; each request needs output / tokens-per-step decode iterations.
+    """
+    b, _ = rep.max_concurrency(int(prompt + output))
+    if b <= 0:
+        return 0.0
+    ctx = prompt + output / 2
+    lam = 0.0
+    for _ in range(60):
+        tau = rep.decode_step_s(b, int(ctx))
+        pre = min(lam * tau * prompt, max(rep.max_num_batched_tokens - b, 0))
+        tau += rep.iteration_s(int(pre), rep.attn_flops(int(prompt), 0) * pre / max(prompt, 1), 0) - (
+            rep.step_overhead_s + rep.allreduce_s(0)
+        )
+        lam = b * rep.tokens_per_step / (output * tau)
+    return lam
+
+
+def _run(rep: Replica, llm: LlmStage, rate: float, n: int, base: Path | None, seed: int = 0) -> sim.Summary:
+    req = sim.workload(llm.workload, rate, n, seed=seed, base=base)
+    ttft, tpot = _slo(llm)
+    return sim.summarise([sim.simulate(rep, req, seed=seed)], slo_ttft_ms=ttft, slo_tpot_ms=tpot)
+
+
+def _meets(llm: LlmStage, s: sim.Summary, replicas: int) -> bool:
+    return all(v.met for v in _verdicts(llm, s, replicas)) and s.finished == s.requests
+
+
+def max_rate_meeting(rep: Replica, llm: LlmStage, cap: float, base: Path | None) -> float | None:
+    """Per replica: the highest rate at which >= 90 % of requests meet the SLO objectives (bisection)."""
+    ttft, tpot = _slo(llm)
+    if ttft is None and tpot is None or cap <= 0:
+        return None
+
+    def ok(rate: float) -> bool:
+        s = _run(rep, llm, rate, SEARCH_REQUESTS, base)
+        return (s.slo_attainment or 0) >= ATTAINMENT_TARGET
+
+    lo, hi = 0.0, cap * 1.2
+    if not ok(cap * 0.02):
+        return 0.0
+    lo = cap * 0.02
+    for _ in range(10):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if ok(mid) else (lo, mid)
+    return lo
+
+
+def knee_rps(rep: Replica, llm: LlmStage, cap: float, base: Path | None) -> float | None:
+    """Per replica: the last rate before TTFT P99 doubles over its light-load value (a sweep of the capacity)."""
+    if cap <= 0:
+        return None
+    light = _run(rep, llm, cap * 0.05, SEARCH_REQUESTS, base).ttft_ms["p99"]
+    prev = cap * 0.05
+    for frac in np.arange(0.1, 1.25, 0.05):
+        if _run(rep, llm, cap * float(frac), SEARCH_REQUESTS, base).ttft_ms["p99"] > 2 * light:
+            return prev
+        prev = cap * float(frac)
+    return prev
+
+
+def _binding(a: LlmAnalysis) -> str:
+    rep, llm = a.rep, a.llm
+    if rep is None:
+        return "unknown accelerator"
+    if not a.fits:
+        return "memory: the weights do not fit"
+    b = llm.budgets
+    step1 = rep.decode_step_s(1, int(a.prompt_mean)) * 1000
+    if (b.itl_p50_ms is not None and step1 > b.itl_p50_ms) or (b.tpot_ms is not None and step1 > b.tpot_ms):
+        return f"memory bandwidth: a decode step takes {step1:.1f} ms even at batch 1"
+    ttft = b.ttft_p50_ms if b.ttft_p50_ms is not None else b.ttft_p99_ms
+    if ttft is not None and a.prefill_ms > ttft:
+        return f"prefill compute: the mean prompt alone takes {a.prefill_ms:.0f} ms"
+    itl = [v for v in a.missed if v.name in ("itl_p99_ms", "itl_p50_ms")]
+    chunk = min(rep.max_num_batched_tokens, int(a.prompt_mean))
+    mixed = rep.iteration_s(chunk, rep.attn_flops(chunk, 0), 0) * 1000
+    if itl and mixed > itl[0].budget:
+        return (
+            f"token budget: an iteration carrying a {chunk}-token prefill chunk takes {mixed:.0f} ms, and the "
+            "decodes batched with it wait for it (lower max_num_batched_tokens)"
+        )
+    if a.rate_rps is not None and a.capacity_rps and a.rate_rps / a.replicas > a.capacity_rps:
+        return f"concurrency ({a.concurrency} sequences, bound by {a.concurrency_binds})"
+    return f"concurrency ({a.concurrency} sequences, bound by {a.concurrency_binds}); queueing at the design rate"
+
+
+def recommend(
+    spec: Spec, stage: Stage, rate: float, base: Path | None, *, budget: int = 40
+) -> Recommendation | None:
+    """The cheapest configuration (GPU x TP x replicas x max_num_seqs x chunk) that meets every budget.
+
+    Cost is GPUs, then device memory (the catalogue has no prices). Candidates are ordered by a lower
+    bound on their GPUs (replicas from the steady-state capacity) and simulated in that order; the
+    first that meets every budget wins. At most `budget` simulations.
+    """
+    llm = stage.llm
+    assert llm is not None
+    prompt, output = _means(llm, base)
+    cands = []
+    for gpu in _CANDIDATE_GPUS:
+        dev = ACCELERATORS[gpu]
+        for tp in _CANDIDATE_TP:
+            for seqs in _CANDIDATE_SEQS:
+                for chunk in _CANDIDATE_CHUNK:
+                    cand = llm.model_copy(
+                        update={
+                            "engine": llm.engine.model_copy(
+                                update={"max_num_seqs": seqs, "max_num_batched_tokens": chunk}
+                            ),
+                            "parallelism": llm.parallelism.model_copy(update={"tensor": tp}),
+                        }
+                    )
+                    rep = replica(cand, dev)
+                    if rep.kv_blocks < rep.blocks_for(int(prompt + output)):
+                        continue  # the model does not fit with room for one sequence
+                    if not _could_meet(rep, cand, prompt):
+                        continue  # even unloaded, a decode step or the prefill is over its budget
+                    cap = capacity_rps(rep, prompt, output)
+                    if cap <= 0:
+                        continue
+                    reps = max(1, math.ceil(rate / cap))
+                    cands.append((reps * tp, dev.memory_gb, seqs, chunk, gpu, tp, reps, cand, rep))
+    cands.sort(key=lambda c: c[:4])
+    tried = 0
+    for _gpus, _, seqs, chunk, gpu, tp, reps, cand, rep in cands:
+        for extra in (0, 1):  # the capacity estimate is a bound: allow one replica more
+            r = reps + extra
+            if tried >= budget:
+                return None
+            tried += 1
+            s = _run(rep, cand, rate / r, SEARCH_REQUESTS, base)
+            if _meets(cand, s, r):
+                return Recommendation(gpu, tp, r, seqs, chunk, r * tp, s)
+    return None
+
+
+def _could_meet(rep: Replica, llm: LlmStage, prompt: float) -> bool:
+    b = llm.budgets
+    step = rep.decode_step_s(1, int(prompt)) * 1000
+    per_token = [x for x in (b.itl_p50_ms, b.tpot_ms) if x is not None]
+    if per_token and step > min(per_token):
+        return False
+    ttft = b.ttft_p50_ms if b.ttft_p50_ms is not None else b.ttft_p99_ms
+    return ttft is None or rep.prefill_s(int(prompt)) * 1000 <= ttft
+
+
+def _means(llm: LlmStage, base: Path | None) -> tuple[float, float]:
+    req = sim.workload(llm.workload, 1.0, 2_000, seed=7, base=base)
+    return float(np.mean(req.prompt)), float(np.mean(req.output))
+
+
+def analyse(spec: Spec, stage: Stage, *, base: Path | None = None, search: bool = True) -> LlmAnalysis:
+    """The full analysis of one LLM stage (search: the 90 % rate, the knee, a recommendation if missed)."""
+    llm = stage.llm
+    assert llm is not None
+    svc = spec.service(stage.service) if stage.service else None
+    replicas = llm.parallelism.replicas or (svc.replicas if svc and svc.replicas else 1)
+    rate = design_rate(spec, stage)
+    dev = device_of(spec, stage)
+    draw = sim.workload(llm.workload, 1.0, 4_000, seed=7, base=base)
+    a = LlmAnalysis(
+        stage, llm, dev, None, replicas, rate, float(np.mean(draw.prompt)), float(np.mean(draw.output)),
+        int(draw.prompt.max()),
+    )  # fmt: skip
+    if dev is None:
+        a.binding = _binding(a)
+        return a
+    rep = a.rep = replica(llm, dev)
+    a.fits = rep.kv_blocks >= rep.blocks_for(int(a.prompt_mean + a.output_mean))
+    a.concurrency, a.concurrency_binds = rep.max_concurrency(int(a.prompt_mean + a.output_mean))
+    ctxs = [c for c in (512, 2048, 8192, 32768) if c <= rep.arch.max_context_tokens]
+    a.step_table = [(b, c, rep.decode_step_s(b, c) * 1000) for b in (1, 8, 32, 64, 128, 256) for c in ctxs]
+    a.prefill_ms = rep.prefill_s(int(a.prompt_mean)) * 1000
+    if not a.fits:
+        a.binding = _binding(a)
+        return a
+    a.capacity_rps = capacity_rps(rep, a.prompt_mean, a.output_mean)
+    if rate is not None and rate > 0:
+        per = rate / replicas
+        if per > a.capacity_rps * 1.5:
+            a.notes.append(
+                f"the design rate per replica ({per:.2f} req/s) is over 1.5 x the replica's capacity "
+                f"({a.capacity_rps:.2f} req/s): the queue grows without bound; predicted at 1.5 x capacity"
+            )
+            per = a.capacity_rps * 1.5
+        a.summary = _run(rep, llm, per, SIM_REQUESTS, base)
+        a.summary = replace(a.summary, notes=[f"{SIM_REQUESTS:,} simulated requests per replica, seed 0"])
+        a.verdicts = _verdicts(llm, a.summary, replicas)
+    if search:
+        a.max_rate_90_rps = max_rate_meeting(rep, llm, a.capacity_rps, base)
+        a.knee_rps = knee_rps(rep, llm, a.capacity_rps, base)
+    a.binding = _binding(a)
+    if a.missed and rate:
+        a.recommendation = recommend(spec, stage, rate, base)
+    return a
+
+
+def analyse_spec(spec: Spec, *, base: Path | None = None, search: bool = True) -> list[LlmAnalysis]:
+    """Every LLM stage of the spec, in document order."""
+    return [analyse(spec, st, base=base, search=search) for st in spec.dataflow.stages if st.llm is not None]
+
+
+def pre_llm_ms(spec: Spec, stage: Stage) -> tuple[float, list[str]]:
+    """The P99 budgets of the stages on the longest data-flow path into `stage` (they add to TTFT)."""
+    preds: dict[str, list[str]] = {}
+    for e in spec.dataflow.edges:
+        preds.setdefault(e.to, []).append(e.from_)
+    memo: dict[str, tuple[float, list[str]]] = {}
+
+    def longest(sid: str, seen: frozenset[str]) -> tuple[float, list[str]]:
+        if sid in memo:
+            return memo[sid]
+        best: tuple[float, list[str]] = (0.0, [])
+        for p in preds.get(sid, []):
+            if p in seen:
+                continue
+            st = spec.stage(p)
+            own = (st.p99_ms or 0.0) if st is not None else 0.0
+            t, path = longest(p, seen | {p})
+            if t + own > best[0]:
+                best = (t + own, path + [p])
+        memo[sid] = best
+        return best
+
+    return longest(stage.id, frozenset({stage.id}))

@@ -1,0 +1,306 @@
+"""The continuous-batching simulation of an LLM engine: per-request arrivals in, per-request TTFT/TPOT/e2e out.
+
+A standalone API (`simulate`) over one `Replica` (archkit.perf.llm.model): arrival times, prompt and
+output lengths in; each request's TTFT and end-to-end time, preemptions, an inter-token-latency
+histogram and the run's counters out. `workload` draws the arrays from a spec's `llm.workload`
+(deterministic per seed); `summarise` turns a run into percentiles, throughput and goodput.
+Several replicas behind a random load balancer are independent thinned streams (`simulate_replicas`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from archkit.perf.llm import sim_kernel
+from archkit.perf.llm.model import Replica
+from archkit.spec.llm import Arrivals, LlmWorkload, TokenLengths
+
+# ITL histogram: log-spaced bins from 10 us, each 0.5 % wider than the last, up to ~10^3 s.
+_HIST_LO = 1e-5
+_HIST_RATIO = 1.005
+_HIST_BINS = 4_700
+
+
+@dataclass(frozen=True)
+class Requests:
+    """Per-request inputs of a simulation run."""
+
+    arrival_s: np.ndarray  # float64, sorted
+    prompt: np.ndarray  # int64
+    output: np.ndarray  # int64, >= 1
+    group: np.ndarray  # int64 shared-prefix group, -1 none
+    group_tokens: np.ndarray  # int64 per group: cacheable prefix (block-aligned by `simulate`)
+    private_hit: np.ndarray  # int64: tokens cached for this request alone (earlier turns)
+
+    @staticmethod
+    def plain(arrival_s: np.ndarray, prompt: np.ndarray, output: np.ndarray) -> Requests:
+        n = len(arrival_s)
+        return Requests(
+            np.asarray(arrival_s, dtype=np.float64),
+            np.asarray(prompt, dtype=np.int64),
+            np.maximum(np.asarray(output, dtype=np.int64), 1),
+            np.full(n, -1, dtype=np.int64),
+            np.zeros(0, dtype=np.int64),
+            np.zeros(n, dtype=np.int64),
+        )
+
+    def take(self, mask: np.ndarray) -> Requests:
+        return Requests(
+            self.arrival_s[mask], self.prompt[mask], self.output[mask], self.group[mask],
+            self.group_tokens, self.private_hit[mask],
+        )  # fmt: skip
+
+
+@dataclass
+class SimRun:
+    """One simulated run: per-request results (seconds; NaN where a request never finished) and counters."""
+
+    requests: Requests
+    ttft_s: np.ndarray
+    e2e_s: np.ndarray
+    preemptions: np.ndarray
+    itl_hist: np.ndarray
+    iterations: int
+    total_preemptions: int
+    max_running: int
+    busy_s: float
+    output_tokens: int
+    end_s: float
+
+    @property
+    def tpot_s(self) -> np.ndarray:
+        """Per request: (e2e - TTFT) / (output tokens - 1); NaN for one-token answers."""
+        out = self.requests.output.astype(np.float64)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(out > 1, (self.e2e_s - self.ttft_s) / (out - 1), np.nan)
+
+    def itl_percentile(self, q: float) -> float:
+        """The q-th percentile (0-100) of inter-token latency over all tokens, from the histogram (0.5 %)."""
+        total = int(self.itl_hist.sum())
+        if total == 0:
+            return math.nan
+        rank = q / 100 * total
+        b = int(np.searchsorted(np.cumsum(self.itl_hist), max(rank, 1)))
+        # the bin's geometric middle
+        lo = _HIST_LO * _HIST_RATIO ** (b - 1) if b > 0 else _HIST_LO
+        return lo * math.sqrt(_HIST_RATIO) if b > 0 else _HIST_LO
+
+
+def simulate(rep: Replica, req: Requests, *, seed: int = 0, kv_blocks: int | None = None) -> SimRun:
+    """Run the iteration-level scheduler of one replica over `req`."""
+    block = rep.block_size
+    gt = (req.group_tokens // block) * block
+    blocks = rep.kv_blocks if kv_blocks is None else kv_blocks
+    ar_tok = ar_fix = 0.0
+    if rep.tensor > 1:
+        ar_fix = rep.allreduce_s(0)
+        ar_tok = rep.allreduce_s(1) - ar_fix
+    ttft, e2e, npre, hist, stats = sim_kernel.run(
+        req.arrival_s, req.prompt, req.output, req.group, gt.astype(np.int64), req.private_hit,
+        rep.max_num_seqs, rep.max_num_batched_tokens, int(rep.chunked_prefill), block, blocks,
+        int(rep.prefix_caching),
+        2 * rep.arch.parameters, 2.0 * rep.arch.layers * rep.arch.hidden_size, rep.weight_bytes,
+        rep.kv_bytes_per_token, rep.peak_flops * rep.prefill_mfu, rep.bandwidth * rep.decode_bandwidth,
+        rep.step_overhead_s, ar_tok, ar_fix, rep.spec_k, rep.spec_acceptance, rep.spec_draft_cost, seed,
+        _HIST_LO, 1 / math.log(_HIST_RATIO), _HIST_BINS,
+    )  # fmt: skip
+    return SimRun(
+        req, ttft, e2e, npre, hist, int(stats[0]), int(stats[1]), int(stats[2]), float(stats[3]),
+        int(stats[4]), float(stats[5]),
+    )  # fmt: skip
+
+
+# --------------------------------------------------------------------------- workload
+
+
+def _lengths(dist: TokenLengths, n: int, rng: np.random.Generator, base: Path | None) -> np.ndarray:
+    d = dist.distribution
+    hi = dist.max_tokens if dist.max_tokens is not None else 10_000_000
+    if d == "fixed":
+        x = np.full(n, float(dist.mean_tokens or 1))
+    elif d == "uniform":
+        x = rng.integers(dist.min_tokens, hi + 1, size=n).astype(np.float64)
+    elif d == "normal":
+        x = rng.normal(dist.mean_tokens or 1, dist.std_tokens or 0, size=n)
+    elif d == "lognormal":
+        m, s = float(dist.mean_tokens or 1), float(dist.std_tokens or 0)
+        sigma2 = math.log(1 + (s / m) ** 2)
+        x = rng.lognormal(math.log(m) - sigma2 / 2, math.sqrt(sigma2), size=n)
+    else:
+        pts = list(dist.cdf) if dist.cdf else _read_cdf(Path(dist.cdf_file or ""), base)
+        toks = np.array([p[0] for p in pts], dtype=np.float64)
+        probs = np.array([p[1] for p in pts], dtype=np.float64)
+        x = np.interp(rng.random(n), probs, toks)
+    out: np.ndarray = np.clip(np.rint(x), dist.min_tokens, hi).astype(np.int64)
+    return out
+
+
+def _read_cdf(path: Path, base: Path | None) -> list[tuple[float, float]]:
+    p = path if path.is_absolute() or base is None else base / path
+    rows = []
+    for line in p.read_text().splitlines():
+        parts = line.strip().split(",")
+        if len(parts) >= 2 and parts[0].replace(".", "", 1).isdigit():
+            rows.append((float(parts[0]), float(parts[1])))
+    return rows
+
+
+def arrivals(arr: Arrivals, rate_rps: float, n: int, rng: np.random.Generator) -> np.ndarray:
+    """n arrival times: Poisson, or gamma inter-arrivals with shape `burstiness` (vLLM bench's definition)."""
+    if arr.process == "gamma":
+        k = arr.burstiness
+        gaps = rng.gamma(k, 1.0 / (k * rate_rps), size=n)
+    else:
+        gaps = rng.exponential(1.0 / rate_rps, size=n)
+    return np.cumsum(gaps)
+
+
+def workload(
+    wl: LlmWorkload, rate_rps: float, n: int, *, seed: int = 0, base: Path | None = None
+) -> Requests:
+    """Requests drawn from a spec's workload at `rate_rps` (trace: its recorded times and lengths)."""
+    rng = np.random.default_rng(seed)
+    if wl.arrivals.process == "trace":
+        t = _read_trace(Path(wl.arrivals.trace_file or ""), base)
+        n = len(t)
+        arr = np.array([r[0] for r in t], dtype=np.float64)
+        prompt = np.array([r[1] if r[1] else 0 for r in t], dtype=np.int64)
+        out = np.array([r[2] if r[2] else 0 for r in t], dtype=np.int64)
+        draw_p, draw_o = _lengths(wl.prompt_tokens, n, rng, base), _lengths(wl.output_tokens, n, rng, base)
+        prompt = np.where(prompt > 0, prompt, draw_p)
+        out = np.where(out > 0, out, draw_o)
+        order = np.argsort(arr, kind="stable")
+        req = Requests.plain(arr[order], prompt[order], out[order])
+    else:
+        turns = wl.multi_turn.turns if wl.multi_turn else 1
+        convs = -(-n // turns)
+        starts = arrivals(wl.arrivals, rate_rps / turns, convs, rng)
+        prompt = _lengths(wl.prompt_tokens, convs * turns, rng, base)
+        out = _lengths(wl.output_tokens, convs * turns, rng, base)
+        arr = np.repeat(starts, turns)
+        hit = np.zeros(convs * turns, dtype=np.int64)
+        if turns > 1 and wl.multi_turn is not None:
+            # turn t carries the earlier turns' prompts and answers; they are cached for it alone
+            think = wl.multi_turn.think_time_s
+            p2, o2 = prompt.reshape(convs, turns), out.reshape(convs, turns)
+            ctx = np.cumsum(p2 + o2, axis=1) - (p2 + o2)
+            hit = ctx.reshape(-1)
+            prompt = (ctx + p2).reshape(-1)
+            arr = arr + (np.arange(convs * turns) % turns) * think
+        order = np.argsort(arr, kind="stable")[:n]
+        req = Requests.plain(arr[order], prompt[order], out[order])
+        req = Requests(req.arrival_s, req.prompt, req.output, req.group, req.group_tokens, hit[order])
+    sp = wl.shared_prefix
+    if sp is not None:
+        uses = rng.random(len(req.arrival_s)) < sp.share
+        group = np.where(uses, rng.integers(0, sp.groups, size=len(req.arrival_s)), -1).astype(np.int64)
+        prompt = np.where(uses, np.maximum(req.prompt, sp.tokens + 1), req.prompt).astype(np.int64)
+        req = Requests(
+            req.arrival_s,
+            prompt,
+            req.output,
+            group,
+            np.full(sp.groups, sp.tokens, dtype=np.int64),
+            req.private_hit,
+        )
+    return req
+
+
+def _read_trace(path: Path, base: Path | None) -> list[tuple[float, int, int]]:
+    p = path if path.is_absolute() or base is None else base / path
+    rows = []
+    for line in p.read_text().splitlines():
+        parts = [x.strip() for x in line.split(",")]
+        try:
+            t = float(parts[0])
+        except ValueError:
+            continue  # a header
+        pr = int(parts[1]) if len(parts) > 1 and parts[1] else 0
+        ou = int(parts[2]) if len(parts) > 2 and parts[2] else 0
+        rows.append((t, pr, ou))
+    return rows
+
+
+def simulate_replicas(rep: Replica, req: Requests, replicas: int, *, seed: int = 0) -> list[SimRun]:
+    """Requests spread at random over `replicas` independent engines (a Kubernetes Service)."""
+    if replicas == 1:
+        return [simulate(rep, req, seed=seed)]
+    pick = np.random.default_rng(seed + 1).integers(0, replicas, size=len(req.arrival_s))
+    return [simulate(rep, req.take(pick == i), seed=seed + i) for i in range(replicas)]
+
+
+# --------------------------------------------------------------------------- summaries
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Percentiles (ms), throughput and goodput of a run (or of several replicas' runs together)."""
+
+    requests: int
+    finished: int
+    ttft_ms: dict[str, float]
+    itl_ms: dict[str, float]
+    tpot_ms: dict[str, float]
+    e2e_ms: dict[str, float]
+    output_tokens_per_s: float
+    requests_per_s: float
+    slo_attainment: float | None
+    goodput_rps: float | None
+    preemptions: int
+    max_running: int
+    duration_s: float
+    notes: list[str] = field(default_factory=list)
+
+
+_QS = {"p50": 50.0, "p95": 95.0, "p99": 99.0}
+
+
+def _pcts(x: np.ndarray) -> dict[str, float]:
+    x = x[np.isfinite(x)]
+    if len(x) == 0:
+        return {k: math.nan for k in _QS}
+    return {k: float(np.percentile(x, q)) * 1000 for k, q in _QS.items()}
+
+
+def summarise(
+    runs: list[SimRun], *, slo_ttft_ms: float | None = None, slo_tpot_ms: float | None = None
+) -> Summary:
+    """One summary of several replicas' runs; SLO attainment when an objective is given."""
+    ttft = np.concatenate([r.ttft_s for r in runs])
+    e2e = np.concatenate([r.e2e_s for r in runs])
+    tpot = np.concatenate([r.tpot_s for r in runs])
+    arr = np.concatenate([r.requests.arrival_s for r in runs])
+    hist = np.sum([r.itl_hist for r in runs], axis=0)
+    merged = SimRun(runs[0].requests, ttft, e2e, np.zeros(0), hist, 0, 0, 0, 0.0, 0, 0.0)
+    end = max(r.end_s for r in runs)
+    start = float(arr.min()) if len(arr) else 0.0
+    duration = max(end - start, 1e-9)
+    finished = int(np.isfinite(e2e).sum())
+    attain = goodput = None
+    if slo_ttft_ms is not None or slo_tpot_ms is not None:
+        ok = np.isfinite(e2e)
+        if slo_ttft_ms is not None:
+            ok &= ttft * 1000 <= slo_ttft_ms
+        if slo_tpot_ms is not None:
+            ok &= ~(tpot * 1000 > slo_tpot_ms)  # NaN TPOT (one-token answers) meets it
+        attain = float(ok.mean()) if len(ok) else None
+        goodput = float(ok.sum()) / duration
+    return Summary(
+        requests=len(e2e),
+        finished=finished,
+        ttft_ms=_pcts(ttft),
+        itl_ms={k: merged.itl_percentile(q) * 1000 for k, q in _QS.items()},
+        tpot_ms=_pcts(tpot),
+        e2e_ms=_pcts(e2e),
+        output_tokens_per_s=sum(r.output_tokens for r in runs) / duration,
+        requests_per_s=finished / duration,
+        slo_attainment=attain,
+        goodput_rps=goodput,
+        preemptions=sum(r.total_preemptions for r in runs),
+        max_running=max(r.max_running for r in runs),
+        duration_s=duration,
+    )

@@ -1,0 +1,107 @@
+"""The LLM replica model against figures computed by hand from published model and GPU data."""
+
+from __future__ import annotations
+
+import pytest
+
+from archkit.perf.llm.model import Replica, replica
+from archkit.spec.llm import LlmStage
+from archkit.spec.llm_catalogue import ACCELERATORS
+
+GB = 1e9
+
+
+def _stage(**over: object) -> LlmStage:
+    data: dict[str, object] = {
+        "engine": {"name": "vllm", "activation_reserve_gb": 2.0},
+        "model": {"preset": "Llama-3.1-8B"},
+        "workload": {"prompt_tokens": {"mean_tokens": 512}, "output_tokens": {"mean_tokens": 256}},
+    }
+    data.update(over)
+    return LlmStage.model_validate(data)
+
+
+def _rep(gpu: str = "H100-SXM", **over: object) -> Replica:
+    return replica(_stage(**over), ACCELERATORS[gpu])
+
+
+def test_kv_bytes_per_token_llama_3_1_8b_bf16() -> None:
+    # 2 (K, V) x 32 layers x 8 KV heads x 128 head dim x 2 bytes
+    assert _rep().kv_bytes_per_token == 2 * 32 * 8 * 128 * 2 == 131_072
+
+
+def test_tensor_parallel_splits_kv_heads_at_least_one_per_gpu() -> None:
+    tp2 = _rep(parallelism={"tensor": 2})
+    assert tp2.kv_heads_per_gpu == 4 and tp2.kv_bytes_per_token_per_gpu == 65_536
+    tp16 = _rep(parallelism={"tensor": 16})  # 8 KV heads over 16 GPUs: each keeps one (replicated)
+    assert tp16.kv_heads_per_gpu == 1 and tp16.kv_bytes_per_token_per_gpu == 2 * 32 * 1 * 128 * 2
+
+
+def test_kv_capacity_and_concurrency_on_h100() -> None:
+    rep = _rep()
+    # 80 GB x 0.9 - 8.03e9 x 2 B of weights - 2 GB reserve = 53.94e9 B of KV
+    assert rep.kv_capacity_bytes_per_gpu == pytest.approx(80e9 * 0.9 - 16.06e9 - 2e9)
+    # / (131,072 B x 16 tokens per block) = 25,720.0... whole blocks
+    assert rep.kv_blocks == int(53.94e9 // (131_072 * 16)) == 25_720
+    assert rep.kv_tokens == 411_520
+    # 512 + 256 tokens = 48 blocks a sequence: 25,720 // 48 = 535 > max_num_seqs 256
+    assert rep.max_concurrency(768) == (256, "max_num_seqs")
+    # at 32k tokens a sequence (2,048 blocks) the cache binds: 12 sequences
+    assert rep.max_concurrency(32_768) == (12, "kv")
+
+
+def test_kv_capacity_and_concurrency_on_h200() -> None:
+    rep = _rep("H200", engine={"name": "vllm", "activation_reserve_gb": 2.0, "max_num_seqs": 2048})
+    # 141 GB x 0.9 - 16.06 GB - 2 GB = 108.84 GB -> 51,898 blocks -> 1,081 sequences of 768 tokens
+    assert rep.kv_blocks == int(108.84e9 // (131_072 * 16)) == 51_898
+    assert rep.max_concurrency(768) == (1_081, "kv")
+
+
+def test_model_that_does_not_fit_has_no_kv_blocks() -> None:
+    rep = _rep("L4", model={"preset": "Llama-3.1-70B"})
+    assert rep.weight_bytes_per_gpu > 24e9 and rep.kv_blocks == 0
+
+
+def test_decode_lower_bound_is_weight_bytes_over_bandwidth() -> None:
+    rep = _rep()
+    assert rep.decode_lower_bound_s() == pytest.approx(16.06e9 / 3.35e12)  # 4.79 ms
+    # one sequence at short context: weights / (bandwidth x 0.8) + KV + 2 ms overhead, never below the bound
+    step = rep.decode_step_s(1, 0)
+    assert step == pytest.approx((16.06e9 + 131_072) / (3.35e12 * 0.8) + 0.002)
+    assert step > rep.decode_lower_bound_s()
+
+
+def test_prefill_flops_and_time() -> None:
+    rep = _rep()
+    # 2 x 8.03e9 x 2048 + 2 x 32 layers x 2048^2 x 4096 hidden
+    flops = 2 * 8.03e9 * 2048 + 2 * 32 * 2048**2 * 4096
+    assert rep.prefill_flops(2048) == pytest.approx(flops)
+    # compute-bound at 2,048 tokens: FLOPs / (989.4 TFLOPS x 0.5) + 2 ms (one chunk: 2,048 < 8,192)
+    assert rep.prefill_s(2048) == pytest.approx(flops / (989.4e12 * 0.5) + 0.002)
+
+
+def test_roofline_crossover() -> None:
+    # with no efficiency losses the crossover is the ridge: 989.4e12 / 3.35e12 = 295 tokens (bf16)
+    ideal = _rep(efficiency={"prefill_mfu": 1.0, "decode_bandwidth": 1.0})
+    assert ideal.crossover_batch == pytest.approx(295.3, abs=0.1)
+    # fp8 weights on the fp8 tensor path: twice the FLOPs, half the bytes -> the same ridge in tokens
+    fp8 = _rep(
+        model={"preset": "Llama-3.1-8B", "quantization": "fp8"},
+        efficiency={"prefill_mfu": 1.0, "decode_bandwidth": 1.0},
+    )
+    assert fp8.crossover_batch == pytest.approx(295.3, abs=0.1)
+
+
+def test_speculative_decoding_expected_tokens() -> None:
+    rep = _rep(engine={"name": "vllm", "speculative": {"draft_tokens": 4, "acceptance_rate": 0.8}})
+    # (1 - 0.8^5) / (1 - 0.8) = 3.3616
+    assert rep.tokens_per_step == pytest.approx(3.3616)
+    assert rep.tokens_verified == 5
+
+
+def test_tensor_parallel_allreduce_cost() -> None:
+    rep = _rep(parallelism={"tensor": 2})
+    # 2 all-reduces x 32 layers x (2 (n-1)/n x tokens x 4096 x 2 B / (450 GB/s x 0.7) + 10 us)
+    per = 1.0 * 100 * 4096 * 2 / (450e9 * 0.7) + 10e-6
+    assert rep.allreduce_s(100) == pytest.approx(64 * per)
+    assert _rep().allreduce_s(100) == 0.0
