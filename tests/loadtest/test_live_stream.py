@@ -102,7 +102,8 @@ def test_ttft_every_gap_per_token_and_the_chunks_per_token_ratio(sse_server, tmp
         for _ in range(k)
     )
     assert m["itl_ms"]["p50_ms"] == pytest.approx(per_token[39], abs=1.0)  # the 40th of 80 values
-    assert m["itl_ms"]["p95_ms"] == pytest.approx(per_token[75], abs=1.0)  # the 76th
+    # the 76th: a tail value, where the client's own wake-ups on a loaded machine add a little
+    assert m["itl_ms"]["p95_ms"] == pytest.approx(per_token[75], rel=0.05)
     # headers leave before the role chunk, well before the first token
     assert m["setup_ms"]["count"] == 10 and m["setup_ms"]["p50_ms"] < m["ttft_ms"]["p50_ms"] - 40
     assert m["output_tokens_per_s"]["p50"] == pytest.approx(9 / 0.22, rel=0.15)  # 9 tokens in 220 ms
