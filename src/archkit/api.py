@@ -21,6 +21,7 @@ from archkit.errors import (
     UnknownEnvironmentError,
     UnknownNameError,
 )
+from archkit.loadtest.options import LoadtestOptions
 from archkit.plans.alerts import alert_plan
 from archkit.plans.capacity import CapacityReport, capacity_report
 from archkit.plans.context import RunContext, prepare, with_environment
@@ -34,6 +35,7 @@ __all__ = [
     "CapacityReport",
     "CheckReport",
     "FileReport",
+    "LoadtestOptions",
     "InputError",
     "LoadtestError",
     "MANIFEST",
@@ -382,35 +384,21 @@ def _rule_files(run: RunContext, spec_path: str, files: dict[str, str | bytes]) 
 
 def loadtest(
     spec_path: str | os.PathLike[str],
-    level: str = "baseline",
+    level: str | None = None,
     *,
-    env: str | None = None,
-    host: str | None = None,
-    users: int | None = None,
-    rate: float | None = None,
-    duration: float | None = None,
-    max_requests: int | None = None,
+    options: LoadtestOptions | None = None,
     report_dir: str | os.PathLike[str] | None = None,
-    workers: int = 0,
-    master_host: str | None = None,
-    master_port: int = 5557,
-    services: list[str] | None = None,
-    proxies: list[str] | None = None,
-    metrics: list[str] | None = None,
-    rules: Sequence[str | os.PathLike[str]] | None = None,
-    prometheus: bool = True,
     plots: bool = True,
     progress: Callable[[dict[str, Any]], None] | None = None,
-    arrival: str | None = None,
-    max_inflight: int | None = None,
-    calibration: str | None = None,
+    **changes: Any,
 ) -> LoadtestOutcome:
     """Load-test the spec's target at one level (baseline, stress, chaos or a level id) and judge its budgets.
 
-    Traffic only ever goes to loopback addresses. Raises SpecLoadError, UnknownEnvironmentError
-    or LoadtestError (all InputError) for anything that keeps the test from starting, and
-    `loadtest.runner.RunError` (exit 1) when the load generator fails while running; a missed
-    budget is not an error but `outcome.passed == False`.
+    `options` (a `LoadtestOptions`) says how; `level` and keyword `changes` of its fields
+    (`rate=`, `duration=`, ...) override it. Traffic only ever goes to loopback addresses.
+    Raises SpecLoadError, UnknownEnvironmentError or LoadtestError (all InputError) for anything
+    that keeps the test from starting, RunError (exit 1) when the load generator fails while
+    running; a missed budget is not an error but `outcome.passed == False`.
     """
     from archkit.errors import require_extra
 
@@ -422,53 +410,41 @@ def loadtest(
     from archkit.loadtest import session
     from archkit.loadtest.safety import RemoteTargetError
 
-    run = prepare(spec_path, env, calibration)
+    opts = (options or LoadtestOptions()).with_(**changes)
+    if level is not None:
+        opts = opts.with_(level=level)
+    run = prepare(spec_path, opts.env, opts.calibration)
     spec = run.spec
     if spec.loadtest is None:
         raise LoadtestError(f"{spec_path} has no loadtest section (target, scenarios, levels)")
     # one generator pass for the locustfile and the rules: checks and plans computed once, on `run`
     gens = all_generators()
-    wanted = ["locust"] + (["prometheus"] if prometheus and not rules and "prometheus" in gens else [])
+    wanted = ["locust"] + (
+        ["prometheus"] if opts.prometheus and not opts.rules and "prometheus" in gens else []
+    )
     files, _ = generate(spec, str(spec_path), only=wanted, run=run, strict=True)
     locustfile = files["locust/locustfile.py"]
     if not isinstance(locustfile, str):
         raise ArchkitError("the locust generator produced bytes, not a locustfile")
     try:
-        if not prometheus:
+        if not opts.prometheus:
             rule_files: dict[str, str] = {}
-        elif rules:
-            rule_files = loadtest_rules(run, str(spec_path), rules)
+        elif opts.rules:
+            rule_files = loadtest_rules(run, str(spec_path), opts.rules)
         else:
             rule_files = _rule_files(run, str(spec_path), files)
     except OSError as exc:
         raise LoadtestError(f"cannot read a rules file: {exc}") from None
-    opts = session.Options(
-        level=level,
-        env=env,
-        host=host,
-        users=users,
-        rate=rate,
-        duration=duration,
-        max_requests=max_requests,
-        workers=workers,
-        master_host=master_host,
-        master_port=master_port,
-        services=list(services or []),
-        proxies=list(proxies or []),
-        metrics=list(metrics or []),
-        rule_files=rule_files,
-        prometheus=prometheus,
-        arrival=arrival,
-        max_inflight=max_inflight,
-    )
     folder = None
     try:
         if report_dir is not None:
             folder = report_mod.prepare_dir(Path(report_dir))
-            result = session.execute(spec, str(spec_path), locustfile, opts, folder, progress)
+            result = session.execute(spec, str(spec_path), locustfile, opts, folder, progress, rule_files)
         else:
             with tempfile.TemporaryDirectory(prefix="archkit-loadtest-") as tmp:
-                result = session.execute(spec, str(spec_path), locustfile, opts, Path(tmp), progress)
+                result = session.execute(
+                    spec, str(spec_path), locustfile, opts, Path(tmp), progress, rule_files
+                )
     except (
         RemoteTargetError,
         plan_mod.PlanError,

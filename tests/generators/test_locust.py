@@ -104,18 +104,23 @@ def test_any_spec_string_stays_inert(path, header, template, model, host) -> Non
 
 TRITON_SHAPES = r"""
 import json, sys
+from gevent import monkey
+monkey.patch_all()
 ns = {}
 exec(compile(open(sys.argv[1]).read(), "locustfile.py", "exec"), ns)
 import tritonclient.http as tc
+from archkit.loadtest.runtime.mix import TritonTensor
+from archkit.loadtest.runtime.protocols.triton import triton_input
+assert ns["ServiceUser"].__name__ == "TritonHttpUser"
 cases = [([1, 2, 3, 3], "UINT8", 18), ([1, -1, 3], "UINT8", 12), ([-1, -1, 3], "UINT8", 12),
          ([], "BYTES", 3), ([1, 1], "BYTES", 1), ([1, -1], "FP32", 16)]
-print(json.dumps([ns["_triton_input"](tc, {"name": "x", "datatype": d, "shape": s}, bytes(n)).shape()
-                  for s, d, n in cases]))
+print(json.dumps([triton_input(tc, TritonTensor("x", d, tuple(s)), bytes(n)).shape() for s, d, n in cases]))
 """
 
 
 def test_triton_inputs_take_the_declared_shape_when_the_payload_fits(tmp_path) -> None:
-    """Runs the generated file in its own interpreter: locust's gevent patching stays out of pytest."""
+    """Runs the generated file (its user class is Triton's) and the runtime's tensor builder in their own
+    interpreter: locust's gevent patching stays out of pytest."""
     import json
     import subprocess
     import sys

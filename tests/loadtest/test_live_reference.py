@@ -146,7 +146,7 @@ def test_triton_targets_through_tritonclient(reference, tmp_path, protocol) -> N
     )
     res = api.loadtest(spec, "baseline", prometheus=False, plots=False).result
     e2e = res.measured["end_to_end"]
-    assert e2e["requests"] >= 6 and e2e["errors"] == 0, (e2e, res.data.total.msgs, res.data.log[-2000:])
+    assert e2e["requests"] >= 6 and e2e["errors"] == 0, (e2e, res.data.total.messages, res.data.log[-2000:])
     dec = res.measured["decomposition"]
     det = dec["models"]["ocr_detector"]
     assert det["requests"] >= e2e["requests"] and det["compute_infer_ms"] > 0

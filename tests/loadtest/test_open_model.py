@@ -8,6 +8,7 @@ import statistics
 import pytest
 
 from archkit.loadtest import arrivals, compare, generator, hist, plan
+from archkit.loadtest.options import LoadtestOptions
 from archkit.loadtest.runner import Bucket
 from archkit.spec import load_file
 
@@ -38,16 +39,16 @@ def test_poisson_arrivals_have_exponential_gaps_and_are_deterministic() -> None:
 
 def test_open_model_is_the_default_for_baseline_and_stress_not_chaos() -> None:
     toy = load_file(TOY_SPEC).spec
-    assert plan.build(toy, "baseline").arrival == "constant"
-    assert plan.build(toy, "stress").arrival == "constant"
-    assert plan.build(toy, "chaos").arrival == "closed"
-    p = plan.build(toy, "baseline", arrival="poisson", max_inflight=3)
+    assert plan.build(toy, LoadtestOptions(level="baseline")).arrival == "constant"
+    assert plan.build(toy, LoadtestOptions(level="stress")).arrival == "constant"
+    assert plan.build(toy, LoadtestOptions(level="chaos")).arrival == "closed"
+    p = plan.build(toy, LoadtestOptions(level="baseline", arrival="poisson", max_inflight=3))
     assert p.open and p.users == 3  # the users are the in-flight slots
-    assert plan.build(toy, "baseline", arrival="closed", users=5).users == 5
+    assert plan.build(toy, LoadtestOptions(level="baseline", arrival="closed", users=5)).users == 5
 
 
 def _plan() -> plan.Plan:
-    return plan.build(load_file(TOY_SPEC).spec, "baseline", duration=10, rate=20)
+    return plan.build(load_file(TOY_SPEC).spec, LoadtestOptions(level="baseline", duration=10, rate=20))
 
 
 def test_a_generator_that_fell_behind_is_told_from_a_slow_server() -> None:
@@ -81,8 +82,8 @@ def test_a_generator_that_fell_behind_is_told_from_a_slow_server() -> None:
 
 
 def test_dropped_requests_count_as_failures() -> None:
-    b = Bucket(n=90, err=0, dropped=10)
-    hist.record_ms(b.h, 5.0)
+    b = Bucket(requests=90, errors=0, dropped=10)
+    hist.record_ms(b.latency, 5.0)
     s = b.stats(10)
     assert s["error_rate"] == 0.1 and s["dropped"] == 10
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import yaml
 
 from archkit.loadtest import plan
+from archkit.loadtest.options import LoadtestOptions
 from archkit.loadtest.session import analyse_stress, step_met
 from archkit.plans.context import prepare
 from archkit.plans.stress import stress_schedule, stress_steps
@@ -46,10 +47,10 @@ def test_a_search_steps_geometrically_and_gives_each_step_its_samples() -> None:
     assert [d for _s, d, _r in sched] == [72.0, 48.0, 32.0, 22.0, 20.0, 20.0, 20.0]
     assert [s for s, _d, _r in sched] == [0.0, 72.0, 120.0, 152.0, 174.0, 194.0, 214.0]
     assert stress_steps(level, None)[3] == (152.0, 3.375)
-    p = plan.build(_spec(), "stress")
+    p = plan.build(_spec(), LoadtestOptions(level="stress"))
     assert [(ph.start_s, ph.duration_s, ph.rate_rps) for ph in p.phases] == sched
     # --rate caps the search like a linear level's top step
-    capped = plan.build(_spec(), "stress", rate=4)
+    capped = plan.build(_spec(), LoadtestOptions(level="stress", rate=4))
     assert [ph.rate_rps for ph in capped.phases] == [1.0, 1.5, 2.25, 3.375]
 
 

@@ -11,6 +11,7 @@ import pytest
 from archkit.loadtest import hist, plan, report, safety, scrape, session
 from archkit.loadtest.chaos import FaultRecord, ProcessRef, analyse
 from archkit.loadtest.judge import judge
+from archkit.loadtest.options import LoadtestOptions
 from archkit.loadtest.runner import Bucket, RunData
 from archkit.spec import load_file
 from archkit.spec.model import Fault, Spec
@@ -45,23 +46,25 @@ def test_only_loopback_hosts_pass(url, ok) -> None:
 
 
 def test_plans_for_each_level(toy) -> None:
-    p = plan.build(toy, "baseline")
+    p = plan.build(toy, LoadtestOptions(level="baseline"))
     assert [(x.start_s, x.duration_s, x.rate_rps) for x in p.phases] == [(0.0, 4.0, 40.0)]
     assert p.max_requests == int(40 * 4 * 1.5) + 8
-    s = plan.build(toy, "stress")
+    s = plan.build(toy, LoadtestOptions(level="stress"))
     assert [x.rate_rps for x in s.phases] == [30, 60, 90, 120, 150] and s.duration_s == 10
-    s = plan.build(toy, "stress", rate=90, duration=3)  # --rate caps the top step; --duration shrinks steps
+    s = plan.build(
+        toy, LoadtestOptions(level="stress", rate=90, duration=3)
+    )  # --rate caps the top step; --duration shrinks steps
     assert [x.rate_rps for x in s.phases] == [30, 60, 90] and s.duration_s == pytest.approx(3)
-    c = plan.build(toy, "chaos", host="http://127.0.0.1:1", users=3, rate=7)
+    c = plan.build(toy, LoadtestOptions(level="chaos", host="http://127.0.0.1:1", users=3, rate=7))
     assert (c.host, c.users, c.phases[0].rate_rps) == ("http://127.0.0.1:1", 3, 7)
     with pytest.raises(plan.PlanError, match="no level 'soak'"):
-        plan.build(toy, "soak")
+        plan.build(toy, LoadtestOptions(level="soak"))
 
 
 def test_a_level_the_spec_lacks_gets_defaults_at_the_design_rate(toy) -> None:
     spec = toy.model_copy(deep=True)
     spec.loadtest.levels = []
-    p = plan.build(spec, "baseline")
+    p = plan.build(spec, LoadtestOptions(level="baseline"))
     assert p.phases[0].rate_rps == 40 and p.duration_s == 30
 
 
@@ -74,7 +77,7 @@ def test_stress_schedule_matches_the_generated_locustfile() -> None:
     from tests.conftest import ROOT
 
     spec = load_file(ROOT / "examples/industrial-inspection.yaml").spec
-    p = plan.build(spec, "stress")
+    p = plan.build(spec, LoadtestOptions(level="stress"))
     rates = [ph.rate_rps for ph in p.phases]
     assert rates[0] == 10 and rates[-1] == 120 and len(rates) == 12  # 10 → 120 req/s in 20 s steps
     files, _ = api.generate(spec, only=["locust"])
@@ -185,11 +188,11 @@ def test_chaos_analysis_burst_recovery_and_fallback(toy) -> None:
 def _result(toy) -> session.Result:
     """Nine requests at 300 ms against the toy's 60 ms P50 (missed: nine samples decide a P50)
     and 100 ms P99 (inconclusive: a P99 needs 368)."""
-    p = plan.build(toy, "baseline")
+    p = plan.build(toy, LoadtestOptions(level="baseline"))
     b = Bucket()
     for _ in range(9):
-        hist.record_ms(b.h, 300.0)
-    b.n, b.st = 9, {"200": 9}
+        hist.record_ms(b.latency, 300.0)
+    b.requests, b.statuses = 9, {"200": 9}
     data = RunData(plan=p, scenarios={"work": b}, wall_s=4.0)
     data.total = b
     measured = {

@@ -142,7 +142,9 @@ def kv_capacity_vllm(metrics_text: str) -> dict:
     try:
         blocks, size = int(labels["num_gpu_blocks"]), int(labels["block_size"])
     except (KeyError, ValueError):
-        raise CalibrationError(f"vllm:cache_config_info lacks num_gpu_blocks or block_size: {labels}") from None
+        raise CalibrationError(
+            f"vllm:cache_config_info lacks num_gpu_blocks or block_size: {labels}"
+        ) from None
     return {"source": "vllm:cache_config_info", "blocks": blocks, "block_size": size, "tokens": blocks * size}
 
 

@@ -52,6 +52,29 @@ def _progress_printer(level: str):
     return show
 
 
+def stream_lines(measures: dict) -> list[str]:
+    """The streaming measures of a run, one line each (nothing when no request streamed)."""
+    out = []
+    for key, label in (
+        ("ttft_ms", "TTFT"),
+        ("itl_ms", "ITL"),
+        ("tpot_ms", "TPOT"),
+        ("setup_ms", "stream setup"),
+    ):
+        got = measures.get(key)
+        if got:
+            out.append(
+                f"{label}: P50 {got['p50_ms']} ms, P95 {got['p95_ms']} ms, P99 {got['p99_ms']} ms (n={got['count']})"
+            )
+    ratio = measures.get("chunks_per_token")
+    if ratio:
+        out.append(
+            f"streamed {ratio['output_tokens']} output tokens in {ratio['content_chunks']} chunks "
+            f"({ratio['ratio']} chunks per token)"
+        )
+    return out
+
+
 @app.command()
 def loadtest(
     spec: Annotated[Path, typer.Argument(help="The spec file.", show_default=False)],
@@ -143,29 +166,27 @@ def loadtest(
             raise fail("--engine k6 reports as text or json", 2)
         _run_k6(spec, level, env, host, rate, duration, format)
     try:
-        outcome = api.loadtest(
-            spec,
-            level,
+        options = api.LoadtestOptions(
+            level=level,
             env=env,
             host=host,
             users=users,
             rate=rate,
             duration=duration,
             max_requests=max_requests,
-            report_dir=report,
+            arrival=arrival.value if arrival else None,
+            max_inflight=max_inflight,
             workers=workers,
             master_host=master_host,
             master_port=master_port,
-            services=service,
-            proxies=proxy,
-            metrics=metrics,
-            rules=rules,
+            services=tuple(service or ()),
+            proxies=tuple(proxy or ()),
+            metrics=tuple(metrics or ()),
+            rules=tuple(str(p) for p in rules or ()),
             prometheus=not no_prometheus,
-            progress=_progress_printer(level),
-            arrival=arrival.value if arrival else None,
-            max_inflight=max_inflight,
             calibration=str(calibration) if calibration is not None else None,
         )
+        outcome = api.loadtest(spec, options=options, report_dir=report, progress=_progress_printer(level))
     except api.ArchkitError as exc:
         raise fail_for(exc) from None
     finally:
@@ -196,6 +217,8 @@ def loadtest(
             f"P50 {m.get('p50_ms')} ms, P95 {m.get('p95_ms')} ms, P99 {m.get('p99_ms')} ms, "
             f"error rate {m.get('error_rate')}"
         )
+        for line in stream_lines(m.get("measures") or {}):
+            typer.echo(line)
         gen = res.measured.get("generator")
         if gen:
             fs = m.get("from_send") or {}

@@ -67,6 +67,15 @@ CODES: tuple[VerdictCode, ...] = (
         "seed 000 §2.1: measure each part of the latency separately before attributing it",
     ),
     VerdictCode(
+        "LT130",
+        "LLM token budget",
+        r"llm\.[^.]+\.[a-z0-9_]+",
+        "A streamed run of an llm stage within its llm.budgets: TTFT (to the first non-empty token), "
+        "ITL (every gap, per token), TPOT (P99 over requests), end to end, output tokens/s sustained; "
+        "from the client's per-chunk timing, exact to 0.1 %, with its sample size.",
+        "DESIGN.md, LLM serving: users judge an LLM by TTFT, ITL and TPOT, not one latency",
+    ),
+    VerdictCode(
         "LT201",
         "stress knee",
         r"stress\.knee_rps",

@@ -6,9 +6,10 @@ The plan is plain JSON so it can be handed to the worker process (`archkit.loadt
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 
 from archkit.errors import InputError
+from archkit.loadtest.options import LoadtestOptions
 from archkit.plans.stress import stress_schedule
 from archkit.spec.model import Level, Spec
 
@@ -69,6 +70,15 @@ class Plan:
         d["duration_s"] = self.duration_s
         return d
 
+    @classmethod
+    def from_json(cls, d: dict) -> Plan:
+        """The plan a worker process reads back (`to_json`'s inverse)."""
+        names = {f.name for f in fields(cls)}
+        kw = {k: v for k, v in d.items() if k in names}
+        kw["phases"] = [Phase(**p) for p in d["phases"]]
+        kw["level_path"] = tuple(d.get("level_path", ()))
+        return cls(**kw)
+
 
 def find_level(spec: Spec, level: str) -> Level:
     """The spec's level with this id, else the first of this kind, else a default of that kind."""
@@ -88,26 +98,15 @@ def find_level(spec: Spec, level: str) -> Level:
     return made
 
 
-def build(
-    spec: Spec,
-    level: str,
-    *,
-    spec_name: str = "spec",
-    host: str | None = None,
-    users: int | None = None,
-    rate: float | None = None,
-    duration: float | None = None,
-    max_requests: int | None = None,
-    arrival: str | None = None,
-    max_inflight: int | None = None,
-) -> Plan:
-    """The plan for one level; `rate` is the offered rate (for stress: the highest step)."""
+def build(spec: Spec, opts: LoadtestOptions, spec_name: str = "spec") -> Plan:
+    """The plan for `opts.level`; `opts.rate` is the offered rate (for stress: the highest step)."""
+    rate, duration, users = opts.rate, opts.duration, opts.users
     lt = spec.loadtest
     if lt is None:
         raise PlanError("the spec has no loadtest section (target, scenarios, levels)")
     if not lt.scenarios:
         raise PlanError("loadtest.scenarios is empty: nothing to send")
-    lv = find_level(spec, level)
+    lv = find_level(spec, opts.level)
     design = spec.budgets.throughput_rps
     if lv.kind == "stress":
         if rate and lv.search is not None:
@@ -120,7 +119,7 @@ def build(
             phases = [Phase(round(p.start_s * k, 6), round(p.duration_s * k, 6), p.rate_rps) for p in phases]
     else:
         phases = [Phase(0.0, float(duration or lv.duration_s), rate or lv.rate_rps or design)]
-    chosen = arrival or lv.arrival or DEFAULT_ARRIVAL[lv.kind]
+    chosen = opts.arrival or lv.arrival or DEFAULT_ARRIVAL[lv.kind]
     if chosen not in ARRIVAL_CHOICES:
         raise PlanError(f"unknown arrival {chosen!r} (use {', '.join(ARRIVAL_CHOICES)})")
     if chosen != "closed" and not all(p.rate_rps for p in phases):
@@ -130,13 +129,15 @@ def build(
     if chosen == "closed":
         n_users = int(users or lv.users)
     else:  # open model: the users are the slots a request can be in flight in
-        n_users = int(max_inflight or lv.max_inflight or users or lv.users)
+        n_users = int(opts.max_inflight or lv.max_inflight or users or lv.users)
+    max_requests = opts.max_requests
     if max_requests is None:
         max_requests = lv.max_requests
     if max_requests is None:
-        paced = [p for p in phases if p.rate_rps]
-        if len(paced) == len(phases):
-            max_requests = int(math.ceil(sum(p.rate_rps * p.duration_s for p in phases) * 1.5)) + n_users
+        rates = [p.rate_rps for p in phases if p.rate_rps]
+        if len(rates) == len(phases):
+            offered = sum(r * p.duration_s for r, p in zip(rates, phases, strict=True))
+            max_requests = int(math.ceil(offered * 1.5)) + n_users
         else:
             max_requests = 10_000_000  # unpaced: the time bound is what stops it
     return Plan(
@@ -144,7 +145,7 @@ def build(
         level=lv.id,
         kind=lv.kind,
         protocol=lt.target.protocol,
-        host=host or lt.target.host,
+        host=opts.host or lt.target.host,
         users=n_users,
         phases=phases,
         max_requests=max_requests,

@@ -89,7 +89,7 @@ def result_json(res) -> dict:
         "environment": res.environment,
         "wall_s": res.data.wall_s,
         "stopped": res.data.stopped,
-        "error_messages": dict(sorted(res.data.total.msgs.items(), key=lambda kv: -kv[1])[:10]),
+        "error_messages": dict(sorted(res.data.total.messages.items(), key=lambda kv: -kv[1])[:10]),
     }
 
 

@@ -24,66 +24,15 @@ from pathlib import Path
 from typing import Any
 
 from archkit.errors import ArchkitError
-from archkit.loadtest import hist
+from archkit.loadtest import hist, messages
+from archkit.loadtest.bucket import Bucket
 from archkit.loadtest.plan import Plan
+
+__all__ = ["Bucket", "RunData", "RunError", "free_port", "run"]
 
 
 class RunError(ArchkitError, RuntimeError):
     """The load generator could not run (it said why on its log)."""
-
-
-@dataclass
-class Bucket:
-    """Merged counts and histograms of some requests (a second, a phase, a scenario, the run)."""
-
-    n: int = 0
-    err: int = 0
-    st: dict = field(default_factory=dict)
-    h: Any = field(default_factory=hist.new)  # open model: from the scheduled send time
-    he: Any = field(default_factory=hist.new)
-    ha: Any = field(default_factory=hist.new)  # open model: from the actual send time
-    msgs: dict = field(default_factory=dict)
-    dropped: int = 0  # open model: scheduled requests that found every in-flight slot taken
-    sent: int = 0  # open model: requests that left in this stretch of time
-
-    def add(self, ev: dict) -> None:
-        self.n += ev.get("n", 0)
-        self.err += ev.get("err", 0)
-        self.dropped += ev.get("dr", 0)
-        self.sent += ev.get("sent", 0)
-        for k, v in ev.get("st", {}).items():
-            self.st[str(k)] = self.st.get(str(k), 0) + v
-        if ev.get("h"):
-            self.h.add(hist.decode(ev["h"]))
-        if ev.get("he"):
-            self.he.add(hist.decode(ev["he"]))
-        if ev.get("ha"):
-            self.ha.add(hist.decode(ev["ha"]))
-        for k, v in ev.get("msgs", {}).items():
-            self.msgs[k] = self.msgs.get(k, 0) + v
-
-    def stats(self, seconds: float | None = None) -> dict:
-        # a dropped request is a failed one: the service could not take it when it was due
-        failed, offered = self.err + self.dropped, self.n + self.dropped
-        out = {
-            "requests": self.n,
-            "errors": self.err,
-            "error_rate": round(failed / offered, 6) if offered else None,
-            "statuses": dict(sorted(self.st.items())),
-        }
-        if self.dropped:
-            out["dropped"] = self.dropped
-        out.update({k: v for k, v in hist.summary(self.h).items() if k != "count"})
-        if self.h.get_total_count():  # what each percentile's verdict needs: n and its interval
-            out["ci"] = hist.intervals(self.h)
-        if self.ha.get_total_count():
-            out["from_send"] = {k: v for k, v in hist.summary(self.ha).items() if k != "count"}
-        if self.err:
-            out["error_latency"] = {k: v for k, v in hist.summary(self.he).items() if k != "count"}
-        if seconds:
-            out["throughput_rps"] = round((self.n - self.err) / seconds, 3)
-            out["request_rate_rps"] = round(self.n / seconds, 3)
-        return out
 
 
 @dataclass
@@ -111,11 +60,10 @@ def free_port() -> int:
 
 def _reader(idx: int, stream, q: queue.Queue) -> None:
     for line in stream:
-        line = line.strip()
-        if line.startswith("{"):
-            with contextlib.suppress(ValueError):
-                q.put((idx, json.loads(line)))
-    q.put((idx, {"ev": "eof"}))
+        msg = messages.decode(line)
+        if msg is not None:
+            q.put((idx, msg))
+    q.put((idx, messages.Eof()))
 
 
 def run(
@@ -223,21 +171,20 @@ def _loop(plan, data, procs, recording, control, q, progress, phase_check, on_st
             if all(p.poll() is not None for p in procs) and q.empty():
                 break
             continue
-        kind = ev.get("ev")
-        if kind == "eof":
+        if isinstance(ev, messages.Eof):
             eof.add(idx)
-        elif kind == "error":
-            errors.append(ev.get("message", "?"))
-        elif kind == "started" and t_started is None:
+        elif isinstance(ev, messages.Failure):
+            errors.append(ev.message)
+        elif isinstance(ev, messages.Started) and t_started is None:
             t_started = time.monotonic()
             data.started_at = time.time()
             if on_start:
                 on_start(data.started_at)
-        elif kind == "tick" and idx in recording:
-            s = ev["s"]
-            b = seconds.setdefault(s, {"bucket": Bucket(), "users": 0, "rate": ev.get("rate")})
-            b["bucket"].add(ev)
-            b["users"] += ev.get("users") or 0
+        elif isinstance(ev, messages.Tick) and idx in recording:
+            s = ev.second
+            b = seconds.setdefault(s, {"bucket": Bucket(), "users": 0, "rate": ev.rate})
+            b["bucket"].add(ev.window)
+            b["users"] += ev.users or 0
             sec_seen[s] = sec_seen.get(s, 0) + 1
             if sec_seen[s] == len(recording):
                 row = _second_row(s, b)
@@ -249,49 +196,45 @@ def _loop(plan, data, procs, recording, control, q, progress, phase_check, on_st
                         {
                             **row,
                             "time_left_s": max(0.0, plan.duration_s - done),
-                            "total_requests": sum(x["bucket"].n for x in seconds.values()),
+                            "total_requests": sum(x["bucket"].requests for x in seconds.values()),
                         }
                     )
-        elif kind == "phase" and idx in recording:
-            i = ev["i"]
-            phases.setdefault(i, []).append(ev)
+        elif isinstance(ev, messages.PhaseEnd) and idx in recording:
+            i = ev.index
+            phases.setdefault(i, []).append(ev.window)
             if len(phases[i]) == len(recording):
-                b = Bucket()
-                for e in phases[i]:
-                    b.add(e)
+                merged = Bucket()
+                for w in phases[i]:
+                    merged.add(w)
                 ph = plan.phases[i]
                 row = {
                     "index": i,
                     "offered_rps": ph.rate_rps,
                     "duration_s": ph.duration_s,
-                    **b.stats(ph.duration_s),
+                    **merged.stats(ph.duration_s),
                 }
                 if plan.open:
-                    row["sent"] = b.sent
-                    row["dropped"] = b.dropped
+                    row["sent"] = merged.sent
+                    row["dropped"] = merged.dropped
                 data.phases.append(row)
                 if phase_check and not stopping and i + 1 < len(plan.phases) and not phase_check(i, row):
                     stopping = True
                     data.stopped = f"stopped after step {i + 1}: budgets broken"
                     stop_all()
-        elif kind == "final":
+        elif isinstance(ev, messages.Final):
             finals.add(idx)
-            if idx in recording:
-                _merge_generator(data, ev)
             if all(i in finals for i in recording):
                 done_at = time.monotonic()
             if idx in recording:
-                for name, sc in ev.get("scenarios", {}).items():
-                    data.scenarios.setdefault(name, Bucket()).add(sc)
+                _merge_generator(data, ev)
+                for name, w in ev.scenarios.items():
+                    data.scenarios.setdefault(name, Bucket()).add(w)
                 if not data.stopped:
-                    data.stopped = ev.get("stopped", "")
+                    data.stopped = ev.stopped
     data.wall_s = round(time.monotonic() - (t_started or start_wall), 3)
     data.seconds = [_second_row(s, seconds[s]) for s in sorted(seconds)]
     for b in data.scenarios.values():
-        data.total.add({"n": b.n, "err": b.err, "st": b.st, "msgs": b.msgs})
-        data.total.h.add(b.h)
-        data.total.he.add(b.he)
-        data.total.ha.add(b.ha)
+        data.total.merge(b)
     data.total.dropped = data.generator.get("dropped", 0)
     if not data.scenarios and errors:
         raise RunError("; ".join(errors))
@@ -299,34 +242,35 @@ def _loop(plan, data, procs, recording, control, q, progress, phase_check, on_st
         raise RunError("the load generator did not start; see its log")
 
 
-def _merge_generator(data: RunData, ev: dict) -> None:
+def _merge_generator(data: RunData, ev: messages.Final) -> None:
     """Sum what each recording process says about itself (CPU, open-model counts)."""
     g = data.generator
     g["processes"] = g.get("processes", 0) + 1
-    g["cpu_s"] = round(g.get("cpu_s", 0.0) + (ev.get("cpu_s") or 0.0), 3)
-    g["wall_s"] = max(g.get("wall_s", 0.0), ev.get("wall_s") or 0.0)
-    op = ev.get("open")
-    if not op:
+    g["cpu_s"] = round(g.get("cpu_s", 0.0) + ev.cpu_s, 3)
+    g["wall_s"] = max(g.get("wall_s", 0.0), ev.wall_s)
+    op = ev.open
+    if op is None:
         return
-    g["arrival"] = op.get("arrival")
-    sched = g.setdefault("scheduled", [0] * len(op.get("scheduled", [])))
-    for i, n in enumerate(op.get("scheduled", [])):
+    g["arrival"] = op.arrival
+    sched = g.setdefault("scheduled", [0] * len(op.scheduled))
+    for i, n in enumerate(op.scheduled):
         if i < len(sched):
             sched[i] += n
-    for key in ("handed", "dropped", "max_inflight"):
-        g[key] = g.get(key, 0) + (op.get(key) or 0)
-    if op.get("lag"):
-        data.lag.add(hist.decode(op["lag"]))
+    g["handed"] = g.get("handed", 0) + op.handed
+    g["dropped"] = g.get("dropped", 0) + op.dropped
+    g["max_inflight"] = g.get("max_inflight", 0) + op.max_inflight
+    if op.lag:
+        data.lag.add(hist.decode(op.lag))
 
 
 def _second_row(s: int, b: dict) -> dict:
     bucket: Bucket = b["bucket"]
-    summ = hist.summary(bucket.h)
+    summ = hist.summary(bucket.latency)
     return {
         "t": s + 1,
-        "requests": bucket.n,
-        "errors": bucket.err,
-        "statuses": dict(sorted(bucket.st.items())),
+        "requests": bucket.requests,
+        "errors": bucket.errors,
+        "statuses": dict(sorted(bucket.statuses.items())),
         "p50_ms": summ["p50_ms"],
         "p99_ms": summ["p99_ms"],
         "max_ms": summ["max_ms"],

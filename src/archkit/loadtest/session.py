@@ -21,8 +21,9 @@ from archkit.loadtest import chaos as chaos_mod
 from archkit.loadtest import compare as compare_mod
 from archkit.loadtest import generator as generator_mod
 from archkit.loadtest import judge as judge_mod
+from archkit.loadtest import judge_llm, scrape
 from archkit.loadtest import plan as plan_mod
-from archkit.loadtest import scrape
+from archkit.loadtest.options import LoadtestOptions
 from archkit.loadtest.results import located_verdict
 from archkit.loadtest.runner import RunData, free_port, run
 from archkit.loadtest.safety import require_loopback
@@ -32,29 +33,6 @@ from archkit.spec.model import Level, Spec
 
 FAST_ERROR_STATUSES = {"429", "503"}
 STEPS_PAST_KNEE = 2  # stress stops after this many steps broke the budgets
-
-
-@dataclass
-class Options:
-    """What the command line (or a caller) chose for this run."""
-
-    level: str = "baseline"
-    env: str | None = None
-    host: str | None = None
-    users: int | None = None
-    rate: float | None = None
-    duration: float | None = None
-    max_requests: int | None = None
-    workers: int = 0
-    master_host: str | None = None
-    master_port: int = 5557
-    services: list[str] = field(default_factory=list)
-    proxies: list[str] = field(default_factory=list)
-    metrics: list[str] = field(default_factory=list)
-    rule_files: dict[str, str] | None = None
-    prometheus: bool = True
-    arrival: str | None = None  # constant, poisson (open model) or closed; default: the level's
-    max_inflight: int | None = None
 
 
 @dataclass
@@ -112,7 +90,7 @@ def payload_root(spec: Spec, spec_dir: Path) -> Path:
 
 def check_scenario_urls(spec: Spec) -> None:
     """A scenario path that names its own host (an absolute URL) must pass the loopback rule too."""
-    for sc in spec.loadtest.scenarios:
+    for sc in spec.loadtest.scenarios if spec.loadtest else []:
         path = sc.path or ""
         parts = urlsplit(path)
         if parts.scheme or parts.netloc or path.startswith("//"):
@@ -121,7 +99,7 @@ def check_scenario_urls(spec: Spec) -> None:
 
 def check_payloads(spec: Spec, root: Path) -> None:
     """Refuse before starting when a scenario's payload file or folder is missing."""
-    for sc in spec.loadtest.scenarios:
+    for sc in spec.loadtest.scenarios if spec.loadtest else []:
         p = sc.payload
         if p is None or p.template is not None:
             continue
@@ -233,24 +211,14 @@ def execute(
     spec: Spec,
     spec_file: str,
     locustfile_text: str,
-    opts: Options,
+    opts: LoadtestOptions,
     workdir: Path,
     progress: Callable[[dict], None] | None = None,
+    rule_files: dict[str, str] | None = None,
 ) -> Result:
     """Run one level against the spec's target (loopback only) and judge it."""
     spec_dir = Path(spec_file).resolve().parent
-    plan = plan_mod.build(
-        spec,
-        opts.level,
-        spec_name=Path(spec_file).name,
-        host=opts.host,
-        users=opts.users,
-        rate=opts.rate,
-        duration=opts.duration,
-        max_requests=opts.max_requests,
-        arrival=opts.arrival,
-        max_inflight=opts.max_inflight,
-    )
+    plan = plan_mod.build(spec, opts, Path(spec_file).name)
     require_loopback(plan.host, "target")
     check_scenario_urls(spec)
     target_host = plan.host  # before a chaos delay proxy takes its place
@@ -268,7 +236,7 @@ def execute(
     proxies: dict[str, chaos_mod.DelayProxy] = {}
     if plan.kind == "chaos":
         services = {r.name: r for r in map(chaos_mod.ProcessRef.parse, opts.services)}
-        target_service = spec.loadtest.target.service
+        target_service = spec.loadtest.target.service if spec.loadtest else None
         for text in opts.proxies:
             name, _, ports = text.partition("=")
             listen, _, upstream = ports.partition(":")
@@ -276,7 +244,8 @@ def execute(
                 raise chaos_mod.ChaosError(f"--proxy expects NAME=LISTEN_PORT:UPSTREAM_PORT, got {text!r}")
             proxies[name] = chaos_mod.DelayProxy(int(upstream), int(listen))
         if (
-            any(f.action == "delay" and f.target == target_service for f in level.faults)
+            target_service is not None
+            and any(f.action == "delay" and f.target == target_service for f in level.faults)
             and target_service not in proxies
         ):
             u = urlsplit(plan.host)
@@ -291,20 +260,20 @@ def execute(
                 p.close()
             raise
 
-    urls = scrape.endpoints(spec, target_host, opts.metrics)
+    urls = scrape.endpoints(spec, target_host, list(opts.metrics))
     before = scrape.snapshot(urls)
     live_prom = None
     alert_notes: list[str] = []
-    if opts.prometheus and opts.rule_files and before:
+    if opts.prometheus and rule_files and before:
         from archkit.loadtest.prom import LivePrometheus, PrometheusError
 
-        live_prom = LivePrometheus(sorted(before), opts.rule_files, free_port())
+        live_prom = LivePrometheus(sorted(before), rule_files, free_port())
         try:
             live_prom.start()
         except PrometheusError as exc:
             alert_notes.append(f"Prometheus not started: {exc}")
             live_prom = None
-    elif opts.prometheus and not opts.rule_files:
+    elif opts.prometheus and not rule_files:
         alert_notes.append("no alert rules to evaluate (the prometheus generator produced none)")
     elif opts.prometheus and not before:
         alert_notes.append("no metrics endpoint answered (observability.scrape): alerts not evaluated")
@@ -376,7 +345,7 @@ def execute(
     if plan.kind == "chaos" and injector:
         measured["chaos"] = chaos_mod.analyse(injector.records, data.seconds, spec, plan.duration_s)
     measured["predicted"] = compare_mod.compare(spec, measured, opts.env, target_host)
-    verdicts = judge_mod.judge(spec, measured)
+    verdicts = judge_mod.judge(spec, measured) + judge_llm.judge(spec, measured)
     b = spec.budgets
     budgets = {
         k: getattr(b, k)

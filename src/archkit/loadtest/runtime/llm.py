@@ -1,0 +1,137 @@
+"""LLM request bodies drawn from the spec's workload: prompt and output lengths, shared prefixes.
+
+The generated locustfile carries an llm scenario's workload as a literal (archkit.plans.loadtest
+`LlmLoad`); each request draws a prompt length, an output length and (with shared prefixes) a
+prefix group, and sends an OpenAI-compatible body with `max_tokens` = the output length and
+`ignore_eos` (llama.cpp, vLLM) so the server generates exactly that many tokens. No tokenizer
+runs here: a prompt of n tokens is n repetitions of a one-token word (" a"); the server's
+`usage.prompt_tokens` says what it really counted (its chat template adds a few).
+The distributions follow archkit.perf's definitions (lognormal from its mean and standard
+deviation; an empirical CDF interpolated), drawn with the standard library's seeded `random`.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import os
+import random
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+WORD = " a"  # one token in the BPE vocabularies of GPT-2-style tokenizers (SmolLM2, Llama 3)
+MAX_TOKENS = 10_000_000
+
+
+@dataclass(frozen=True)
+class Lengths:
+    """One token-length distribution (spec `TokenLengths`)."""
+
+    distribution: str
+    min_tokens: int
+    mean_tokens: float | None = None
+    std_tokens: float | None = None
+    max_tokens: int | None = None
+    cdf: tuple[tuple[float, float], ...] = ()
+
+    @classmethod
+    def of(cls, d: Mapping[str, Any], root: str | None = None) -> Lengths:
+        cdf = tuple((float(a), float(b)) for a, b in d.get("cdf") or ())
+        if not cdf and d.get("cdf_file"):
+            path = os.path.join(root or os.environ.get("ARCHKIT_PAYLOAD_ROOT") or os.getcwd(), d["cdf_file"])
+            with open(path, encoding="utf-8") as fh:
+                rows = [line.strip().split(",") for line in fh if line.strip()]
+            cdf = tuple(
+                (float(r[0]), float(r[1])) for r in rows if len(r) >= 2 and r[0].replace(".", "", 1).isdigit()
+            )
+        return cls(
+            distribution=str(d["distribution"]),
+            min_tokens=int(d.get("min_tokens", 1)),
+            mean_tokens=d.get("mean_tokens"),
+            std_tokens=d.get("std_tokens"),
+            max_tokens=d.get("max_tokens"),
+            cdf=cdf,
+        )
+
+    def draw(self, rng: random.Random) -> int:
+        """One length, rounded and clipped to [min_tokens, max_tokens]."""
+        d, m = self.distribution, float(self.mean_tokens or 1)
+        hi = self.max_tokens if self.max_tokens is not None else MAX_TOKENS
+        if d == "fixed":
+            x = m
+        elif d == "uniform":
+            x = rng.randint(self.min_tokens, hi)
+        elif d == "normal":
+            x = rng.gauss(m, float(self.std_tokens or 0))
+        elif d == "lognormal":
+            sigma2 = math.log(1 + (float(self.std_tokens or 0) / m) ** 2)
+            x = rng.lognormvariate(math.log(m) - sigma2 / 2, math.sqrt(sigma2))
+        else:  # empirical: the CDF inverted by linear interpolation
+            u = rng.random()
+            probs = [p for _, p in self.cdf]
+            i = bisect.bisect_left(probs, u)
+            if i == 0:
+                x = self.cdf[0][0]
+            elif i >= len(self.cdf):
+                x = self.cdf[-1][0]
+            else:
+                (t0, p0), (t1, p1) = self.cdf[i - 1], self.cdf[i]
+                x = t0 + (t1 - t0) * ((u - p0) / (p1 - p0) if p1 > p0 else 0.0)
+        return int(min(max(round(x), self.min_tokens), hi))
+
+
+@dataclass(frozen=True)
+class LlmLoad:
+    """An llm scenario's workload, live: draws one request body at a time."""
+
+    stage: str
+    model: str
+    prompt: Lengths
+    output: Lengths
+    prefix_groups: int = 0
+    prefix_tokens: int = 0
+    prefix_share: float = 0.0
+
+    @classmethod
+    def of(cls, d: Mapping[str, Any]) -> LlmLoad:
+        prefix = d.get("prefix") or {}
+        return cls(
+            stage=str(d["stage"]),
+            model=str(d["model"]),
+            prompt=Lengths.of(d["prompt"]),
+            output=Lengths.of(d["output"]),
+            prefix_groups=int(prefix.get("groups", 0)),
+            prefix_tokens=int(prefix.get("tokens", 0)),
+            prefix_share=float(prefix.get("share", 0.0)),
+        )
+
+    def prompt_text(self, rng: random.Random) -> str:
+        """A prompt of the drawn length; with shared prefixes, a share of them start with one of the groups'."""
+        n = self.prompt.draw(rng)
+        head = ""
+        if self.prefix_groups and rng.random() < self.prefix_share:
+            g = rng.randrange(self.prefix_groups)
+            # each group's prefix differs from its first token on, so a prefix cache tells them apart
+            head = f"{g}:" + WORD * max(0, self.prefix_tokens - 2)
+            n = max(1, n - self.prefix_tokens)
+        return head + WORD * n
+
+    def body(
+        self, path: str | None, rng: random.Random, base: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """One request body: chat messages (or a completions prompt), max_tokens, greedy, ignore_eos."""
+        out: dict[str, Any] = {"model": self.model, **(base or {})}
+        text = self.prompt_text(rng)
+        if (
+            path
+            and path.rstrip("/").endswith("/completions")
+            and not path.rstrip("/").endswith("/chat/completions")
+        ):
+            out["prompt"] = text
+        else:
+            out["messages"] = [{"role": "user", "content": text}]
+        out["max_tokens"] = self.output.draw(rng)
+        out.setdefault("temperature", 0)
+        out.setdefault("ignore_eos", True)
+        return out

