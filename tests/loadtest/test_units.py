@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from archkit.loadtest import hist, plan, report, safety, scrape, session
+from archkit.loadtest import hist, payloads, plan, report, safety, scrape, session
 from archkit.loadtest.chaos import FaultRecord, ProcessRef, analyse
 from archkit.loadtest.judge import judge
 from archkit.loadtest.options import LoadtestOptions
@@ -261,10 +261,10 @@ def test_missing_payload_names_the_spec_line(tmp_path) -> None:
     with pytest.raises(
         plan.PlanError, match=r"s.yaml:\d+: loadtest.scenarios\[0\].payload.folder: no file matches"
     ):
-        session.check_payloads(spec, tmp_path)
+        payloads.check_payloads(spec, tmp_path)
     (tmp_path / "golden").mkdir()
     (tmp_path / "golden" / "a.png").write_bytes(b"x")
-    session.check_payloads(spec, tmp_path)
+    payloads.check_payloads(spec, tmp_path)
 
 
 def test_model_stages_get_triton_queue_and_compute(toy) -> None:

@@ -47,8 +47,8 @@ def _ints(text: str | None, what: str) -> list[int] | None:
 
 def _payload_root(spec_obj, spec: Path) -> Path | None:
     """Where the spec's scenario payloads are (its folder, else the current one); None if nowhere."""
+    from archkit.loadtest.payloads import payload_root
     from archkit.loadtest.plan import PlanError
-    from archkit.loadtest.session import payload_root
 
     if spec_obj.loadtest is None:
         return None

@@ -24,6 +24,7 @@ from archkit.loadtest import judge as judge_mod
 from archkit.loadtest import judge_llm, scrape
 from archkit.loadtest import plan as plan_mod
 from archkit.loadtest.options import LoadtestOptions
+from archkit.loadtest.payloads import payload_root
 from archkit.loadtest.results import located_verdict
 from archkit.loadtest.runner import RunData, free_port, run
 from archkit.loadtest.safety import require_loopback
@@ -68,26 +69,6 @@ def _loc(spec: Spec, path: tuple) -> str:
     return f"{where.file}:{where.line}: {where.path}"
 
 
-def payload_root(spec: Spec, spec_dir: Path) -> Path:
-    """Where payload paths are relative to: the spec's folder, else the current directory.
-
-    The spec's folder wins, so a spec and its payloads move together; specs written relative
-    to a repository root (run from there) keep working.
-    """
-    try:
-        check_payloads(spec, spec_dir)
-        return spec_dir
-    except plan_mod.PlanError:
-        cwd = Path.cwd()
-        if cwd != spec_dir:
-            try:
-                check_payloads(spec, cwd)
-                return cwd
-            except plan_mod.PlanError:
-                pass
-        raise
-
-
 def check_scenario_urls(spec: Spec) -> None:
     """A scenario path that names its own host (an absolute URL) must pass the loopback rule too."""
     for sc in spec.loadtest.scenarios if spec.loadtest else []:
@@ -95,25 +76,6 @@ def check_scenario_urls(spec: Spec) -> None:
         parts = urlsplit(path)
         if parts.scheme or parts.netloc or path.startswith("//"):
             require_loopback(path, f"scenario {sc.id!r} path ({_loc(spec, tuple(sc.spec_path) + ('path',))})")
-
-
-def check_payloads(spec: Spec, root: Path) -> None:
-    """Refuse before starting when a scenario's payload file or folder is missing."""
-    for sc in spec.loadtest.scenarios if spec.loadtest else []:
-        p = sc.payload
-        if p is None or p.template is not None:
-            continue
-        path = tuple(p.spec_path)
-        if p.file is not None and not (root / p.file).is_file():
-            raise plan_mod.PlanError(
-                f"{_loc(spec, path + ('file',))}: payload file {p.file} not found under {root}"
-            )
-        if p.folder is not None:
-            folder = root / p.folder
-            if not folder.is_dir() or not any(x.is_file() for x in folder.glob(p.glob)):
-                raise plan_mod.PlanError(
-                    f"{_loc(spec, path + ('folder',))}: no file matches {p.folder}/{p.glob} under {root}"
-                )
 
 
 def environment_info() -> dict:

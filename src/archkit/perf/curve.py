@@ -16,6 +16,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from html import escape
 
+from archkit.errors import InputError
 from archkit.perf.pipeline import DEFAULT_REQUESTS, DEFAULT_SEED, PipelinePrediction, json_ready, predict
 from archkit.spec.model import Spec
 
@@ -23,7 +24,7 @@ MAX_POINTS = 200  # rates in one sweep: each is a whole-pipeline simulation
 LOST_AT_KNEE = 0.01  # refused or failed share that marks the knee
 
 
-class RateSpecError(ValueError):
+class RateSpecError(InputError, ValueError):
     """A `--rate` value that is not R or A:B:STEP with 0 < A ≤ B and STEP > 0."""
 
 

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from archkit.errors import InputError
 from archkit.spec.model import Spec
 from archkit.verify.findings import Finding, Recorder
 from archkit.verify.registry import DocRow, Option, Providers, Reading, Source, register_source
@@ -24,7 +25,7 @@ from archkit.verify.triton_config import MaxBatchSize, check_config
 AREA = "triton"  # the same checks as the live Triton source, reported under its area
 
 
-class ConfigFileError(ValueError):
+class ConfigFileError(InputError, ValueError):
     """A config.pbtxt that Triton's ModelConfig message does not accept."""
 
 

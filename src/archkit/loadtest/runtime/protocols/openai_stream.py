@@ -19,6 +19,7 @@ import time
 from typing import Any
 from urllib.parse import urlsplit
 
+from archkit.errors import ArchkitError
 from archkit.loadtest.measures import STREAM_KEY, StreamTrace
 from archkit.loadtest.runtime.mix import Scenario
 from archkit.loadtest.runtime.protocols.base import ServiceUser, fire, register_protocol
@@ -26,7 +27,7 @@ from archkit.loadtest.runtime.protocols.base import ServiceUser, fire, register_
 DEFAULT_PATH = "/v1/chat/completions"
 
 
-class StreamError(Exception):
+class StreamError(ArchkitError):
     """The server answered, but not with a usable stream (a status not expected, a broken event)."""
 
 
