@@ -153,7 +153,7 @@ class Accelerator(Node):
     type: str | None = Field(
         None,
         description="a catalogue name (H100-SXM, H200, A100-80GB, A100-40GB, L40S, L4, A10G, T4, EPYC-9654, "
-        "Xeon-8480, EPYC-Zen2-2core); unset: the stage's service's node-pool gpu.model",
+        "Xeon-8480, EPYC-2vCPU-AVX2); unset: the stage's service's node-pool gpu.model",
     )
     mig_profile: str | None = Field(None, description="a MIG profile of that GPU, e.g. 3g.40gb")
     memory_gb: Annotated[float, Field(gt=0, le=4096)] | None = None

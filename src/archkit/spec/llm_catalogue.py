@@ -86,7 +86,7 @@ ACCELERATORS: dict[str, AcceleratorSpec] = {
         AcceleratorSpec("T4", "gpu", 16, 320, 65, None, 16, "sources.md G8"),
         AcceleratorSpec("EPYC-9654", "cpu", 768, 460.8, 14.7, None, 0, "sources.md C1"),
         AcceleratorSpec("Xeon-8480", "cpu", 512, 307.2, 114.7, None, 0, "sources.md C2"),
-        AcceleratorSpec("EPYC-Zen2-2core", "cpu", 23, 13, 0.144, None, 0, "sources.md C3"),
+        AcceleratorSpec("EPYC-2vCPU-AVX2", "cpu", 23, 13, 0.144, None, 0, "sources.md C3"),
     )
 }
 

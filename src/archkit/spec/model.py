@@ -724,7 +724,7 @@ class FaultTreeLimits(Node):
 
     # Budgets of work, not of wall-clock time, so that results stay byte-identical on any
     # machine. The defaults keep `archkit check` within ~2 s and ~512 MiB on this project's
-    # 2-core Zen 2 (docs/benchmarks.md); the maxima bound what a spec can ask for (issue 28:
+    # 2-core EPYC (docs/benchmarks.md, issue 28); the maxima bound what a spec can ask for (issue 28:
     # a spec raised them to 10^15). das9701, the largest Aralia tree, needs 14.1M BDD nodes
     # (7 s, 465 MiB): it sets its own limits. The compiled kernel holds ~30 bytes a live node.
     max_bdd_nodes: Annotated[int, Field(ge=1, le=64_000_000)] = Field(
