@@ -23,6 +23,7 @@ settings.register_profile(
 )
 EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
 REFERENCE_SPECS = sorted((ROOT / "specs").glob("*.yaml"))
+OCR_SPEC = ROOT / "specs" / "ocr-reference.yaml"  # the Triton reference; OCR_SPEC sorts after llm-reference
 ARTIFACTS = ROOT / "tests" / "artifacts"
 
 

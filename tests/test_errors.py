@@ -20,11 +20,25 @@ BROKEN = ROOT / "tests" / "spec" / "broken" / "three-errors.yaml"
 SPEC = ROOT / "specs" / "ocr-reference.yaml"
 # the load generator's process module patches sockets (gevent) when imported: not imported here
 NOT_IMPORTED = {"archkit.loadtest.worker", "archkit.__main__", "archkit.cli.__main__"}
+# the runtime the locustfile wires (it imports locust, which monkey-patches threads: importing it
+# beside other tests' threads deadlocked a pytest-xdist worker on the import lock)
+NOT_IMPORTED_PACKAGES = ("archkit.loadtest.runtime",)
+
+
+def _modules(path, prefix):
+    """pkgutil.walk_packages, but never importing a package it skips (walk_packages imports every
+    package to recurse, and the load-test runtime's __init__ imports locust)."""
+    for mod in pkgutil.iter_modules(path, prefix):
+        if mod.name.startswith(NOT_IMPORTED_PACKAGES):
+            continue
+        yield mod
+        if mod.ispkg:
+            yield from _modules(importlib.import_module(mod.name).__path__, mod.name + ".")
 
 
 def _exception_classes() -> list[type[BaseException]]:
     found = []
-    for mod in pkgutil.walk_packages(archkit.__path__, "archkit."):
+    for mod in _modules(archkit.__path__, "archkit."):
         if mod.name in NOT_IMPORTED:
             continue
         module = importlib.import_module(mod.name)

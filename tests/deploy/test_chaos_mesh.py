@@ -14,7 +14,7 @@ import yaml
 
 from archkit import api
 from archkit.spec.model import Fault
-from tests.conftest import EXAMPLES, REFERENCE_SPECS
+from tests.conftest import EXAMPLES, OCR_SPEC, REFERENCE_SPECS
 from tests.deploy.helpers import load_spec, render_one
 
 SPECS = EXAMPLES + REFERENCE_SPECS
@@ -80,7 +80,7 @@ def test_experiments_satisfy_the_crd_schemas(spec_file: Path, tmp_path: Path) ->
 
 def test_every_action_maps_to_an_experiment(tmp_path: Path) -> None:
     """Hand-checked mapping on the reference spec's triton service (namespace ocr-reference)."""
-    spec = load_spec(REFERENCE_SPECS[0])
+    spec = load_spec(OCR_SPEC)
     chaos = next(lv for lv in spec.loadtest.levels if lv.kind == "chaos")  # type: ignore[union-attr]
     chaos.faults = [
         Fault(at_s=1, action="kill", target="triton"),

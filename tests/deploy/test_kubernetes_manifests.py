@@ -13,7 +13,7 @@ from archkit.spec.model import Spec
 from archkit.verify import Status
 from archkit.verify.kube import check_cluster
 from archkit.verify.state import load_manifests
-from tests.conftest import EXAMPLES, REFERENCE_SPECS
+from tests.conftest import EXAMPLES, OCR_SPEC, REFERENCE_SPECS
 from tests.deploy.helpers import load_spec, render_one
 
 SPECS = EXAMPLES + REFERENCE_SPECS
@@ -54,7 +54,7 @@ def test_manifests_validate_and_have_zero_drift(spec_file: Path, tmp_path: Path)
 def test_reference_spec_objects(tmp_path: Path) -> None:
     """specs/ocr-reference.yaml: the Triton pod asks for one GPU as request and limit, lands on the
     GPU pool and tolerates its taint; the gateway (2 replicas) gets a PodDisruptionBudget."""
-    folder = _render(_spec(REFERENCE_SPECS[0]), tmp_path)
+    folder = _render(_spec(OCR_SPEC), tmp_path)
     triton = list(yaml.safe_load_all((folder / "triton.yaml").read_text()))
     dep = next(d for d in triton if d["kind"] == "Deployment")
     pod = dep["spec"]["template"]["spec"]
@@ -71,7 +71,7 @@ def test_reference_spec_objects(tmp_path: Path) -> None:
 
 
 def test_replica_range_gets_an_autoscaler(tmp_path: Path) -> None:
-    spec = _spec(REFERENCE_SPECS[0])
+    spec = _spec(OCR_SPEC)
     gw = spec.service("gateway")
     assert gw is not None
     gw.min_replicas, gw.max_replicas = 2, 6
@@ -111,7 +111,7 @@ def test_network_mount_gets_options_and_a_mount_checking_liveness(tmp_path: Path
     ],
 )
 def test_a_deliberate_edit_is_drift(tmp_path: Path, file: str, old: str, new: str, code: str) -> None:
-    spec = _spec(REFERENCE_SPECS[0])
+    spec = _spec(OCR_SPEC)
     folder = _render(spec, tmp_path)
     path = folder / file
     text = path.read_text(encoding="utf-8")

@@ -16,7 +16,7 @@ from archkit.spec.model import Scenario, TritonInput
 from archkit.verify import Status
 from archkit.verify.triton import triton_models
 from archkit.verify.triton_repo import check_repository, parse_config
-from tests.conftest import EXAMPLES, REFERENCE_SPECS
+from tests.conftest import EXAMPLES, OCR_SPEC, REFERENCE_SPECS
 from tests.deploy.helpers import load_spec, render_one
 
 SPECS = EXAMPLES + REFERENCE_SPECS
@@ -45,7 +45,7 @@ def test_generated_configs_have_zero_drift(spec_file: Path, tmp_path: Path) -> N
 
 def test_each_environment_renders_its_own_hardware(tmp_path: Path) -> None:
     """`render --env cpu` writes KIND_CPU instances; verify with the same env finds no drift."""
-    spec_file = REFERENCE_SPECS[0]
+    spec_file = OCR_SPEC
     spec = load_file(spec_file)
     repo = _render(spec, str(spec_file), tmp_path, env="cpu")
     config = parse_config(repo / "ocr_recogniser" / "config.pbtxt")
@@ -56,7 +56,7 @@ def test_each_environment_renders_its_own_hardware(tmp_path: Path) -> None:
 
 def test_fields_as_triton_reads_them(tmp_path: Path) -> None:
     """Hand-checked against specs/ocr-reference.yaml's detect stage."""
-    spec = load_file(REFERENCE_SPECS[0])
+    spec = load_file(OCR_SPEC)
     config = parse_config(_render(spec, "ocr-reference.yaml", tmp_path) / "ocr_detector" / "config.pbtxt")
     assert config == {
         "name": "ocr_detector",
@@ -77,7 +77,7 @@ def test_fields_as_triton_reads_them(tmp_path: Path) -> None:
 
 
 def test_warmup_from_a_scenario_that_declares_the_model_inputs(tmp_path: Path) -> None:
-    spec = load_file(REFERENCE_SPECS[0])
+    spec = load_file(OCR_SPEC)
     assert spec.loadtest is not None
     spec.loadtest.scenarios.append(
         Scenario(
@@ -106,7 +106,7 @@ def test_warmup_from_a_scenario_that_declares_the_model_inputs(tmp_path: Path) -
     ],
 )
 def test_a_deliberate_edit_is_drift(tmp_path: Path, old: str, new: str, code: str) -> None:
-    spec = load_file(REFERENCE_SPECS[0])
+    spec = load_file(OCR_SPEC)
     repo = _render(spec, "ocr-reference.yaml", tmp_path)
     path = repo / "ocr_detector" / "config.pbtxt"
     text = path.read_text(encoding="utf-8")
@@ -118,7 +118,7 @@ def test_a_deliberate_edit_is_drift(tmp_path: Path, old: str, new: str, code: st
 
 
 def test_a_field_triton_does_not_know_is_refused_with_its_line(tmp_path: Path) -> None:
-    spec = load_file(REFERENCE_SPECS[0])
+    spec = load_file(OCR_SPEC)
     repo = _render(spec, "ocr-reference.yaml", tmp_path)
     path = repo / "ocr_detector" / "config.pbtxt"
     path.write_text(path.read_text(encoding="utf-8") + "max_batch: 3\n", encoding="utf-8")
@@ -128,7 +128,7 @@ def test_a_field_triton_does_not_know_is_refused_with_its_line(tmp_path: Path) -
 
 
 def test_cli_verify_triton_repo(tmp_path: Path) -> None:
-    spec_file = REFERENCE_SPECS[0]
+    spec_file = OCR_SPEC
     repo = _render(load_file(spec_file), spec_file.name, tmp_path)
     report = api.verify(spec_file, triton_repo=str(repo)).report
     assert report is not None

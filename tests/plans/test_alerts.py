@@ -12,7 +12,7 @@ import pytest
 
 from archkit.plans import alert_plan, prepare
 from archkit.plans.alerts.model import fmt_number
-from tests.conftest import EXAMPLES, REFERENCE_SPECS
+from tests.conftest import EXAMPLES, OCR_SPEC, REFERENCE_SPECS
 
 SPECS = EXAMPLES + REFERENCE_SPECS
 
@@ -34,7 +34,7 @@ def test_query_op_threshold_rebuild_the_expression(spec_file: Path) -> None:
 
 
 def test_rule_groups_hold_every_alert_and_recording_once() -> None:
-    plan = alert_plan(prepare(REFERENCE_SPECS[0]).spec)
+    plan = alert_plan(prepare(OCR_SPEC).spec)
     in_groups = [a.name for g in plan.groups for a in g.alerts]
     assert sorted(in_groups) == sorted(a.name for a in plan.alerts)
     assert sum(len(g.recordings) for g in plan.groups) == len(plan.recordings)
