@@ -1168,6 +1168,10 @@ class Environment(Node):
         description="a calibration file written by `archkit calibrate` (path relative to the spec): its "
         "measured service times replace the model stages' on this hardware",
     )
+    verify: VerifySettings | None = Field(
+        None,
+        description="endpoints `verify --env` with this environment may also reach (archkit.spec.verify_policy)",
+    )
 
 
 # --------------------------------------------------------------------------- the spec
@@ -1208,6 +1212,10 @@ class Spec(Node):
     )
     config: Config | None = Field(
         None, description="parameters in a configuration store per environment (seed 000 §4.2)"
+    )
+    verify: VerifySettings = Field(
+        default_factory=lambda: VerifySettings(),
+        description="endpoints off loopback `archkit verify` may reach (archkit.spec.verify_policy)",
     )
     _applied_env: str | None = PrivateAttr(default=None)
 
@@ -1327,6 +1335,8 @@ def assign_paths(node: Any, path: tuple[Any, ...] = ()) -> None:
 from archkit.spec.config import Config  # noqa: E402
 from archkit.spec.llm import LlmStage  # noqa: E402
 from archkit.spec.traffic import Traffic  # noqa: E402
+from archkit.spec.verify_policy import VerifySettings  # noqa: E402
 
 Stage.model_rebuild()
+Environment.model_rebuild()
 Spec.model_rebuild()
