@@ -24,7 +24,9 @@ What it simulates (every choice is the spec's or stated here):
   retried after the backoff, or the request fails when no attempt is left.
 Deterministic: one seed fixes every draw. Bounded: at most `requests` requests (capped at
 MAX_REQUESTS, and lowered so that the calls they make stay under MAX_CALLS: the result's
-`requests` says how many ran) and a fixed number of events per request.
+`requests` says how many ran) and a budget of work (`max_work`: events, plus the jobs and
+replicas each event scans; by default _EVENTS_PER_REQUEST per request). A run that spends
+its budget stops there: the result says so (`cut_short`) and how much work it did (`work`).
 """
 
 from __future__ import annotations
@@ -83,6 +85,8 @@ class PipelineSim:
     stages: tuple[StageSim, ...]
     seed: int
     shed: int = 0  # refused by an admission or rate limit (`spec.traffic`): a fast 429/503
+    work: int = 0  # events plus the jobs and replicas they scanned (the unit of `max_work`)
+    cut_short: bool = False  # the work budget ran out before every request was answered
 
 
 def _routes(spec: Spec, steps: dict[str, Step]) -> tuple[list[list[str]], list[float]]:
@@ -186,8 +190,12 @@ def simulate_pipeline(
     seed: int = 7,
     arrivals: list[float] | None = None,
     compiled: bool = True,
+    max_work: int | None = None,
 ) -> PipelineSim:
     """Simulate `requests` requests (Poisson at `rate_rps`, or the recorded `arrivals`, in s).
+
+    `max_work` bounds the work (events and the scans they do; default _EVENTS_PER_REQUEST per
+    request): a run that spends it stops with `cut_short` set.
 
     `compiled=False` runs the event loop as plain Python (same results, ~35× slower): for a
     plug-in service model under test, whose handler numba would otherwise compile afresh.
@@ -239,7 +247,8 @@ def simulate_pipeline(
     loop = _loop(spec, order, res_units, compiled)
     noise = rng.random(max(4 * n, 1 << 16))
     rr = route_of[run].astype(np.int64)
-    args = (t_in, rr, route_len, route_stage, batch_s, over_s, work[:, run], items[:, run], noise, n)
+    budget = _EVENTS_PER_REQUEST * n if max_work is None else max(1, int(max_work))
+    args = (t_in, rr, route_len, route_stage, batch_s, over_s, work[:, run], items[:, run], noise, budget)
     out = loop(*args)
     cosim = [k for k, sp in enumerate(order) if sp.cosim]
     if cosim:
@@ -299,11 +308,11 @@ def _loop(spec: Spec, order: list[Step], res_units: list[float], compiled: bool)
     st_off = _offsets(order)
 
     def loop(*a: Any) -> Any:
-        """(arrivals, routes, route lengths, route stages, batch_s, over_s, work, items, noise, n)."""
-        t_in, rr, route_len, route_stage, batch_s, over_s, work, items, noise, n = a
+        """(arrivals, routes, route lengths, route stages, batch_s, over_s, work, items, noise, budget)."""
+        t_in, rr, route_len, route_stage, batch_s, over_s, work, items, noise, budget = a
         return fn(
             t_in, rr, route_len, route_stage, *per_stage, fallback, st_off, st_group, g_inflight, g_queue,
-            batch_s, over_s, work, items, units, noise, _EVENTS_PER_REQUEST * n,
+            batch_s, over_s, work, items, units, noise, budget,
         )  # fmt: skip
 
     return loop
@@ -352,7 +361,8 @@ def _cosimulate(
         took = service_models.model_for(st).visits(spec, st, at, seed)
         if took is not None:
             work[k, seen] = took
-    return loop(*args[:6], work, *args[7:])
+    second = loop(*args[:6], work, *args[7:])
+    return (*second[:4], second[4] + out[4], second[5])  # the work of both passes
 
 
 def _result(
@@ -360,8 +370,9 @@ def _result(
     run: np.ndarray, out: Any, rate_rps: float, poisson: bool, seed: int,
 ) -> PipelineSim:  # fmt: skip
     """Percentiles, counts, utilisation and stability of one run."""
-    done_in, status_in, lat_in, busy, _, end = out
+    done_in, status_in, lat_in, busy, work_done, end = out
     n = arr.shape[0]
+    cut_short = bool((status_in == 0).any())
     if run.shape[0] < n:  # requests a bucket refused are answered at once with a 429/503
         done_at = arr.astype(np.float64).copy()
         status = np.full(n, 4, dtype=np.int64)
@@ -379,10 +390,14 @@ def _result(
     # overload shows as latency that keeps growing: compare the last tenth with the middle
     tenth = max(1, completed // 10)
     stable = (
-        completed > 0
-        and completed + nfail + nshed >= n
-        and (float(e2e[-tenth:].mean()) < 2 * float(e2e[4 * tenth : 5 * tenth].mean()) + 1e-9)
-    )
+        (
+            completed > 0
+            and completed + nfail + nshed >= n
+            and (float(e2e[-tenth:].mean()) < 2 * float(e2e[4 * tenth : 5 * tenth].mean()) + 1e-9)
+        )
+        if completed >= 5
+        else completed + nfail + nshed >= n and completed > 0
+    )  # too few to compare
     end = max(float(end), 1e-12)
     util = {rid: float(busy[j]) / (res_units[j] * end) for j, rid in enumerate(res_ids)}
     # a saturated processor is overload too, whatever the latencies did (timeouts cap them)
@@ -414,6 +429,8 @@ def _result(
         tuple(stage_out),
         seed,
         nshed,
+        int(work_done),
+        cut_short,
     )
 
 
