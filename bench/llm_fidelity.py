@@ -290,7 +290,7 @@ def report(out: Path) -> dict:
     if knee:
         print(f"\nknee: predicted {knee['predicted']:g} req/s, measured {knee['measured']:g} req/s "
               f"(bracket {knee['bracket']}, light TTFT P99 {knee['light_ttft_p99_ms']:g} ms): "
-              f"{knee['error_pct']:+g} %{'' if knee['within'] else ' ✗'}")  # fmt: skip
+              + ("censored: the knee is above every level offered" if knee["censored"] else f"{knee['error_pct']:+g} %{'' if knee['within'] else ' ✗'}"))  # fmt: skip
     return doc
 
 
