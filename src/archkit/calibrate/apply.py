@@ -141,7 +141,8 @@ def _llm_efficiency(spec: Spec, entries: object) -> None:
         eff = entry.get("efficiency")
         for field in ("prefill_mfu", "decode_bandwidth", "step_overhead_ms"):
             value = eff.get(field) if isinstance(eff, dict) else None
-            if isinstance(value, int | float) and value > 0:
+            # a measured overhead of 0 ms is a measurement (the fit found none), not a missing one
+            if isinstance(value, int | float) and (value > 0 or (field == "step_overhead_ms" and value == 0)):
                 setattr(st.llm.efficiency, field, float(value))
         kv = entry.get("kv_capacity")
         for key, field in (("tokens", "kv_capacity_tokens"), ("slots", "max_num_seqs")):
