@@ -1210,6 +1210,7 @@ class Spec(Node):
         None, description="parameters in a configuration store per environment (seed 000 §4.2)"
     )
     _applied_env: str | None = PrivateAttr(default=None)
+    _effective_cores: float | None = PrivateAttr(default=None)  # calibrated (calibrate.apply.effective_cores)
 
     @property
     def applied_environment(self) -> Environment | None:
