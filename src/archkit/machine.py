@@ -217,8 +217,8 @@ def differences(recorded: dict[str, Any], here: dict[str, Any]) -> list[str]:
     ru, hu = microarchitecture(rc), microarchitecture(hc)
     numbers = [k for k in ("family", "model") if k in rc and k in hc and rc[k] != hc[k]]
     if ru and hu and ru != hu:  # another core generation: other kernels, other service times
-        there, now = (" ".join(f"{k} {c[k]}" for k in ("family", "model") if k in c) for c in (rc, hc))
-        out.append(f"microarchitecture {ru} vs {hu} ({there} vs {now})")
+        was, tgt = (" ".join(f"{k} {c[k]}" for k in ("family", "model") if k in c) for c in (rc, hc))
+        out.append(f"microarchitecture {ru} vs {hu} ({was} vs {tgt})")
     else:
         same = f" (both {ru})" if ru and ru == hu else ""
         out += [f"CPU {'family' if k == 'family' else 'model'} {rc[k]} vs {hc[k]}{same}" for k in numbers]

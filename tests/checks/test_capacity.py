@@ -155,4 +155,4 @@ def test_the_reference_machine_over_capacity_points_at_the_environments_cores(tm
     (ak213,) = [d for d in rep.diagnostics if d.code == "AK213"]
     assert ak213.path == "environments[0].cpu_cores"
     assert "'machine:cpu' (2 core(s), 1.892 as the calibration measured them scale)" in ak213.message
-    assert "the pipeline saturates at 10.6" in ak213.message
+    assert "the pipeline saturates at 10.03" in ak213.message
