@@ -162,6 +162,7 @@ class Spec(Node):
         description="endpoints off loopback `archkit verify` may reach (archkit.spec.verify_policy)",
     )
     _applied_env: str | None = PrivateAttr(default=None)
+    _effective_cores: float | None = PrivateAttr(default=None)  # calibrated (calibrate.apply.effective_cores)
 
     @property
     def applied_environment(self) -> Environment | None:
