@@ -239,6 +239,3 @@ from archkit.spec.traffic import Traffic  # noqa: E402
 
 Stage.model_rebuild()  # resolves `LlmStage` (imported just above) in dataflow.Stage
 Spec.model_rebuild()
-
-# calibrate.apply still imports the old private name (issue 27 removes it from tests/test_layout.py EXCUSED)
-_copy_paths = copy_paths
