@@ -112,6 +112,10 @@ class Environment(Node):
         description="a calibration file written by `archkit calibrate` (path relative to the spec): its "
         "measured service times replace the model stages' on this hardware",
     )
+    verify: VerifySettings | None = Field(
+        None,
+        description="endpoints `verify --env` with this environment may also reach (archkit.spec.verify_policy)",
+    )
 
 
 # --------------------------------------------------------------------------- the spec
@@ -152,6 +156,10 @@ class Spec(Node):
     )
     config: Config | None = Field(
         None, description="parameters in a configuration store per environment (seed 000 §4.2)"
+    )
+    verify: VerifySettings = Field(
+        default_factory=lambda: VerifySettings(),
+        description="endpoints off loopback `archkit verify` may reach (archkit.spec.verify_policy)",
     )
     _applied_env: str | None = PrivateAttr(default=None)
 
@@ -236,6 +244,8 @@ class Spec(Node):
 from archkit.spec.config import Config  # noqa: E402
 from archkit.spec.llm import LlmStage  # noqa: E402, F401
 from archkit.spec.traffic import Traffic  # noqa: E402
+from archkit.spec.verify_policy import VerifySettings  # noqa: E402
 
 Stage.model_rebuild()  # resolves `LlmStage` (imported just above) in dataflow.Stage
+Environment.model_rebuild()  # resolves `VerifySettings` (imported just above)
 Spec.model_rebuild()
