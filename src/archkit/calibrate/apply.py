@@ -22,7 +22,7 @@ from pathlib import Path
 
 from archkit.errors import InputError
 from archkit.spec import source_of
-from archkit.spec.model import BatchTiming, Spec, Stage, StageOverride, _copy_paths
+from archkit.spec.model import BatchTiming, Spec, Stage, StageOverride, copy_paths
 
 MAX_BYTES = 4 * 1024 * 1024
 
@@ -95,7 +95,7 @@ def with_calibration(spec: Spec, file: str, env: str | None, override: str | Non
     doc = read(path)
     clone = spec.model_copy(deep=True)
     clone.__dict__.pop("_archkit_index", None)
-    _copy_paths(spec, clone)  # findings keep pointing at the user's lines
+    copy_paths(spec, clone)  # findings keep pointing at the user's lines
     ce = clone.environments[index]
     if override:  # what AK230 and the reports read as this environment's calibration from now on
         ce.calibration = str(path)

@@ -250,6 +250,3 @@ from archkit.spec.verify_policy import VerifySettings  # noqa: E402
 Stage.model_rebuild()  # resolves `LlmStage` (imported just above) in dataflow.Stage
 Environment.model_rebuild()  # resolves `VerifySettings` (imported just above)
 Spec.model_rebuild()
-
-# calibrate.apply still imports the old private name (issue 27 removes it from tests/test_layout.py EXCUSED)
-_copy_paths = copy_paths
