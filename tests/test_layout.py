@@ -11,10 +11,7 @@ SRC = Path(archkit.__file__).parent
 # Private imports that remain, each owned by work under way this session: remove a line when its
 # import goes; a new one fails the test. perf/latency.py has the public names (`sync_graph`,
 # `topo_order`); perf/pipesim.py, being rewritten by issue 30's work, still imports the old ones.
-EXCUSED = {
-    ("perf/pipesim.py", "archkit.perf.latency", "_sync_graph"),
-    ("perf/pipesim.py", "archkit.perf.latency", "_topo"),
-}
+EXCUSED: set[tuple[str, str, str]] = set()
 
 
 def _private_imports() -> set[tuple[str, str, str]]:

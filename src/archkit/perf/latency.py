@@ -75,12 +75,6 @@ def topo_order(stages: dict[str, Stage], succ: dict[str, list[Edge]]) -> list[st
     return order
 
 
-# The old private names, still imported by perf/pipesim.py (being rewritten by issue 30's work): switch
-# it to `sync_graph`/`topo_order`, then delete these and their lines in tests/test_layout.py EXCUSED.
-_sync_graph = sync_graph
-_topo = topo_order
-
-
 def dataflow_paths(spec: Spec) -> list[PathLatency]:
     """For each sink of the sync data flow, its critical path (largest P99 sum) from any source."""
     stages, succ, _ = sync_graph(spec)

@@ -98,10 +98,10 @@ def _routes(spec: Spec, steps: dict[str, Step]) -> tuple[list[list[str]], list[f
     sources = [i for i in ids if i not in inbound]
     weighted = [e for e in sync if e.weight is not None and e.weight < 1][:12]
     order = {sid: i for i, sid in enumerate(ids)}
-    from archkit.perf.latency import _sync_graph, _topo
+    from archkit.perf.latency import sync_graph, topo_order
 
-    stages, succ, _ = _sync_graph(spec)
-    topo = {sid: i for i, sid in enumerate(_topo(stages, succ))}
+    stages, succ, _ = sync_graph(spec)
+    topo = {sid: i for i, sid in enumerate(topo_order(stages, succ))}
     routes: dict[tuple[str, ...], float] = {}
     for mask in range(1 << len(weighted)):
         prob = 1.0
