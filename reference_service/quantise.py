@@ -37,10 +37,10 @@ CALIBRATION_PAGES = 32  # 24 main-style + 8 hard-style pages; ~250 recogniser cr
 # SHA-256 of the files `quantise` produces with nncf==3.4.0 and openvino==2026.4.1 (pinned in
 # requirements.txt); a different version gives other bytes, which `--check` reports.
 INT8_SHA256 = {
-    "ch_PP-OCRv4_det_infer_int8.bin": "b4cf8928884c3dc824a84f874b0dde487e223d8c50fd4fa3492108c96c647bc0",
-    "ch_PP-OCRv4_det_infer_int8.xml": "e4aab6217de0c07684c1228e4088c22a463ce9982598f950bc828f6113a4d4d6",
-    "ch_PP-OCRv4_rec_infer_int8.bin": "d9203f9439a1b1fd9e5f914a28bef3c8dcdd0a40170fbf2628b8499ecd87d712",
-    "ch_PP-OCRv4_rec_infer_int8.xml": "336834b075ec90c73395d54ed771cb76ff29f05ab16e112a634eae1e8fafd4ea",
+    "ch_PP-OCRv4_det_infer_int8.bin": "aa61600233485f45b13dd03886519bbcf826672e604fd0d76a0f7fb5d76c9481",
+    "ch_PP-OCRv4_det_infer_int8.xml": "83dc7cc13e0ad6d604029f0c895e501c1a3e1b6e9030e663f80b4424021bd64d",
+    "ch_PP-OCRv4_rec_infer_int8.bin": "e9a94b1be0a79aec6a03dc2ef8aaa4d48acd1ed65e2d0f855e25691dfe464c55",
+    "ch_PP-OCRv4_rec_infer_int8.xml": "80e46a9a546001868e52d6cb40a2066a59b5154721431b803a1396924f4bc8d3",
 }
 
 

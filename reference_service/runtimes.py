@@ -229,8 +229,8 @@ BF16_FLAGS = frozenset({"avx512_bf16", "amx_bf16"})
 # precision); OpenVINO may still pick AVX-512 kernels for f32/int8 (ONEDNN_MAX_CPU_ISA=AVX2
 # crashes its CPU plugin, so no true AVX2-only figure exists yet).
 NO_BF16_MEASURED: tuple[tuple[str, float, float], ...] = (
-    ("int8", 141.0, 0.9971),
-    ("f32", 171.0, 0.9991),
+    ("int8", 120.5, 0.9965),  # NNCF MIXED preset, both models (load 0.9)
+    ("f32", 171.1, 0.9991),  # (load ~10; thread CPU moves little with load)
 )
 ACCURACY_FLOOR = 0.99  # issue 34's bar on the golden set
 

@@ -131,3 +131,14 @@ def test_int8_file_names_and_pinned_sums_cover_both_models():
     assert names == set(INT8_SHA256)
     assert int8_files(REC_FILE) == ("ch_PP-OCRv4_rec_infer_int8.xml", "ch_PP-OCRv4_rec_infer_int8.bin")
     assert all(len(s) == 64 and int(s, 16) >= 0 for s in INT8_SHA256.values())
+
+
+def test_the_spec_records_the_pinned_int8_sums():
+    """specs/ocr-reference.yaml carries each int8 file's SHA-256 beside its model's entry."""
+    from reference_service.quantise import INT8_SHA256
+
+    from .conftest import ROOT
+
+    spec = (ROOT / "specs" / "ocr-reference.yaml").read_text()
+    for name, digest in INT8_SHA256.items():
+        assert f"# {name} {digest}" in spec, name
