@@ -509,6 +509,17 @@ def render_ablation(r: dict, args, heading: str = ABLATION_SECTION) -> str:
             f"{lat['served_p50']:.0f} / {lat['served_p95']:.0f} | {acc['served']:.4f} | "
             f"{row['hard']['served']:.4f} | {row['load']} |"
         )
+    if heading == ABLATION_AVX2_SECTION:
+        out += [
+            "",
+            (
+                "Forced int8/f32 on a CPU with AVX-512 BF16 (unused by the forced precision); OpenVINO may "
+                "still pick AVX-512 kernels for f32/int8. Rows ran one after another, so their load differs "
+                "(last column); what each row changed and why it was kept or not: "
+                "reference_service/MEASUREMENTS.md, 'The AVX2 path'."
+            ),
+        ]
+        return "\n".join(out) + "\n"
     out += [
         "",
         (
