@@ -62,7 +62,7 @@ try:
     _LIBC.malloc_trim  # noqa: B018 - glibc only; elsewhere no trimming
 except (OSError, AttributeError):
     _LIBC = None
-PIPELINE_VERSION = "ppocrv4-det640-rec48w75-v3"  # part of the cache key: new models or sizes, new keys
+PIPELINE_VERSION = "ppocrv4-det640-rec48w75-space8-v4"  # part of the cache key: new models or sizes, new keys
 # A second guard inside PIL itself, in case a decoder reports a size lazily.
 Image.MAX_IMAGE_PIXELS = None
 

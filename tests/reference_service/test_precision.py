@@ -142,3 +142,47 @@ def test_the_spec_records_the_pinned_int8_sums():
     spec = (ROOT / "specs" / "ocr-reference.yaml").read_text()
     for name, digest in INT8_SHA256.items():
         assert f"# {name} {digest}" in spec, name
+
+
+_SPACE_SCRIPT = r"""
+import json, sys
+import numpy as np
+from rapidocr_onnxruntime.ch_ppocr_rec.utils import CTCLabelDecode
+from reference_service import models
+
+rec = models.Recogniser.__new__(models.Recogniser)
+rec.decode = CTCLabelDecode(character=["a", "b"])  # blank, a, b, space
+# Time steps: a, then blank 0.5 vs space 0.4 (a narrow gap), then b.
+preds = np.array([[[0.1, 0.8, 0.05, 0.05], [0.5, 0.05, 0.05, 0.4], [0.1, 0.05, 0.8, 0.05]]], np.float32)
+rec.run = lambda x: preds
+crops = np.zeros((1, 48, 320, 3), np.uint8)
+out = {}
+for w in (1.0, 8.0):
+    models.SPACE_BOOST = w
+    out[str(w)] = rec(crops, np.array([[320]]))
+print(json.dumps(out))
+"""
+
+
+def test_the_space_weight_restores_a_narrow_space_and_keeps_the_models_confidence():
+    """models.Recogniser's CTC decoding, run in the service's venv with a crafted output: at
+    weight 1 blank (0.5) beats space (0.4) and "ab" comes out; at 8 the space wins, and the
+    line's confidence is the mean of the model's own probabilities (0.8, 0.4, 0.8)."""
+    import json
+    import subprocess
+
+    from .conftest import ROOT, SERVICE_PY
+
+    if not SERVICE_PY.exists():
+        pytest.skip("reference_service/.venv is missing; run `make reference-venv`")
+    out = subprocess.run(
+        [str(SERVICE_PY), "-c", _SPACE_SCRIPT],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    got = json.loads(out.stdout)
+    assert got["1.0"][0][0] == "ab" and got["1.0"][0][1] == pytest.approx(0.8)
+    assert got["8.0"][0][0] == "a b" and got["8.0"][0][1] == pytest.approx((0.8 + 0.4 + 0.8) / 3)
