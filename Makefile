@@ -28,7 +28,7 @@ help:
 
 # The reference OCR service's own virtual environment (mk/reference_service.mk) is part of the
 # set-up: its live tests run in CI, they are not skipped.
-setup: $(SETUP_TARGETS) reference-venv
+setup: $(SETUP_TARGETS) reference-venv reference-int8
 
 $(STAMPS)/apt: Makefile $(wildcard mk/*.mk)
 	@mkdir -p $(STAMPS)

@@ -11,7 +11,7 @@ REF_TRITON_METRICS_PORT ?= 8002
 # the cache test.
 REF_APT_PACKAGES := fonts-dejavu-core fonts-liberation fonts-noto-core tesseract-ocr tesseract-ocr-eng redis-server
 
-.PHONY: reference-venv reference-apt serve reference-golden reference-test bench-ocr bench-ocr-ablation reference-verify-rollback reference-gpu-prepare
+.PHONY: reference-venv reference-int8 reference-apt serve reference-golden reference-test bench-ocr bench-ocr-ablation reference-verify-rollback reference-gpu-prepare
 
 # Idempotent: rebuilt only when requirements.txt is newer than the venv's stamp.
 reference-venv: $(REF_VENV)/.installed
@@ -23,6 +23,14 @@ $(REF_VENV)/.installed: reference_service/requirements.txt reference_service/req
 	$(REF_PY) -m pip install --quiet -r reference_service/requirements.txt
 	$(REF_PY) -m pip install --quiet --no-deps -r reference_service/requirements-torch.txt
 	touch $@
+
+# int8 models for CPUs without bf16 (runtimes.choose_precision): NNCF post-training
+# quantisation of the shipped ONNX files on generated pages (reference_service/quantise.py),
+# ~1.5 min of CPU once, cached outside the clone in ~/.cache/archkit/ocr-int8/ ($OCR_INT8_DIR).
+# A SHA-256 other than the pinned one is reported, not fatal: NNCF's statistics come from
+# float inference, whose last bits depend on the CPU's kernels.
+reference-int8: reference-venv
+	$(REF_PY) -m reference_service quantise --if-missing
 
 reference-apt:
 	apt-get install -y --no-install-recommends $(REF_APT_PACKAGES)

@@ -11,6 +11,7 @@ commands:
   triton           only the Triton worker (its own pod in Kubernetes; serve starts it itself)
   golden           regenerate the golden set (seeded, deterministic)
   verify-rollback  check a running service: models loaded, golden outputs unchanged
+  quantise         make the int8 models from the shipped ONNX files (NNCF, generated pages)
 """
 
 
@@ -37,6 +38,10 @@ def main(argv: list[str]) -> int:
         from .verify_rollback import main as verify
 
         return verify(rest)
+    if cmd == "quantise":
+        from .quantise import main as quantise
+
+        return quantise(rest)
     print(USAGE, file=sys.stderr)
     return 2
 

@@ -62,7 +62,7 @@ try:
     _LIBC.malloc_trim  # noqa: B018 - glibc only; elsewhere no trimming
 except (OSError, AttributeError):
     _LIBC = None
-PIPELINE_VERSION = "ppocrv4-det640-rec48w75-v3"  # part of the cache key: new models or sizes, new keys
+PIPELINE_VERSION = "ppocrv4-det640-rec48w75-space8-v4"  # part of the cache key: new models or sizes, new keys
 # A second guard inside PIL itself, in case a decoder reports a size lazily.
 Image.MAX_IMAGE_PIXELS = None
 
@@ -434,6 +434,18 @@ def create_app(settings: Settings, supervisor=None) -> FastAPI:
         # The same choice the Triton worker makes (`--backend auto`, the same environment):
         # the golden outputs differ by precision, so rollback verification needs it.
         backend = choose(PROFILES[s.profile].backends)
+        precision = default_precision(backend)
+        runtime: dict = {"backend": backend, "precision": precision, "versions": _versions(backend)}
+        if precision == "int8":
+            # The files served: quantised from the ONNX files above (quantise.py); their
+            # SHA-256 are pinned there and in the spec's model entries.
+            from .quantise import int8_dir, int8_files, sha256
+
+            runtime["files"] = [
+                {"file": f, "sha256": sha256(int8_dir() / f)}
+                for m in (DET_FILE, REC_FILE)
+                for f in int8_files(m)
+            ]
         return {
             "pipeline": PIPELINE_VERSION,
             "models": [
@@ -442,11 +454,7 @@ def create_app(settings: Settings, supervisor=None) -> FastAPI:
             ],
             # versions too: a calibration records them (archkit.machine.fingerprint), since a new
             # OpenVINO or Triton changes the service times it measured
-            "runtime": {
-                "backend": backend,
-                "precision": default_precision(backend),
-                "versions": _versions(backend),
-            },
+            "runtime": runtime,
         }
 
     @app.post("/v1/ocr")

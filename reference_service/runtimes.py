@@ -2,8 +2,8 @@
 
 - ``onnxruntime``: ONNX Runtime's CPU (or CUDA) execution provider; the first version.
 - ``openvino``: OpenVINO's CPU plugin on the same ONNX file, in bf16 where the CPU has
-  AVX-512 BF16 (the AMD EPYC these numbers come from, Zen 4, does), else f32 (a Zen 2 EPYC,
-  AVX2 only, does not). Measured on one core (MEASUREMENTS.md, "ablation"):
+  AVX-512 BF16 or AMX, else the faster of int8 (NNCF-quantised IR, quantise.py) and f32 that
+  keeps the accuracy (``choose_precision``). Measured on one core (MEASUREMENTS.md, "ablation"):
   recogniser at 48x800 55 -> 23 ms, detector at 576x960 135 -> 66 ms, at the same golden-set
   accuracy; it fuses PP-LCNet's affine + hard-swish chains into the convolutions, which
   ONNX Runtime leaves as separate element-wise passes (a third of its time).
@@ -17,7 +17,6 @@ instances, not threads, use the cores (on 2 cores a shared thread pool oversubsc
 
 from __future__ import annotations
 
-import functools
 import os
 from pathlib import Path
 from typing import Protocol
@@ -25,7 +24,7 @@ from typing import Protocol
 import numpy as np
 
 BACKEND_ENV = "OCR_BACKEND"  # onnxruntime | openvino | torch; unset: the profile's choice
-PRECISION_ENV = "OCR_PRECISION"  # f32 | bf16 | f16; unset: the backend's default
+PRECISION_ENV = "OCR_PRECISION"  # bf16 | int8 | f32 (f16 for torch) | auto; unset: auto
 BACKENDS = ("onnxruntime", "openvino", "torch")
 
 
@@ -88,7 +87,7 @@ class OrtRunner:
 
 
 class OpenVinoRunner:
-    """OpenVINO CPU plugin; bf16 by default where the CPU supports it, else f32."""
+    """OpenVINO CPU plugin at ``choose_precision``'s precision (int8: the quantised IR file)."""
 
     backend = "openvino"
 
@@ -102,7 +101,7 @@ class OpenVinoRunner:
             "INFERENCE_NUM_THREADS": threads,
             "NUM_STREAMS": 1,
             "PERFORMANCE_HINT": "LATENCY",
-            "INFERENCE_PRECISION_HINT": self.precision,
+            "INFERENCE_PRECISION_HINT": "f32" if self.precision == "int8" else self.precision,
             # Other processes share these cores: pinning a thread to one would fight them.
             "ENABLE_CPU_PINNING": False,
         }
@@ -220,29 +219,75 @@ class TorchRunner:
         return next(p.value for p in self.onnx_model.metadata_props if p.key == key)
 
 
-@functools.cache  # the CPU does not change under a running process
-def _openvino_bf16() -> bool:
-    """Whether OpenVINO's CPU plugin offers bf16 here (AVX-512 BF16 or AMX; an AVX2-only CPU does not)."""
-    import openvino as ov
+PRECISIONS = ("bf16", "int8", "f32")  # what OpenVINO runs here; "auto" chooses among them
+# Flags (as /proc/cpuinfo spells them) with which OpenVINO's CPU plugin runs bf16 natively.
+BF16_FLAGS = frozenset({"avx512_bf16", "amx_bf16"})
+# The measured choice where bf16 is absent: (precision, CPU ms per golden page for detector +
+# recogniser on one core, golden-set accuracy), in-process, OpenVINO 2026.4.1, all 60 pages
+# (reference_service/scripts/compare_backends.py --precisions; MEASUREMENTS.md "int8 on the
+# AVX2 path"). Forced f32/int8 on a Zen 5 EPYC (AVX-512 BF16 present but unused by the forced
+# precision); OpenVINO may still pick AVX-512 kernels for f32/int8 (ONEDNN_MAX_CPU_ISA=AVX2
+# crashes its CPU plugin, so no true AVX2-only figure exists yet).
+NO_BF16_MEASURED: tuple[tuple[str, float, float], ...] = (
+    ("int8", 120.5, 0.9965),  # NNCF MIXED preset, both models (load 0.9)
+    ("f32", 171.1, 0.9991),  # (load ~10; thread CPU moves little with load)
+)
+ACCURACY_FLOOR = 0.99  # issue 34's bar on the golden set
 
-    return "BF16" in ov.Core().get_property("CPU", "OPTIMIZATION_CAPABILITIES")
+
+def cpu_flags(cpuinfo: str | None = None) -> frozenset[str]:
+    """The ISA flags of the first CPU in /proc/cpuinfo (or of ``cpuinfo``'s text)."""
+    if cpuinfo is None:
+        try:
+            cpuinfo = Path("/proc/cpuinfo").read_text()
+        except OSError:
+            return frozenset()
+    for line in cpuinfo.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == "flags":
+            return frozenset(value.split())
+    return frozenset()
+
+
+def choose_precision(flags: frozenset[str], int8_ready: bool, forced: str | None = None) -> str:
+    """OpenVINO's precision for a CPU with these ISA ``flags``.
+
+    ``forced`` ($OCR_PRECISION: bf16 | int8 | f32 | auto) wins unless it is auto or empty.
+    Else bf16 where the CPU has AVX-512 BF16 or AMX (it halves the convolutions there and int8
+    gained nothing on top, MEASUREMENTS.md); else the fastest of NO_BF16_MEASURED that keeps
+    the golden set's accuracy, int8 only when its files exist (``int8_ready``).
+    """
+    want = (forced or "").strip().lower()
+    if want and want != "auto":
+        if want not in PRECISIONS:
+            raise ValueError(f"{PRECISION_ENV}={forced!r}: choose one of {', '.join(PRECISIONS)} or auto")
+        return want
+    if flags & BF16_FLAGS:
+        return "bf16"
+    fit = [
+        (ms, p) for p, ms, acc in NO_BF16_MEASURED if acc >= ACCURACY_FLOOR and (p != "int8" or int8_ready)
+    ]
+    return min(fit)[1] if fit else "f32"
 
 
 def default_precision(backend: str) -> str:
     """The precision ``make_runner`` gives ``backend`` on this machine, without loading a model:
-    $OCR_PRECISION, else the backend's default. The gateway reports it, so both use this rule.
+    $OCR_PRECISION when set (and not auto), else the backend's choice for this CPU. The
+    gateway reports it in /v1/models (and so in a calibration's fingerprint), so both use this.
 
-    The outputs depend on it (bf16 and f32 read some golden lines differently), so rollback
-    verification compares a service with the golden outputs of the precision it runs.
+    The outputs depend on it (bf16, int8 and f32 read some golden lines differently), so
+    rollback verification compares a service with the golden outputs of the precision it runs.
     """
     want = os.environ.get(PRECISION_ENV, "").strip()
     if backend == "onnxruntime":
         return "f32"  # OrtRunner has no precision switch
-    if want:
-        return want
     if backend == "openvino":
-        return "bf16" if _openvino_bf16() else "f32"
+        from .quantise import have_int8
+
+        return choose_precision(cpu_flags(), have_int8(), want)
     if backend == "torch":
+        if want and want != "auto":
+            return want
         import torch
 
         return "f16" if torch.cuda.is_available() else "f32"
@@ -253,6 +298,16 @@ def make_runner(path: Path, backend: str, threads: int = 1) -> Runner:
     """A runner for the ONNX file at ``path`` at ``default_precision(backend)``."""
     precision = default_precision(backend)
     if backend == "openvino":
+        if precision == "int8":
+            from .quantise import int8_dir, int8_file
+
+            int8 = int8_dir() / int8_file(path.name)
+            if not int8.is_file():
+                raise FileNotFoundError(
+                    f"{PRECISION_ENV}=int8: {int8} is missing; make it with `python -m reference_service quantise`"
+                )
+            # The quantised graph carries its int8 ops; the rest runs in f32.
+            return OpenVinoRunner(int8, threads, "int8")
         return OpenVinoRunner(path, threads, precision)
     if backend == "torch":
         return TorchRunner(path, threads, precision)

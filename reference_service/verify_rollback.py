@@ -6,7 +6,8 @@ http://127.0.0.1:8000`` checks a running service against ``golden/expected_outpu
 ``--record`` writes the running service's outputs there (do it on a known-good release).
 
 The outputs are kept per precision, as the service's ``/v1/models`` reports it: OpenVINO runs
-bf16 where the CPU has AVX-512 BF16 and f32 elsewhere, and the two read the golden set
+bf16 where the CPU has AVX-512 BF16 or AMX, int8 (quantised files, whose SHA-256 are checked
+too) or f32 elsewhere, and they read the golden set
 differently: 5 of the 60 pages' texts differ (doc_004 reads "5031.99" in bf16, as printed,
 and "5031.99." in f32) and line confidences move by up to 0.05 (median 0.0013), past the 0.02
 tolerance. A service is held to the outputs of its own precision (the gpu profile's f16 has
@@ -89,6 +90,8 @@ def main(argv: list[str] | None = None) -> int:
     served = json.loads(body) if status == 200 else {}
     models = {k: served.get(k) for k in ("pipeline", "models")}
     precision = str((served.get("runtime") or {}).get("precision", "unknown"))
+    # int8 serves files quantised from the ONNX models (quantise.py): their identity too.
+    files = (served.get("runtime") or {}).get("files")
     names = sorted(json.loads((GOLDEN / "manifest.json").read_text())["documents"])
     if args.record:
         outputs = {}
@@ -101,6 +104,9 @@ def main(argv: list[str] | None = None) -> int:
         old = json.loads(args.expected.read_text()) if args.expected.exists() else {}
         kept = old.get("outputs", {}) if old.get("models") == models else {}
         doc = {"models": models, "outputs": {**kept, precision: outputs}}
+        kept_files = old.get("files", {}) if old.get("models") == models else {}
+        if files or kept_files:
+            doc["files"] = {**kept_files, **({precision: files} if files else {})}
         _write_atomically(args.expected, json.dumps(doc, indent=1, sort_keys=True) + "\n")
         print(f"recorded {len(outputs)} golden outputs at {precision} to {args.expected}")
         return 0
@@ -108,6 +114,10 @@ def main(argv: list[str] | None = None) -> int:
     expected = json.loads(args.expected.read_text())
     if models != expected["models"]:
         problems.append(f"model identity changed: {models} != {expected['models']}")
+    if files and files != expected.get("files", {}).get(precision):
+        problems.append(
+            f"{precision} model files changed: {files} != {expected.get('files', {}).get(precision)}"
+        )
     wanted = expected["outputs"].get(precision)
     if wanted is None:
         have = ", ".join(sorted(expected["outputs"])) or "none"

@@ -2,6 +2,7 @@
 
     reference_service/.venv/bin/python reference_service/scripts/compare_backends.py \
         [--backends onnxruntime,openvino,torch] [--pages 6] [--golden reference_service/golden]
+        [--precisions bf16,int8,f32]   # OpenVINO once per precision ($OCR_PRECISION)
 
 For each backend that is installed: the golden pages' text and character accuracy, the
 recogniser's largest logit difference from ONNX Runtime on the same crops, and the CPU
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -25,7 +27,7 @@ from reference_service import pipeline as P  # noqa: E402
 from reference_service.accuracy import GOLDEN_DIR, corpus_accuracy, load_manifest  # noqa: E402
 from reference_service.gateway import decode_image  # noqa: E402
 from reference_service.models import Detector, Recogniser  # noqa: E402
-from reference_service.runtimes import BACKENDS, available  # noqa: E402
+from reference_service.runtimes import BACKENDS, PRECISION_ENV, available  # noqa: E402
 
 
 def crops_of(det: Detector, img: np.ndarray) -> list[np.ndarray]:
@@ -41,11 +43,12 @@ def run(backend: str, names: list[str], golden: Path) -> tuple[dict, dict[str, l
     det, rec = Detector(1, backend), Recogniser(1, backend)
     texts: dict[str, str] = {}
     crops: dict[str, list[np.ndarray]] = {}
-    cpu = 0.0
+    cpu = det_cpu = 0.0
     for n in names:
         img = decode_image((golden / n).read_bytes())
         t = time.process_time()
         page_crops = crops_of(det, img)
+        det_cpu += time.process_time() - t
         lines = []
         for c in page_crops:
             batch, widths = P.pad_crops([c], P.rec_bucket(c.shape[1]))
@@ -59,6 +62,7 @@ def run(backend: str, names: list[str], golden: Path) -> tuple[dict, dict[str, l
         "precision": rec.run.precision,
         "accuracy": corpus_accuracy(texts, golden, only=names),
         "cpu_ms_per_page": cpu / len(names) * 1e3,
+        "detect_and_crop_cpu_ms_per_page": det_cpu / len(names) * 1e3,
         "texts": texts,
     }
     return result, crops
@@ -86,7 +90,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--backends", default=",".join(BACKENDS))
     ap.add_argument("--pages", type=int, default=6)
     ap.add_argument("--golden", type=Path, default=GOLDEN_DIR)
+    ap.add_argument(
+        "--precisions", default="", help="OpenVINO only: one run per precision, e.g. bf16,int8,f32"
+    )
+    ap.add_argument("--no-texts", action="store_true", help="leave the pages' texts out of the output")
     args = ap.parse_args(argv)
+    if args.precisions:
+        return by_precision(args)
     names = sorted(load_manifest(args.golden)["documents"])[: args.pages]
     out: dict = {"pages": len(names), "backends": {}, "missing": []}
     first_crops: list[np.ndarray] = []
@@ -102,6 +112,20 @@ def main(argv: list[str] | None = None) -> int:
             res["max_prob_gap_vs_onnxruntime"] = gap
             res["argmax_agreement_vs_onnxruntime"] = agree
         out["backends"][b] = res
+    print(json.dumps(out, indent=1))
+    return 0
+
+
+def by_precision(args) -> int:
+    """OpenVINO's pipeline at each precision of ``--precisions``: accuracy and CPU per page."""
+    names = sorted(load_manifest(args.golden)["documents"])[: args.pages]
+    out: dict = {"pages": len(names), "golden": str(args.golden), "precisions": {}}
+    for p in args.precisions.split(","):
+        os.environ[PRECISION_ENV] = p
+        res, _ = run("openvino", names, args.golden)
+        if args.no_texts:
+            del res["texts"]
+        out["precisions"][p] = res
     print(json.dumps(out, indent=1))
     return 0
 

@@ -21,7 +21,7 @@ def test_golden_set_has_at_least_50_documents_with_truth_and_expected_outputs():
     fonts = {d["font"] for d in docs.values()}
     assert len(fonts) >= 6
     by_precision = json.loads((GOLDEN / "expected_outputs.json").read_text())["outputs"]
-    assert {"bf16", "f32"} <= set(by_precision)  # OpenVINO's two CPU precisions
+    assert {"bf16", "int8", "f32"} <= set(by_precision)  # OpenVINO's three CPU precisions
     for name, doc in docs.items():
         path = GOLDEN / name
         assert path.exists() and path.stat().st_size < 200_000, name
@@ -43,9 +43,14 @@ def test_generator_is_deterministic(index):
         assert np.array_equal(np.asarray(img), np.asarray(committed))
 
 
-@pytest.mark.parametrize("precision", ["bf16", "f32"])
+@pytest.mark.parametrize("precision", ["bf16", "int8", "f32"])
 def test_recorded_outputs_meet_the_accuracy_target(precision):
-    expected = json.loads((GOLDEN / "expected_outputs.json").read_text())["outputs"][precision]
+    recorded = json.loads((GOLDEN / "expected_outputs.json").read_text())
+    expected = recorded["outputs"][precision]
+    if precision == "int8":  # int8 serves quantised files: recorded with their identity
+        from reference_service.quantise import INT8_SHA256
+
+        assert {f["file"]: f["sha256"] for f in recorded["files"]["int8"]} == INT8_SHA256
     assert corpus_accuracy({n: o["text"] for n, o in expected.items()}) >= 0.97
 
 
@@ -76,9 +81,12 @@ def test_drift_monitor_flags_a_shifted_confidence_distribution():
 
     ref = reference_confidences()
     assert len(ref) >= 50 and min(ref) > 0.5
-    rng = random.Random(6)
-    same = [rng.choice(ref) for _ in range(100)]
-    assert ks_p_value(same, ref) > 0.05
+    # Samples of the reference itself: a 5 % test rejects about one in twenty of them (the
+    # pool holds every precision's pages, so one seed's sample can be that one).
+    rngs = [random.Random(seed) for seed in range(20)]
+    samples = [[rng.choice(ref) for _ in range(100)] for rng in rngs]
+    assert sum(ks_p_value(s, ref) > 0.05 for s in samples) >= 16
+    same = samples[6]
     shifted = [x - 0.15 for x in same]
     assert ks_p_value(shifted, ref) < 0.01
     monitor = DriftMonitor(ref, min_samples=30, every=10)

@@ -55,11 +55,13 @@ def test_torch_path_of_the_gpu_profile_matches_onnxruntime_on_cpu():
     assert pt["argmax_agreement_vs_onnxruntime"] == 1.0
 
 
-def test_hard_set_is_read_at_a_lower_but_bounded_accuracy():
+def test_hard_set_is_read_at_a_bounded_accuracy():
     r = _compare("openvino", 6, str(ROOT / "reference_service" / "golden" / "hard"))
     acc = r["backends"]["openvino"]["accuracy"]
-    # Measured 0.987 on all 24 pages (MEASUREMENTS.md); a collapse on small rotated text shows here.
-    assert 0.9 <= acc < 1.0
+    # Measured on all 24 pages with the space weight (MEASUREMENTS.md "The AVX2 path"): 0.9973
+    # bf16, 0.9959 int8 (0.9849 / 0.9811 without it; the first 6 pages read perfectly with it).
+    # A collapse on small rotated text, or the dropped spaces returning, shows here.
+    assert 0.99 <= acc <= 1.0
 
 
 def test_backend_choice_follows_the_environment_and_refuses_unknown_names():
