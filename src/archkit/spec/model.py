@@ -249,6 +249,9 @@ class ModelInfo(Node):
     rollback: RollbackVerification | None = None
     quantization: Quantization | None = None
     opset: Annotated[int, Field(ge=1, le=1000)] | None = None
+    contract: ModelContract | None = Field(
+        None, description="output fields per version (archkit.spec.model_contract)"
+    )
 
 
 class Encryption(Node):
@@ -636,6 +639,9 @@ class Service(Node):
     )
     deploy_command: str | None = None
     rollback_command: str | None = None
+    runtime: Runtime | None = Field(
+        None, description="Python/framework/CUDA/driver versions (archkit.spec.runtime)"
+    )
 
 
 class OsTuning(Node):
@@ -864,6 +870,9 @@ class GoldenSignals(Node):
     cold_start: ColdStart | None = None
     drift: Drift | None = None
     gpu_memory: GpuMemory | None = None
+    memory_growth: MemoryGrowth | None = Field(
+        None, description="memory slope of long-running servers (archkit.spec.signals)"
+    )
 
 
 class LogPolicy(Node):
@@ -1326,7 +1335,13 @@ def assign_paths(node: Any, path: tuple[Any, ...] = ()) -> None:
 # contain it are completed here (pydantic resolves the `LlmStage` annotation from this namespace).
 from archkit.spec.config import Config  # noqa: E402
 from archkit.spec.llm import LlmStage  # noqa: E402
+from archkit.spec.model_contract import ModelContract  # noqa: E402
+from archkit.spec.runtime import Runtime  # noqa: E402
+from archkit.spec.signals import MemoryGrowth  # noqa: E402
 from archkit.spec.traffic import Traffic  # noqa: E402
 
+ModelInfo.model_rebuild()
+GoldenSignals.model_rebuild()
 Stage.model_rebuild()
+Service.model_rebuild()
 Spec.model_rebuild()
