@@ -302,7 +302,8 @@ def verify(
     `default_source`, naming none reads the current cluster. Raises `archkit.verify.StateError`
     (or ValueError) when a source cannot be used at all; partial reads (403, timeouts) become
     `unknown` findings instead. Every endpoint a source connects to must be loopback or named in
-    `allow_endpoints` (addresses in any form, networks, host names: `archkit.endpoints`);
+    `allow_endpoints` or the spec's `verify.allow_endpoints` (and, with `env`, that
+    environment's) (addresses in any form, networks, host names: `archkit.endpoints`);
     anything else raises `archkit.endpoints.EndpointError` (an InputError) before any connection.
     """
     from archkit import verify as verify_mod
@@ -321,7 +322,11 @@ def verify(
     except SpecLoadError as exc:
         return VerifyResult(None, exc.diagnostics)
     spec = run.spec
-    allowed = allow_list(allow_endpoints)  # a malformed entry is an InputError before anything is read
+    from archkit.spec.verify_policy import allowed_endpoints
+
+    # the flag's entries and the spec's (`verify.allow_endpoints`, the environment's): a malformed
+    # flag entry is an InputError before anything is read (the spec's were checked when it loaded)
+    allowed = allow_list([*allow_endpoints, *allowed_endpoints(spec)])
     providers = {
         "rule_groups": lambda: expected_rule_groups(run, options.get("rules")),
         PROVIDER: lambda: allowed,
@@ -549,12 +554,14 @@ def capacity(
     plot: str | os.PathLike[str] | None = None,
     requests: int | None = None,
     calibration: str | None = None,
+    sim_budget: int | None = None,
 ) -> CapacityReport:
     """Load a spec and analyse every model stage: λ, ρ, P50/P99 per batch size, recommendation.
 
     `rates` (req/s): also predict P50/P95/P99, throughput and shed share at each offered rate
     (`report.curve`, `requests` simulated requests each), with the knee; `plot` writes that
-    curve as SVG or PNG (by its suffix).
+    curve as SVG or PNG (by its suffix). `sim_budget` (simulated events) bounds the pipeline
+    simulation and its knee search (`perf.pipeline.SIM_BUDGET` by default).
     A spec that does not load, or an unknown environment, comes back as the report's
     `diagnostics` (the capacity command prints them like `archkit check`).
     """
@@ -564,7 +571,7 @@ def capacity(
         return CapacityReport(exc.file, "", None, None, diagnostics=exc.diagnostics)
     except UnknownEnvironmentError as exc:
         return CapacityReport(exc.file, "", None, None, diagnostics=[exc.diagnostic()])
-    report = capacity_report(run.spec, run.file, rates, requests)
+    report = capacity_report(run.spec, run.file, rates, requests, sim_budget)
     if plot is not None and report.curve is not None:
         from archkit.atomic import write_atomic
         from archkit.perf.curve import curve_png, curve_svg, load_curve

@@ -90,3 +90,35 @@ def test_a_calibration_replaces_the_llm_stages_declared_efficiency(tmp_path) -> 
     out = with_calibration(spec, str(spec_file), "probe").stage("generate").llm.efficiency
     assert (out.prefill_mfu, out.decode_bandwidth, out.step_overhead_ms) == (0.3, 0.6, 1.5)
     assert spec.stage("generate").llm.efficiency.prefill_mfu == 0.5  # the loaded spec is untouched
+
+
+def test_a_calibration_gives_the_capacity_model_the_engines_kv_and_slots(tmp_path) -> None:
+    """The measured KV capacity and slot count replace the declared ones, so that the predicted
+    concurrency before requests queue is the engine's (llama-server: 2 slots x 1,024 tokens)."""
+    from archkit.perf.llm.analysis import analyse
+
+    spec_file = tmp_path / "llm.yaml"
+    probe = "environments:\n  - id: probe\n    calibration: llm.cpu.json\n"
+    text = SPEC.read_text().replace("environments:\n", probe, 1)
+    # declare more slots and no fixed cache: only the calibration can bring them back to the engine's
+    text = text.replace("max_num_seqs: 2  #", "max_num_seqs: 8  #").replace(
+        "          kv_capacity_tokens: 2048\n", ""
+    )
+    spec_file.write_text(text)
+    doc = {
+        "kind": "calibration",
+        "models": {},
+        "llm": {
+            "generate": {"kv_capacity": {"source": "llama.cpp /slots n_ctx", "slots": 2, "tokens_per_slot": 1024,
+                                         "tokens": 2048}}
+        },
+    }  # fmt: skip
+    (tmp_path / "llm.cpu.json").write_text(json.dumps(doc))
+    spec = _load(spec_file)
+    before = analyse(spec, spec.stage("generate"), search=False)
+    assert before.rep is not None and before.rep.kv_tokens > 800_000 and before.concurrency == 8
+    calibrated = with_calibration(spec, str(spec_file), "probe")
+    after = analyse(calibrated, calibrated.stage("generate"), search=False)
+    assert after.rep is not None and after.rep.kv_tokens == 2048
+    assert (after.concurrency, after.concurrency_binds) == (2, "max_num_seqs")
+    assert spec.stage("generate").llm.engine.max_num_seqs == 8  # the loaded spec is untouched

@@ -530,8 +530,8 @@ def test_compiled_kernel_builds_the_same_diagrams_as_python(tree, sizes):
     (never, or after every gate: `COLLECT_AT` = 1). A finished compiled diagram keeps only its
     root's nodes, and collection renumbers them, so the diagrams are compared in a canonical
     numbering."""
+    from archkit.faulttree import compiled as ft_compiled
     from archkit.faulttree import engine as ft_engine
-    from archkit.faulttree import kernel as ft_kernel
     from archkit.faulttree.engine import Engine
     from archkit.faulttree.model import choose_order, compile_tree
 
@@ -539,13 +539,13 @@ def test_compiled_kernel_builds_the_same_diagrams_as_python(tree, sizes):
     f, order, _ = choose_order(compile_tree(tree))
     py = Engine(f, order, 100_000, kernel="python")
 
-    real = ft_kernel.CompiledBdd
+    real = ft_compiled.CompiledBdd
 
     def small(nvars, max_nodes):
         return real(nvars, max_nodes, cache_bits=4, capacity_bits=bits, stack_rows=rows)
 
     with (
-        mock.patch.object(ft_kernel, "CompiledBdd", small),
+        mock.patch.object(ft_compiled, "CompiledBdd", small),
         mock.patch.object(ft_engine, "COLLECT_AT", collect_at),
     ):
         nb = Engine(f, order, 100_000, kernel="compiled")
@@ -568,10 +568,10 @@ def test_compiled_kernel_builds_the_same_diagrams_as_python(tree, sizes):
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(random_trees(), st.sampled_from([None, 0, 1, 2, 3]), st.sampled_from([(1, 1), (2, 3), (16, None)]))
 def test_compiled_minimal_solutions_equal_the_python_ones(tree, order, sizes):
-    """`ft_kernel.minimal_solutions` is `Zbdd.minsol` on arrays: over the same compiled diagram
+    """`ft_compiled.minimal_solutions` is `Zbdd.minsol` on arrays: over the same compiled diagram
     both give the same family of sets, for every order limit, whatever the start capacity (2
     nodes: every growth path) and frame stacks (1 row: every deepening)."""
-    from archkit.faulttree import kernel as ft_kernel
+    from archkit.faulttree import compiled as ft_compiled
     from archkit.faulttree.bdd import Zbdd
     from archkit.faulttree.engine import Engine
     from archkit.faulttree.model import choose_order, compile_tree
@@ -582,13 +582,13 @@ def test_compiled_minimal_solutions_equal_the_python_ones(tree, order, sizes):
     m = eng.top
     if m.root < 2:
         return
-    out = ft_kernel.minimal_solutions(m.bdd, m.root, order, 10**6, capacity_bits=bits, stack_rows=rows)
+    out = ft_compiled.minimal_solutions(m.bdd, m.root, order, 10**6, capacity_bits=bits, stack_rows=rows)
     assert out is not None
     z = Zbdd()
-    compiled = {tuple(s) for s, _p in z.sets(ft_kernel.into_zbdd(z, out))}
+    compiled = {tuple(s) for s, _p in z.sets(ft_compiled.into_zbdd(z, out))}
     if out[3] > 1:  # a node past the terminals is over a budget of one
         with pytest.raises(DiagramLimitError):
-            ft_kernel.minimal_solutions(m.bdd, m.root, order, 1)
+            ft_compiled.minimal_solutions(m.bdd, m.root, order, 1)
     m.bdd.lists()
     zp = Zbdd()
     python = {tuple(s) for s, _p in zp.sets(zp.minsol(m.bdd, m.root, order, {}))}
@@ -608,7 +608,7 @@ def test_compiled_minimal_solutions_equal_the_python_ones(tree, order, sizes):
 def test_compiled_minimal_solutions_on_benchmark_trees(files, order):
     """Random trees are small; these share events across many gates, so `without` meets
     families with the same top variable at every depth. Both passes must give the same sets."""
-    from archkit.faulttree import kernel as ft_kernel
+    from archkit.faulttree import compiled as ft_compiled
     from archkit.faulttree.bdd import Zbdd
     from archkit.faulttree.engine import Engine
     from archkit.faulttree.model import choose_order, compile_tree
@@ -616,10 +616,10 @@ def test_compiled_minimal_solutions_on_benchmark_trees(files, order):
     f, order_vars, _ = choose_order(compile_tree(mef(*files)))
     eng = Engine(f, order_vars, 4_000_000, modular=False, kernel="compiled")
     m = eng.top
-    out = ft_kernel.minimal_solutions(m.bdd, m.root, order, 10**7)
+    out = ft_compiled.minimal_solutions(m.bdd, m.root, order, 10**7)
     assert out is not None
     z = Zbdd(10**7)
-    root = ft_kernel.into_zbdd(z, out)
+    root = ft_compiled.into_zbdd(z, out)
     m.bdd.lists()
     zp = Zbdd(10**7)
     python = zp.minsol(m.bdd, m.root, order, {})
@@ -630,7 +630,7 @@ def test_compiled_minimal_solutions_on_benchmark_trees(files, order):
 def test_collection_frees_garbage_and_keeps_the_roots_functions():
     """`CompiledBdd.collect` keeps exactly what the roots reach and renumbers it; the node budget
     still counts every node made, freed ones included (it bounds the work)."""
-    from archkit.faulttree import kernel as ft_kernel
+    from archkit.faulttree import compiled as ft_compiled
     from archkit.faulttree.bdd import Bdd, DiagramLimitError
 
     def build(bdd):
@@ -639,7 +639,7 @@ def test_collection_frees_garbage_and_keeps_the_roots_functions():
         bdd.xor(bdd.disj(x[1], x[2]), bdd.conj(x[4], x[6]))  # garbage
         return keep, bdd.neg(keep)
 
-    py, nb = Bdd(8), ft_kernel.CompiledBdd(8, 100)
+    py, nb = Bdd(8), ft_compiled.CompiledBdd(8, 100)
     keep_py, neg_py = build(py)
     keep, neg = build(nb)
     made = len(nb)

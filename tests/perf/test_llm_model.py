@@ -105,3 +105,40 @@ def test_tensor_parallel_allreduce_cost() -> None:
     per = 1.0 * 100 * 4096 * 2 / (450e9 * 0.7) + 10e-6
     assert rep.allreduce_s(100) == pytest.approx(64 * per)
     assert _rep().allreduce_s(100) == 0.0
+
+
+def _smollm(**engine: object) -> Replica:
+    stage = LlmStage.model_validate(
+        {
+            "engine": {"name": "llama.cpp", "block_size_tokens": 1, "kv_cache_dtype": "fp16", **engine},
+            "model": {"preset": "SmolLM2-135M", "quantization": "q4_1"},
+            "workload": {"prompt_tokens": {"mean_tokens": 67}, "output_tokens": {"mean_tokens": 64}},
+        }
+    )
+    return replica(stage, ACCELERATORS["EPYC-2vCPU-AVX2"])
+
+
+def test_a_fixed_kv_cache_is_the_engines_not_what_memory_would_allow() -> None:
+    """llama.cpp sizes its cache by --ctx-size, not from free memory: 2 slots x 1,024 tokens = 2,048."""
+    derived = _smollm(max_num_seqs=2)
+    # 2 (K, V) x 30 layers x 3 KV heads x 64 head dim x 2 B (f16) = 23,040 B a token
+    assert derived.kv_bytes_per_token == 2 * 30 * 3 * 64 * 2 == 23_040
+    assert derived.kv_source == "memory" and derived.kv_tokens > 800_000  # 20 GB of the host's memory
+    fixed = _smollm(max_num_seqs=2, kv_capacity_tokens=2048)
+    assert fixed.kv_source == "engine"
+    assert (fixed.kv_blocks, fixed.kv_tokens) == (2048, 2048)
+    assert fixed.kv_capacity_bytes_per_gpu == 2048 * 23_040
+    # 67 + 64 = 131 tokens a request: 2,048 // 131 = 15 fit, so the 2 slots bind
+    assert fixed.max_concurrency(131) == (2, "max_num_seqs")
+    # with 64 slots the cache binds at 15 sequences, and at 1,100 tokens at one
+    many = _smollm(max_num_seqs=64, kv_capacity_tokens=2048)
+    assert many.max_concurrency(131) == (15, "kv")
+    assert many.max_concurrency(1100) == (1, "kv")
+
+
+def test_a_fixed_kv_cache_counts_whole_blocks() -> None:
+    # vLLM's cache_config_info: 25,720 blocks x 16 = 411,520 tokens -> 25,720 blocks again; 768-token
+    # sequences take 48 blocks: 535 of them, above max_num_seqs 256
+    rep = _rep(engine={"name": "vllm", "kv_capacity_tokens": 411_520 + 15})
+    assert rep.kv_blocks == 25_720 and rep.kv_tokens == 411_520
+    assert rep.max_concurrency(768) == (256, "max_num_seqs")

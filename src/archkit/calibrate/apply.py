@@ -6,7 +6,8 @@ table from the file — per batch size, the median compute input (copy), infer (
 output (overhead) times — in place of the environment's or the stage's own; each stage measured
 from the service's own stage histograms (`stages`: a gateway's decode, crop, cache, ...) gets its
 measured mean as `cpu_ms`; each calibrated LLM stage (the file's `llm` entries, `archkit calibrate
---llm-url`) gets the measured `llm.efficiency` figures in place of the declared defaults. Only the
+--llm-url`) gets the measured `llm.efficiency` figures in place of the declared defaults, and the
+engine's measured KV capacity and slot count in place of the declared ones. Only the
 in-memory spec changes; the file on disk is never rewritten.
 """
 
@@ -127,15 +128,23 @@ def stage_calibratable(st: Stage) -> bool:
 
 
 def _llm_efficiency(spec: Spec, entries: object) -> None:
-    """Measured prefill MFU, decode bandwidth share and step overhead replace an LLM stage's declared ones."""
+    """Measured prefill MFU, decode bandwidth share and step overhead replace an LLM stage's declared
+    ones; the engine's measured KV capacity (`kv_capacity.tokens`) and sequence slots
+    (`kv_capacity.slots`: llama.cpp's --parallel) replace `engine.kv_capacity_tokens` and
+    `engine.max_num_seqs`, so that the predicted concurrency before requests queue is the engine's."""
     if not isinstance(entries, dict):
         return
     for stage_id, entry in entries.items():
         st = spec.stage(str(stage_id))
-        eff = entry.get("efficiency") if isinstance(entry, dict) else None
-        if st is None or st.llm is None or not isinstance(eff, dict):
+        if st is None or st.llm is None or not isinstance(entry, dict):
             continue
+        eff = entry.get("efficiency")
         for field in ("prefill_mfu", "decode_bandwidth", "step_overhead_ms"):
-            value = eff.get(field)
+            value = eff.get(field) if isinstance(eff, dict) else None
             if isinstance(value, int | float) and value > 0:
                 setattr(st.llm.efficiency, field, float(value))
+        kv = entry.get("kv_capacity")
+        for key, field in (("tokens", "kv_capacity_tokens"), ("slots", "max_num_seqs")):
+            value = kv.get(key) if isinstance(kv, dict) else None
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                setattr(st.llm.engine, field, value)

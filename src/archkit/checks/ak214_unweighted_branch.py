@@ -17,7 +17,8 @@ class UnweightedBranch(Rule):
     name = "unweighted-branch"
     severity = Severity.INFO
     source = (
-        "seed 000 §3.1 (per-stage volumes); the reference service's cache (80 % of the load test misses it)"
+        "seed 000 §3.1 (per-stage volumes); seed 004 §3.3 (after a content-hash cache only the misses "
+        "reach the model); the reference service's cache (80 % of the load test misses it)"
     )
     rationale = """
 A stage's arrival rate is the traffic that reaches it: after a cache, only the misses; after

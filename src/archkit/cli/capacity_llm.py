@@ -34,7 +34,13 @@ def llm_text(rows: list[dict[str, Any]]) -> list[str]:
             continue
         out.append(
             f"  KV: {r['kv_bytes_per_token']:,.0f} B/token, {r['kv_blocks']:,} blocks of {r['block_size_tokens']} = "
-            f"{r['kv_tokens']:,} tokens; concurrency {r['concurrency']} sequences (bound by {r['concurrency_binds']})"
+            f"{r['kv_tokens']:,} tokens"
+            + (
+                " (the engine's: llm.engine.kv_capacity_tokens or a calibration)"
+                if r.get("kv_source") == "engine"
+                else ""
+            )
+            + f"; concurrency {r['concurrency']} sequences (bound by {r['concurrency_binds']})"
         )
         out.append(
             f"  decode floor {_f(r['decode_lower_bound_ms'])} ms (weights / bandwidth); compute-bound beyond batch "

@@ -118,6 +118,8 @@ def _pipeline(p: dict | None) -> list[str]:
     sim_knee = p.get("simulated_knee_rps")
     if sim_knee is not None:
         seen = f" (simulated knee {_f(round(sim_knee, 2), ' req/s')})"
+    elif p.get("budget_note"):
+        seen = " (simulated knee: not settled within the simulation budget, see below)"
     elif "simulated_knee_rps" in p:
         seen = " (simulated: not served without fallbacks even at a fifth of it)"
     else:
@@ -152,6 +154,8 @@ def _pipeline(p: dict | None) -> list[str]:
         + (f" ({'; '.join(extra)})" if extra else "")
     )
     out.append(f"  ({p['method']})")
+    if p.get("budget_note"):
+        out.append(f"  budget: {p['budget_note']}")
     return out + [""]
 
 
@@ -201,6 +205,15 @@ def capacity(
         Path | None,
         typer.Option(help="With --rate: write the predicted latency-vs-load curve here (.svg or .png)."),
     ] = None,
+    sim_budget: Annotated[
+        int | None,
+        typer.Option(
+            min=1000,
+            max=400_000_000,  # perf.pipeline.MAX_SIM_BUDGET (not imported here: `--help` stays fast)
+            help="Simulated events for the pipeline prediction and its knee search together "
+            "(default 4,000,000: ~2.5 CPU s); a search that spends it stops and says so.",
+        ),
+    ] = None,
 ) -> None:
     """Predict latency per batch size for each model stage and recommend a configuration.
 
@@ -218,13 +231,15 @@ def capacity(
     if calibration is not None and not env:
         raise fail("--calibration needs --env (the environment whose calibration it replaces)", 2)
     cal = str(calibration) if calibration is not None else None
-    rep = api.capacity(spec, env=env, rates=rates, plot=plot, calibration=cal)
+    rep = api.capacity(spec, env=env, rates=rates, plot=plot, calibration=cal, sim_budget=sim_budget)
     if rep.diagnostics:
         for d in rep.diagnostics:
             typer.echo(diag_line(d), err=True)
         raise fail(f"cannot analyse {spec}", 2)
     # AK230: a calibration from another machine than the target predicts for that machine
     foreign = api.calibration_findings(spec, env, cal)
+    if rep.pipeline and rep.pipeline.get("budget_note"):  # issue 28: bounded work, said where it stopped
+        typer.echo(f"{spec}: warning: {rep.pipeline['budget_note']}", err=True)
     if format is CapacityFormat.json:
         doc = rep.as_dict()
         if foreign:

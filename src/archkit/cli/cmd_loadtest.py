@@ -6,12 +6,16 @@ import json
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from archkit.cli import app
 from archkit.cli.output import fail, fail_for, paint
+
+if TYPE_CHECKING:  # the CLI imports api and the load-test modules only when a command runs
+    from archkit import api
+    from archkit.loadtest.judge import Verdict
 
 
 class Format(str, Enum):
@@ -192,7 +196,6 @@ def loadtest(
     finally:
         if sys.stderr.isatty():
             sys.stderr.write("\n")
-    from archkit.loadtest import compare as compare_mod
     from archkit.loadtest import judge as judge_mod
     from archkit.loadtest import report as report_mod
 
@@ -210,60 +213,68 @@ def loadtest(
 
         typer.echo(sarif_log(res, __version__), nl=False)
     else:
-        m = res.measured["end_to_end"]
-        typer.echo(
-            f"{res.spec_name} {res.plan.level} ({res.plan.kind}): {m['requests']} requests in "
-            f"{res.measured['duration_s']:g} s, {m.get('throughput_rps')} ok req/s, "
-            f"P50 {m.get('p50_ms')} ms, P95 {m.get('p95_ms')} ms, P99 {m.get('p99_ms')} ms, "
-            f"error rate {m.get('error_rate')}"
-        )
-        for line in stream_lines(m.get("measures") or {}):
-            typer.echo(line)
-        gen = res.measured.get("generator")
-        if gen:
-            fs = m.get("from_send") or {}
-            typer.echo(
-                f"open model ({gen['arrival']} arrivals, at most {gen['max_inflight']} in flight): "
-                f"{gen['sent']} of {gen['scheduled']} scheduled requests sent, {gen['dropped']} dropped; "
-                f"latency from the scheduled send time above, from the actual send P50 {fs.get('p50_ms')} ms, "
-                f"P99 {fs.get('p99_ms')} ms; send lag P99 {gen['send_lag'].get('p99_ms')} ms"
-            )
-            if gen.get("message"):
-                typer.echo(f"note: {gen['message']}")
-        if res.measured.get("stress"):
-            st = res.measured["stress"]
-            typer.echo(f"knee: {st['knee_rps']} req/s; past it: {st['failure_mode']}")
-        for line in compare_mod.prediction_lines(res.measured.get("predicted") or {}):
-            typer.echo(line)
-        for f in res.measured.get("chaos") or []:
-            typer.echo(
-                f"fault {f['action']} {f['target']} at {f.get('started_s')} s: {f.get('burst_errors')} errors, "
-                f"recovery {f.get('recovery_s')} s, fallback answers {f.get('fallback_answers', '—')}"
-                + (f" ({f['error']})" if f.get("error") else "")
-            )
-        for a in res.alerts:
-            typer.echo(f"alert {a['alert']}: pending at {a['pending_s']} s, firing at {a['firing_s']} s")
-        for note in res.alert_notes:
-            typer.echo(f"note: {note}")
-        for v in res.verdicts:
-            mark = {True: paint("PASS", "\033[32m"), False: paint("FAIL", "\033[31m"), None: "SKIP"}[v.passed]
-            if v.inconclusive:
-                mark = paint("INCONCLUSIVE", "\033[33m")
-            typer.echo(f"{mark}  {v.id}: {v.why}")
-        if outcome.report_dir:
-            typer.echo(f"report: {outcome.report_dir / 'report.html'}")
-        if not res.passed:
-            typer.echo("FAILED: a budget was missed")
-        elif undecided:
-            longest = max((v.decide_s or 0.0 for v in undecided), default=0.0)
-            hint = f"; a run of ~{longest:g} s would decide them" if longest else ""
-            typer.echo(
-                f"{'FAILED' if strict else 'PASSED'}: {len(undecided)} budget(s) inconclusive"
-                f"{' (--strict counts them as missed)' if strict else ', none missed'}{hint}"
-            )
-        else:
-            typer.echo("PASSED")
+        _echo_text(outcome, undecided, strict)
     raise typer.Exit(0 if ok else 1)
+
+
+def _echo_text(outcome: api.LoadtestOutcome, undecided: list[Verdict], strict: bool) -> None:
+    """The text report of a run: the measures, the faults and alerts, each budget's verdict."""
+    from archkit.loadtest import compare as compare_mod
+
+    res = outcome.result
+    m = res.measured["end_to_end"]
+    typer.echo(
+        f"{res.spec_name} {res.plan.level} ({res.plan.kind}): {m['requests']} requests in "
+        f"{res.measured['duration_s']:g} s, {m.get('throughput_rps')} ok req/s, "
+        f"P50 {m.get('p50_ms')} ms, P95 {m.get('p95_ms')} ms, P99 {m.get('p99_ms')} ms, "
+        f"error rate {m.get('error_rate')}"
+    )
+    for line in stream_lines(m.get("measures") or {}):
+        typer.echo(line)
+    gen = res.measured.get("generator")
+    if gen:
+        fs = m.get("from_send") or {}
+        typer.echo(
+            f"open model ({gen['arrival']} arrivals, at most {gen['max_inflight']} in flight): "
+            f"{gen['sent']} of {gen['scheduled']} scheduled requests sent, {gen['dropped']} dropped; "
+            f"latency from the scheduled send time above, from the actual send P50 {fs.get('p50_ms')} ms, "
+            f"P99 {fs.get('p99_ms')} ms; send lag P99 {gen['send_lag'].get('p99_ms')} ms"
+        )
+        if gen.get("message"):
+            typer.echo(f"note: {gen['message']}")
+    if res.measured.get("stress"):
+        st = res.measured["stress"]
+        typer.echo(f"knee: {st['knee_rps']} req/s; past it: {st['failure_mode']}")
+    for line in compare_mod.prediction_lines(res.measured.get("predicted") or {}):
+        typer.echo(line)
+    for f in res.measured.get("chaos") or []:
+        typer.echo(
+            f"fault {f['action']} {f['target']} at {f.get('started_s')} s: {f.get('burst_errors')} errors, "
+            f"recovery {f.get('recovery_s')} s, fallback answers {f.get('fallback_answers', '—')}"
+            + (f" ({f['error']})" if f.get("error") else "")
+        )
+    for a in res.alerts:
+        typer.echo(f"alert {a['alert']}: pending at {a['pending_s']} s, firing at {a['firing_s']} s")
+    for note in res.alert_notes:
+        typer.echo(f"note: {note}")
+    for v in res.verdicts:
+        mark = {True: paint("PASS", "\033[32m"), False: paint("FAIL", "\033[31m"), None: "SKIP"}[v.passed]
+        if v.inconclusive:
+            mark = paint("INCONCLUSIVE", "\033[33m")
+        typer.echo(f"{mark}  {v.id}: {v.why}")
+    if outcome.report_dir:
+        typer.echo(f"report: {outcome.report_dir / 'report.html'}")
+    if not res.passed:
+        typer.echo("FAILED: a budget was missed")
+    elif undecided:
+        longest = max((v.decide_s or 0.0 for v in undecided), default=0.0)
+        hint = f"; a run of ~{longest:g} s would decide them" if longest else ""
+        typer.echo(
+            f"{'FAILED' if strict else 'PASSED'}: {len(undecided)} budget(s) inconclusive"
+            f"{' (--strict counts them as missed)' if strict else ', none missed'}{hint}"
+        )
+    else:
+        typer.echo("PASSED")
 
 
 def _run_k6(

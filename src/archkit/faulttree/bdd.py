@@ -12,7 +12,7 @@ Pure Python, built for trees of thousands of gates on a shared machine:
   the ZBDD once; nothing is listed unless asked.
 
 The node budget turns a blow-up into a `DiagramLimitError` that names the limit.
-`ft_kernel.CompiledBdd` is this `Bdd` with its construction (`mk`, `conj`, `disj`, `xor`,
+`compiled.CompiledBdd` is this `Bdd` with its construction (`mk`, `conj`, `disj`, `xor`,
 `neg`) compiled by numba; it creates the same nodes with the same ids, and everything that
 reads a diagram here serves both.
 """
@@ -225,7 +225,7 @@ class Bdd:
         self._or.clear()
         self._xor.clear()
 
-    # Garbage collection: only the compiled diagram (`ft_kernel.CompiledBdd`) frees nodes.
+    # Garbage collection: only the compiled diagram (`compiled.CompiledBdd`) frees nodes.
     collects = False
 
     @property

@@ -178,12 +178,13 @@ class Engine:
             except DiagramLimitError:
                 if kernel == "python" or budget == max_nodes:
                     raise
+        from archkit.faulttree import compiled
         from archkit.faulttree import kernel as ft_kernel
 
         if not ft_kernel.available(nvars):
             m = Module(g, index, Bdd(nvars, max_nodes))
         else:
-            m = Module(g, index, ft_kernel.CompiledBdd(nvars, max_nodes))
+            m = Module(g, index, compiled.CompiledBdd(nvars, max_nodes))
             self.kernel = "compiled"
         m.root = self._build(m)
         return m
@@ -333,15 +334,15 @@ class Engine:
         return z.restrict_order(root, order) if order is not None else root
 
     def _minsol(self, z: Zbdd, m: Module, order: int | None) -> int:
-        """Module m's minimal solutions in z: compiled (`ft_kernel.minimal_solutions`) for a
+        """Module m's minimal solutions in z: compiled (`compiled.minimal_solutions`) for a
         compiled diagram, then copied into z; otherwise `Zbdd.minsol` over Python lists."""
         if self.kernel == "compiled":
-            from archkit.faulttree import kernel as ft_kernel
+            from archkit.faulttree import compiled
 
-            if isinstance(m.bdd, ft_kernel.CompiledBdd):
-                out = ft_kernel.minimal_solutions(m.bdd, m.root, order, z.max_nodes - len(z))
+            if isinstance(m.bdd, compiled.CompiledBdd):
+                out = compiled.minimal_solutions(m.bdd, m.root, order, z.max_nodes - len(z))
                 if out is not None:
-                    return ft_kernel.into_zbdd(z, out)
+                    return compiled.into_zbdd(z, out)
         m.bdd.lists()
         return z.minsol(m.bdd, m.root, order, {})
 

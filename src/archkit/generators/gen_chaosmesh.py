@@ -82,7 +82,11 @@ def experiment(spec: Spec, level: Level, index: int, fault: Fault) -> dict[str, 
     }
 
 
-@register("chaosmesh", order=69)
+@register(
+    "chaosmesh",
+    order=69,
+    source="seed 000 §4.4 (chaos: killed pods and injected latency exercise the degradation paths)",
+)
 def generate(ctx: RenderContext) -> dict[str, str]:
     """Chaos Mesh experiments (PodChaos, NetworkChaos, StressChaos) for each chaos level's faults."""
     lt = ctx.spec.loadtest

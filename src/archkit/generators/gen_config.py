@@ -31,7 +31,11 @@ def _shell(value: str) -> str:
     return "'" + value.replace("'", "'\\''") + "'"
 
 
-@register("config", order=68)
+@register(
+    "config",
+    order=68,
+    source="seed 000 §4.2 (parameters drawn on the diagram live in a configuration store per environment)",
+)
 def generate(ctx: RenderContext) -> dict[str, str]:
     """Configuration-store export per environment: Consul KV import JSON and env files."""
     cfg = ctx.spec.config

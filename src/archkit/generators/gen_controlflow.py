@@ -386,7 +386,11 @@ def controlflow_source(ctx: RenderContext) -> str:
     return source
 
 
-@register("controlflow", order=20)
+@register(
+    "controlflow",
+    order=20,
+    source="seed 000 §3.2 (decisions with criterion and source, calls with timeout and retry, degradation paths); seed 004 §2.1",
+)
 def generate(ctx: RenderContext) -> dict[str, str]:
     """Control flow (PlantUML activity): decisions with criterion and source, calls, fallbacks."""
     return {"controlflow.puml": controlflow_source(ctx)}

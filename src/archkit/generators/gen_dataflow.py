@@ -370,7 +370,11 @@ def dataflow_source(ctx: RenderContext) -> str:
     return ctx.memo("dataflow.dot", build)
 
 
-@register("dataflow", order=10)
+@register(
+    "dataflow",
+    order=10,
+    source="seed 000 §3.1 (P50/P99, GB per hour and failure rate per stage); seed 004 §2.2 (planes as clusters)",
+)
 def generate(ctx: RenderContext) -> dict[str, str]:
     """Data-flow diagram: per-stage P50/P99, GB/h, failure rate, planes, compliance (Graphviz)."""
     return {"dataflow.dot": dataflow_source(ctx)}

@@ -290,7 +290,11 @@ def faulttree_sources(ctx: RenderContext) -> dict[str, str]:
     return ctx.memo("faulttree.dot", build)
 
 
-@register("faulttree", order=40)
+@register(
+    "faulttree",
+    order=40,
+    source="seed 000 §3.4 (root 'service unavailable', leaves with a check command and its expected output)",
+)
 def generate(ctx: RenderContext) -> dict[str, str]:
     """Fault trees: every gate type, leaf checks with their next step, probabilities, cut sets."""
     return dict(faulttree_sources(ctx))

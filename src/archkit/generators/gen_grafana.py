@@ -227,7 +227,11 @@ def dashboard_json(spec: Spec, slos: SloPlan | None = None) -> str:
     return json.dumps(build_dashboard(spec, slos), cls=JSONEncoder, sort_keys=True, indent=2) + "\n"
 
 
-@register("grafana", order=72)
+@register(
+    "grafana",
+    order=72,
+    source="seed 000 §4.3 (dashboards tied to the diagram's nodes); seed 004 §3.4 (golden signals)",
+)
 def generate(ctx: RenderContext) -> dict[str, str]:
     """A Grafana dashboard: SLO burn and budget, effective QPS, one row per data-flow stage."""
     try:

@@ -110,7 +110,11 @@ def k6_data(spec: Spec, plan: LoadTestPlan) -> dict[str, Any]:
     }
 
 
-@register("k6", order=61)
+@register(
+    "k6",
+    order=61,
+    source="seed 000 §4.4 (capacity proved by k6 code with a P95 threshold at three levels)",
+)
 def generate(ctx: RenderContext) -> dict[str, str]:
     """k6 script: the traffic mix as k6 scenarios, open-model arrival rates per level, budgets as thresholds."""
     plan = ctx.plans.load_test

@@ -453,7 +453,11 @@ def _comments(ctx: RenderContext, svc: Service) -> str:
     return "\n".join(lines) + "\n"
 
 
-@register("kubernetes", order=66)
+@register(
+    "kubernetes",
+    order=66,
+    source="seed 000 §2.2, §3.3, §4.1, §5.11 (manifests from the topology: pinned images, mounts, probes, network policy); seed 004 §2.3",
+)
 def generate(ctx: RenderContext) -> dict[str, str]:
     """Kubernetes manifests per service: workload, Service, NetworkPolicy, PDB, HPA, volumes."""
     spec = ctx.spec

@@ -10,7 +10,11 @@ from archkit.generators.jinja import render
 from archkit.generators.registry import RenderContext, register
 
 
-@register("locust", order=60)
+@register(
+    "locust",
+    order=60,
+    source="seed 000 §4.4 (baseline, destructive and chaos levels in load-test code)",
+)
 def generate(ctx: RenderContext) -> dict[str, str]:
     """Locust scenarios: the traffic mix with weights, payloads and levels, usable with plain `locust`."""
     plan = ctx.plans.load_test

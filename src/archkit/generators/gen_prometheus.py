@@ -107,7 +107,11 @@ def dump(doc: dict[str, Any]) -> str:
     return yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=100, default_flow_style=False)
 
 
-@register("prometheus", order=70)
+@register(
+    "prometheus",
+    order=70,
+    source="seed 000 §4.3 (every metric the diagram promises is instrumented and alerted); seed 004 §3.4 (each alert tied to an action)",
+)
 def generate(ctx: RenderContext) -> dict[str, str]:
     """Prometheus recording and alerting rules with runbook links, plus their promtool unit tests."""
     spec, plan = ctx.spec, ctx.plans.alerts

@@ -198,7 +198,11 @@ def review_view(ctx: RenderContext) -> dict[str, Any]:
     }
 
 
-@register("review", order=900)
+@register(
+    "review",
+    order=900,
+    source="seed 000 §6 (one page for whoever is paged: diagrams, budgets, findings)",
+)
 def generate(ctx: RenderContext) -> dict[str, str]:
     """Review page: one self-contained HTML file with every diagram inline, budgets and findings."""
     return {"review.html": render("review/review.html.j2", ctx.templates_dir, **review_view(ctx))}

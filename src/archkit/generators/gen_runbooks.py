@@ -557,7 +557,11 @@ def _panel_link(spec: Spec, a: Alert, ids: dict[str, int]) -> str | None:
     return quote(url, safe=":/?#@!$&'*+,;=%-._~") if url else None
 
 
-@register("runbooks", order=65)
+@register(
+    "runbooks",
+    order=65,
+    source="seed 000 §3.4 (walk the fault tree), §6 (pre-release checklist and onboarding pages)",
+)
 def generate(ctx: RenderContext) -> dict[str, str]:
     """Runbooks from the fault trees, the alert index, the pre-launch checklist and onboarding pages."""
 

@@ -102,7 +102,11 @@ def _breakers(contracts: tuple[FunctionContract, ...]) -> list[str]:
     return out
 
 
-@register("stubs", order=67)
+@register(
+    "stubs",
+    order=67,
+    source="seed 000 §3.2 (each decision is one function that starts with its timeout: the diagram is a code contract)",
+)
 def generate(ctx: RenderContext) -> dict[str, str]:
     """Control-flow code stubs: a function per decision and call, with the tests that prove them."""
     contracts = code_contract(ctx.spec)

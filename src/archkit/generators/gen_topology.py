@@ -400,7 +400,11 @@ def _service_edges(topo: Topology, svc_nodes: dict[str, Any], stores: dict[str, 
             )
 
 
-@register("topology", order=30)
+@register(
+    "topology",
+    order=30,
+    source="seed 000 §3.3 (node pools, network planes with CIDRs, storage bindings), §5.9 (the OS-tuning box); seed 004 §2.3",
+)
 def generate(ctx: RenderContext) -> dict[str, str]:
     """Deployment topology (`diagrams`): pools with GPUs/MIG, networks (CIDR, MTU), storage, services."""
     return {"topology.dot": topology_source(ctx)}

@@ -151,7 +151,11 @@ def model_dir(name: str) -> str:
     return "_" + safe if safe.startswith(".") or not safe else safe
 
 
-@register("triton", order=65)
+@register(
+    "triton",
+    order=65,
+    source="seed 000 §2.1 (dynamic batcher, 1 ms queue delay), §2.2 (version policy), §5.8 (CPU instance groups)",
+)
 def generate(ctx: RenderContext) -> dict[str, str]:
     """Triton model repository: a config.pbtxt per model stage served by Triton."""
     return {

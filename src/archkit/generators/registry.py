@@ -71,20 +71,24 @@ class GeneratorInfo:
     fn: GeneratorFn
     summary: str
     order: int = 100
+    source: str = ""  # the seed sections it draws ("seed 000 §3.1"); docs/sources.md lists it there
 
 
 _REGISTRY: dict[str, GeneratorInfo] = {}
 _LOADED = False
 
 
-def register(name: str, order: int = 100) -> Callable[[GeneratorFn], GeneratorFn]:
-    """Decorator: register a generator function under `name` (its template folder's name)."""
+def register(name: str, order: int = 100, source: str = "") -> Callable[[GeneratorFn], GeneratorFn]:
+    """Decorator: register a generator function under `name` (its template folder's name).
+
+    `source` cites the seed sections the output carries out, as a rule's does.
+    """
 
     def deco(fn: GeneratorFn) -> GeneratorFn:
         if name in _REGISTRY and _REGISTRY[name].fn is not fn:
             raise DuplicateGeneratorError(f"generator {name!r} registered twice")
         summary = ((fn.__doc__ or name).strip().splitlines() or [name])[0]
-        _REGISTRY[name] = GeneratorInfo(name, fn, summary, order)
+        _REGISTRY[name] = GeneratorInfo(name, fn, summary, order, source)
         return fn
 
     return deco

@@ -7,7 +7,10 @@ load-test reports and the review page read. It combines
 - the whole-pipeline discrete-event simulation (`archkit.perf.pipesim`): per-stage and
   end-to-end P50/P95/P99 at the rate, with shared processors, batching, routing, retries.
 Pure and deterministic: the same spec, environment, rate, request count and seed give the
-same numbers. Its work is bounded by `requests` whatever the rates or counts in the spec.
+same numbers. Its work is bounded by `requests` whatever the rates or counts in the spec, and
+by a budget of simulated work (`SIM_BUDGET` events for the prediction and the knee search
+together; `archkit capacity --sim-budget` raises it): a search that spends it stops with the
+bracket it has and says so (`budget_note`).
 """
 
 from __future__ import annotations
@@ -22,6 +25,13 @@ from archkit.spec.model import Spec
 
 DEFAULT_REQUESTS = 20_000
 DEFAULT_SEED = 7
+# Simulated events (scans weighed in, `pipesim_kernel.SCAN_PER_EVENT`) for one prediction with
+# its knee search: ~0.5-0.7 µs each here, so ~2.5 CPU s at most, within issue 28's 5 s for
+# `capacity`. The reference spec needs 2.6 M (ten runs of 20,000 requests); a spec whose
+# runs pile up thousands of concurrent jobs (rag-chat past its knee: 4.9 M in one run) stops
+# its knee search early instead of running on.
+SIM_BUDGET = 4_000_000
+MAX_SIM_BUDGET = 400_000_000  # --sim-budget's ceiling: ~4 CPU minutes
 
 
 @dataclass(frozen=True)
@@ -78,6 +88,9 @@ class PipelinePrediction:
     simulated_knee_rps: float | None = None  # `simulated_knee`, when predict(knee=True)
     shed_share: float = 0.0  # refused by an admission or rate limit (`spec.traffic`), simulated
     admitted_rps: float | None = None  # what the rate limits admit of the rate (fluid bound, `perf.limits`)
+    sim_work: int = 0  # simulated events spent (prediction and knee search), of `sim_budget`
+    sim_budget: int = SIM_BUDGET
+    budget_note: str | None = None  # set when the budget stopped the simulation or the knee search
 
     def stage(self, stage_id: str) -> StagePrediction | None:
         return next((s for s in self.stages if s.stage == stage_id), None)
@@ -125,6 +138,7 @@ def predict(
     seed: int = DEFAULT_SEED,
     arrivals: list[float] | None = None,
     knee: bool = False,
+    budget: int = SIM_BUDGET,
 ) -> PipelinePrediction:
     """Predict the pipeline at `rate_rps` requests/s (default: the design rate, else half the knee).
 
@@ -133,16 +147,34 @@ def predict(
     the closed-form demand model; percentiles come from simulating `requests` Poisson
     arrivals with `seed` (`archkit.perf.pipesim`), or the recorded send times `arrivals`
     (seconds; a load test's schedule) when given. With `knee`, also the simulation's own knee
-    (`simulated_knee`: eight more runs). Raises KeyError for an unknown `env`.
+    (`simulated_knee`: eight more runs). All runs together stop at `budget` simulated events
+    (`budget_note` says where). Raises KeyError for an unknown `env`.
     """
     applied, lm = prepare(spec, env)
     rate = rate_rps if rate_rps is not None else design_rate(applied)
     if rate is None:
         rate = lm.ceiling_rps / 2 if math.isfinite(lm.ceiling_rps) else 1.0
-    sim = simulate_pipeline(applied, lm, rate, requests=requests, seed=seed, arrivals=arrivals)
+    sim = simulate_pipeline(
+        applied, lm, rate, requests=requests, seed=seed, arrivals=arrivals, max_work=budget
+    )
     out = _assemble(applied, env, lm, sim, sim.rate_rps if arrivals is not None else rate, requests, seed)
-    if knee:
-        out = replace(out, simulated_knee_rps=simulated_knee(applied, None, requests, seed))
+    note = None
+    if sim.cut_short:
+        note = (
+            f"the simulation at {rate:g} req/s spent the budget of {budget:,} simulated events before "
+            "every request was answered: its percentiles cover the requests answered so far"
+        )
+    out = replace(out, sim_work=sim.work, sim_budget=budget)
+    if knee and not sim.cut_short:
+        search = knee_search(applied, None, requests, seed, budget=budget - sim.work, lm=lm)
+        out = replace(out, simulated_knee_rps=search.knee_rps, sim_work=sim.work + search.work)
+        if search.note is not None:  # the knee search had what the prediction left
+            note = f"the budget of {budget:,} simulated events {search.note}"
+    elif knee:
+        note = f"{note}; no knee search"
+    if note is not None:
+        raise_it = min(MAX_SIM_BUDGET, 4 * budget)
+        out = replace(out, budget_note=f"{note} (raise it with `archkit capacity --sim-budget {raise_it}`)")
     return out
 
 
@@ -152,6 +184,7 @@ def simulated_knee(
     requests: int = DEFAULT_REQUESTS,
     seed: int = DEFAULT_SEED,
     steps: int = 8,
+    budget: int = SIM_BUDGET,
 ) -> float:
     """The highest rate the simulation serves without a growing backlog (req/s), by bisection.
 
@@ -159,23 +192,72 @@ def simulated_knee(
     `requests` requests each, so the work is bounded); a rate counts as served when the run
     is stable, at least 99 % of the requests are answered without a fallback, and at 97 % of
     the offered rate (requests an admission or rate limit refuses count against the 97 %). NaN when even a fifth of the ceiling is not served.
+    The runs together stop at `budget` simulated events (`knee_search` says where).
     """
-    applied, lm = prepare(spec, env)
-    if not math.isfinite(lm.ceiling_rps):
-        return math.inf
+    return knee_search(spec, env, requests, seed, steps, budget).knee_rps
 
-    def served(rate: float) -> bool:
-        sim = simulate_pipeline(applied, lm, rate, requests=requests, seed=seed)
+
+@dataclass(frozen=True)
+class KneeSearch:
+    """The simulated knee's bisection: its result, the bracket it reached, the work it spent."""
+
+    knee_rps: float
+    bracket: tuple[float, float]
+    runs: int
+    work: int
+    note: str | None = None  # "ran out in run k ...": set when the budget stopped the search early
+
+
+def knee_search(
+    spec: Spec,
+    env: str | None = None,
+    requests: int = DEFAULT_REQUESTS,
+    seed: int = DEFAULT_SEED,
+    steps: int = 8,
+    budget: int = SIM_BUDGET,
+    lm: LoadModel | None = None,
+) -> KneeSearch:
+    """`simulated_knee` with its bracket and work: a run the budget cuts short ends the search."""
+    applied, lm = prepare(spec, env) if lm is None else (spec, lm)
+    if not math.isfinite(lm.ceiling_rps):
+        return KneeSearch(math.inf, (math.inf, math.inf), 0, 0)
+    spent = 0
+    runs = 0
+
+    def served(rate: float) -> bool | None:  # None: the budget ran out during the run
+        nonlocal spent, runs
+        sim = simulate_pipeline(
+            applied, lm, rate, requests=requests, seed=seed, max_work=max(1, budget - spent)
+        )
+        spent += sim.work
+        runs += 1
+        if sim.cut_short:
+            return None
         lost = sim.failed + sim.degraded  # a shed request shows in the throughput test below
         return sim.stable and lost <= 0.01 * sim.requests and sim.throughput_rps >= 0.97 * rate
 
+    def stopped(lo: float, hi: float) -> KneeSearch:
+        where = (
+            f"the simulated knee lies between {lo:.4g} and {hi:.4g} req/s"
+            if math.isfinite(lo)
+            else f"no simulated knee (the first run, at {hi:.4g} req/s, did not finish)"
+        )
+        note = f"ran out in run {runs} of the knee search: {where}"
+        return KneeSearch(lo, (lo, hi), runs, spent, note)
+
     lo, hi = 0.2 * lm.ceiling_rps, 1.25 * lm.ceiling_rps
-    if not served(lo):
-        return math.nan  # not served even at a fifth of the ceiling (timeouts, full queues)
+    first = served(lo)
+    if first is None:
+        return stopped(math.nan, lo)
+    if not first:
+        return KneeSearch(math.nan, (0.0, lo), runs, spent)  # not served at a fifth of the ceiling
     for _ in range(steps):
         mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if served(mid) else (lo, mid)
-    return lo
+        ok = served(mid)
+        if ok is None:
+            return stopped(lo, hi)
+        lo, hi = (mid, hi) if ok else (lo, mid)
+    return KneeSearch(lo, (lo, hi), runs, spent)
 
 
 def _assemble(

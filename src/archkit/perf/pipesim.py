@@ -24,7 +24,9 @@ What it simulates (every choice is the spec's or stated here):
   retried after the backoff, or the request fails when no attempt is left.
 Deterministic: one seed fixes every draw. Bounded: at most `requests` requests (capped at
 MAX_REQUESTS, and lowered so that the calls they make stay under MAX_CALLS: the result's
-`requests` says how many ran) and a fixed number of events per request.
+`requests` says how many ran) and a budget of work (`max_work`: events, plus the jobs and
+replicas each event scans; by default _EVENTS_PER_REQUEST per request). A run that spends
+its budget stops there: the result says so (`cut_short`) and how much work it did (`work`).
 """
 
 from __future__ import annotations
@@ -82,6 +84,8 @@ class PipelineSim:
     stages: tuple[StageSim, ...]
     seed: int
     shed: int = 0  # refused by an admission or rate limit (`spec.traffic`): a fast 429/503
+    work: int = 0  # events plus the jobs and replicas they scanned (the unit of `max_work`)
+    cut_short: bool = False  # the work budget ran out before every request was answered
 
 
 def _routes(spec: Spec, steps: dict[str, Step]) -> tuple[list[list[str]], list[float]]:
@@ -185,8 +189,12 @@ def simulate_pipeline(
     seed: int = 7,
     arrivals: list[float] | None = None,
     compiled: bool = True,
+    max_work: int | None = None,
 ) -> PipelineSim:
     """Simulate `requests` requests (Poisson at `rate_rps`, or the recorded `arrivals`, in s).
+
+    `max_work` bounds the work (events and the scans they do; default _EVENTS_PER_REQUEST per
+    request): a run that spends it stops with `cut_short` set.
 
     `compiled=False` runs the event loop as plain Python (same results, ~35× slower): for a
     plug-in service model under test, whose handler numba would otherwise compile afresh."""
@@ -265,7 +273,7 @@ def simulate_pipeline(
 
     if kernel.bound() != service_models.HANDLERS:
         kernel.bind(service_models.HANDLERS)
-    done_in, status_in, lat_in, busy, _, end = (kernel.run if compiled else kernel.run_python)(
+    done_in, status_in, lat_in, busy, work_done, end = (kernel.run if compiled else kernel.run_python)(
         t_in,
         route_of[run].astype(np.int64),
         route_len,
@@ -294,8 +302,9 @@ def simulate_pipeline(
         items[:, run] if run.shape[0] < n else items,
         np.array(res_units, dtype=np.float64),
         rng.random(max(4 * n, 1 << 16)),
-        _EVENTS_PER_REQUEST * n,
+        _EVENTS_PER_REQUEST * n if max_work is None else max(1, int(max_work)),
     )
+    cut_short = bool((status_in == 0).any())
     if run.shape[0] < n:  # requests a bucket refused are answered at once with a 429/503
         done_at = arr.astype(np.float64).copy()
         status = np.full(n, 4, dtype=np.int64)
@@ -314,10 +323,14 @@ def simulate_pipeline(
     # overload shows as latency that keeps growing: compare the last tenth with the middle
     tenth = max(1, completed // 10)
     stable = (
-        completed > 0
-        and completed + nfail + nshed >= n
-        and (float(e2e[-tenth:].mean()) < 2 * float(e2e[4 * tenth : 5 * tenth].mean()) + 1e-9)
-    )
+        (
+            completed > 0
+            and completed + nfail + nshed >= n
+            and (float(e2e[-tenth:].mean()) < 2 * float(e2e[4 * tenth : 5 * tenth].mean()) + 1e-9)
+        )
+        if completed >= 5
+        else completed + nfail + nshed >= n and completed > 0
+    )  # too few to compare
     end = max(float(end), 1e-12)
     util = {rid: float(busy[j]) / (res_units[j] * end) for j, rid in enumerate(res_ids)}
     # a saturated processor is overload too, whatever the latencies did (timeouts cap them)
@@ -349,6 +362,8 @@ def simulate_pipeline(
         tuple(stage_out),
         seed,
         nshed,
+        int(work_done),
+        cut_short,
     )
 
 

@@ -82,10 +82,15 @@ def num(v: float | None) -> float | None:
 
 
 def capacity_report(
-    spec: Spec, file: str = "<spec>", rates: list[float] | None = None, requests: int | None = None
+    spec: Spec,
+    file: str = "<spec>",
+    rates: list[float] | None = None,
+    requests: int | None = None,
+    sim_budget: int | None = None,
 ) -> CapacityReport:
     """Every model stage of a (prepared) spec: λ, ρ, P50/P99 per batch size, the recommendation, why;
-    with `rates`, the predicted curve over them (`perf.curve.sweep`)."""
+    with `rates`, the predicted curve over them (`perf.curve.sweep`). `sim_budget` (simulated
+    events) bounds the pipeline prediction and its knee search (default `perf.pipeline.SIM_BUDGET`)."""
 
     def sim(table: ServiceTable, p: BatchPrediction) -> dict[str, Any]:
         # the queue the prediction assumed: one replica at its share, or the pooled instances
@@ -101,10 +106,10 @@ def capacity_report(
         }
 
     # numpy and the compiled simulation load only here, not with every `import archkit.api`
-    from archkit.perf.pipeline import predict
+    from archkit.perf.pipeline import SIM_BUDGET, predict
 
     report = CapacityReport(file, spec.metadata.name, spec.budgets.throughput_rps, spec.budgets.p99_ms)
-    report.pipeline = predict(spec, knee=True).as_dict()
+    report.pipeline = predict(spec, knee=True, budget=sim_budget or SIM_BUDGET).as_dict()
     from archkit.plans.llm_capacity import llm_rows
 
     report.llm = llm_rows(spec, file)

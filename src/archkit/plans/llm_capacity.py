@@ -59,6 +59,7 @@ def llm_row(spec: Spec, a: LlmAnalysis) -> dict[str, Any]:
         "kv_bytes_per_token": rep.kv_bytes_per_token if rep else None,
         "kv_blocks": rep.kv_blocks if rep else None,
         "kv_tokens": rep.kv_tokens if rep else None,
+        "kv_source": rep.kv_source if rep else None,
         "block_size_tokens": rep.block_size if rep else None,
         "concurrency": a.concurrency,
         "concurrency_binds": a.concurrency_binds,

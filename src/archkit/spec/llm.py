@@ -83,6 +83,13 @@ class LlmEngine(Node):
     kv_cache_dtype: Literal["auto", "bf16", "fp16", "fp8", "int8", "q8_0", "q4_0"] = Field(
         "auto", description="KV-cache element type; auto: the model's activation dtype (bf16 or fp16)"
     )
+    kv_capacity_tokens: Tokens | None = Field(
+        None,
+        description="the engine's whole KV cache per replica, in tokens, where the engine fixes it rather "
+        "than sizing it from free memory (llama.cpp: --ctx-size); `archkit calibrate --llm-url` measures "
+        "it (llama.cpp /slots, vLLM cache_config_info) and a calibration replaces it; unset: derived from "
+        "memory (docs/llm.md)",
+    )
     speculative: Speculative | None = None
 
 

@@ -12,7 +12,7 @@ import re
 
 from pydantic import Field
 
-from archkit.spec.model import Node
+from archkit.spec.base import Node
 
 
 class OutputField(Node):

@@ -14,7 +14,7 @@ from typing import Annotated
 
 from pydantic import Field
 
-from archkit.spec.model import Node
+from archkit.spec.base import Node
 
 Version = Annotated[
     str,

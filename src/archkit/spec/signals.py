@@ -12,7 +12,7 @@ from typing import Annotated
 
 from pydantic import Field
 
-from archkit.spec.model import Node
+from archkit.spec.base import Node
 
 # Half the seed's 12 MB/h, so that the leak it reports fires with margin whatever the noise.
 DEFAULT_MB_PER_HOUR = 6.0

@@ -290,7 +290,18 @@ def _kv(rec: Recorder, label: str, llm: LlmStage, url: str, timeout_s: float) ->
     total = sum(int(s["n_ctx"]) for s in slots)
     smallest = min(int(s["n_ctx"]) for s in slots) if slots else 0
     need = concurrency * per_request
-    if per_request > smallest:
+    declared = llm.engine.kv_capacity_tokens
+    if declared is not None and declared != total:  # the figure the capacity model predicts from
+        rec.drift(
+            KvCapacity.code,
+            label,
+            llm.engine,
+            f"the KV cache holds {total} tokens over {len(slots)} slots (--ctx-size); the spec says "
+            f"kv_capacity_tokens {declared}",
+            field="kv_capacity_tokens",
+            where=url,
+        )
+    elif per_request > smallest:
         rec.drift(
             KvCapacity.code,
             label,

@@ -1,7 +1,8 @@
 """How verify reaches a live endpoint: the one endpoint policy (`archkit.endpoints`) with verify's allow-list.
 
 Loopback is always allowed; anything else only when `archkit verify --allow-endpoint` (or
-`api.verify(allow_endpoints=...)`) names it, as an address in any form, a network or a host name.
+`api.verify(allow_endpoints=...)`, or the spec's `verify.allow_endpoints`, `archkit.spec.verify_policy`)
+names it, as an address in any form, a network or a host name.
 A source judges its URL once in `read` (a refusal stops the run with exit 2 before any
 connection) and hands its checks a `Target`: the URL as the user wrote it (for messages and the
 report) carrying the judged endpoint, so the checks connect to the judged address and never
@@ -15,7 +16,10 @@ from typing import Any
 
 from archkit.endpoints import AllowList, Endpoint, allow_list, require_allowed
 
-ALLOW_HINT = "; to verify a remote endpoint name it with --allow-endpoint ADDRESS|NETWORK|HOST"
+ALLOW_HINT = (
+    "; to verify a remote endpoint name it with --allow-endpoint ADDRESS|NETWORK|HOST "
+    "or in the spec's verify.allow_endpoints"
+)
 PROVIDER = "allow_endpoints"  # the providers key api.verify fills with the AllowList
 
 

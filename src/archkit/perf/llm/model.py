@@ -4,8 +4,9 @@ Standard formulas (docs/llm.md derives each one):
 - KV bytes per token = 2 (K and V) x layers x KV heads x head dim x bytes; grouped-query attention
   stores KV heads, not attention heads; tensor parallelism splits the KV heads over GPUs, at
   least one per GPU (Llama-3.1-8B in bf16: 2 x 32 x 8 x 128 x 2 = 131,072 B);
-- KV capacity = memory x utilisation - weights - activation/workspace reserve, in whole blocks;
-  concurrency = capacity / (prompt + output tokens), or max_num_seqs, whichever binds;
+- KV capacity = memory x utilisation - weights - activation/workspace reserve, in whole blocks,
+  unless the engine fixes it (llama.cpp's --ctx-size) or a calibration measured it
+  (`llm.engine.kv_capacity_tokens`); concurrency = capacity / (prompt + output tokens), or max_num_seqs, whichever binds;
 - an iteration's time is the roofline max of its FLOPs over peak x MFU and its bytes (weights,
   KV read, KV written) over bandwidth x efficiency, plus a fixed overhead and, with tensor
   parallelism, two ring all-reduces per layer;
@@ -59,6 +60,9 @@ class Replica:
     spec_draft_cost: float = 0.0
     chunked_prefill: bool = True
     prefix_caching: bool = True
+    # the engine's KV cache in tokens when it is fixed (llama.cpp --ctx-size) or measured
+    # (`archkit calibrate --llm-url`, llm.<stage>.kv_capacity.tokens); None: sized from memory
+    kv_tokens_fixed: int | None = None
 
     # ---- memory
     @property
@@ -103,11 +107,21 @@ class Replica:
 
     @property
     def kv_capacity_bytes_per_gpu(self) -> float:
+        """KV bytes per GPU: what memory leaves after weights and reserve, or the fixed cache's size."""
+        if self.kv_tokens_fixed is not None:
+            return self.kv_tokens_fixed * self.kv_bytes_per_token_per_gpu
         return self.usable_bytes_per_gpu - self.weight_bytes_per_gpu - self.reserve_bytes_per_gpu
+
+    @property
+    def kv_source(self) -> str:
+        """Where the KV capacity comes from: 'engine' (declared or calibrated tokens) or 'memory' (derived)."""
+        return "memory" if self.kv_tokens_fixed is None else "engine"
 
     @property
     def kv_blocks(self) -> int:
         """Whole KV blocks the cache holds (0 when the weights leave no room)."""
+        if self.kv_tokens_fixed is not None:
+            return self.kv_tokens_fixed // self.block_size
         per_block = self.kv_bytes_per_token_per_gpu * self.block_size
         return max(0, int(self.kv_capacity_bytes_per_gpu // per_block))
 
@@ -243,4 +257,5 @@ def replica(llm: LlmStage, device: AcceleratorSpec) -> Replica:
         spec_draft_cost=spec.draft_cost_ratio if spec else 0.0,
         chunked_prefill=eng.chunked_prefill,
         prefix_caching=eng.prefix_caching,
+        kv_tokens_fixed=eng.kv_capacity_tokens,
     )

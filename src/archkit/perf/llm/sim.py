@@ -17,6 +17,7 @@ import numpy as np
 
 from archkit.perf.llm import sim_kernel
 from archkit.perf.llm.model import Replica
+from archkit.spec import llm_lengths
 from archkit.spec.llm import Arrivals, LlmWorkload, TokenLengths
 
 # ITL histogram: log-spaced bins from 10 us, each 0.5 % wider than the last, up to ~10^3 s.
@@ -118,35 +119,11 @@ def simulate(rep: Replica, req: Requests, *, seed: int = 0, kv_blocks: int | Non
 
 
 def _lengths(dist: TokenLengths, n: int, rng: np.random.Generator, base: Path | None) -> np.ndarray:
-    d = dist.distribution
-    hi = dist.max_tokens if dist.max_tokens is not None else 10_000_000
-    if d == "fixed":
-        x = np.full(n, float(dist.mean_tokens or 1))
-    elif d == "uniform":
-        x = rng.integers(dist.min_tokens, hi + 1, size=n).astype(np.float64)
-    elif d == "normal":
-        x = rng.normal(dist.mean_tokens or 1, dist.std_tokens or 0, size=n)
-    elif d == "lognormal":
-        m, s = float(dist.mean_tokens or 1), float(dist.std_tokens or 0)
-        sigma2 = math.log(1 + (s / m) ** 2)
-        x = rng.lognormal(math.log(m) - sigma2 / 2, math.sqrt(sigma2), size=n)
-    else:
-        pts = list(dist.cdf) if dist.cdf else _read_cdf(Path(dist.cdf_file or ""), base)
-        toks = np.array([p[0] for p in pts], dtype=np.float64)
-        probs = np.array([p[1] for p in pts], dtype=np.float64)
-        x = np.interp(rng.random(n), probs, toks)
-    out: np.ndarray = np.clip(np.rint(x), dist.min_tokens, hi).astype(np.int64)
-    return out
-
-
-def _read_cdf(path: Path, base: Path | None) -> list[tuple[float, float]]:
-    p = path if path.is_absolute() or base is None else base / path
-    rows = []
-    for line in p.read_text().splitlines():
-        parts = line.strip().split(",")
-        if len(parts) >= 2 and parts[0].replace(".", "", 1).isdigit():
-            rows.append((float(parts[0]), float(parts[1])))
-    return rows
+    cdf: list[tuple[float, float]] = []
+    if dist.distribution == "empirical" and not dist.cdf:
+        path = Path(dist.cdf_file or "")
+        cdf = llm_lengths.read_cdf(path if path.is_absolute() or base is None else base / path)
+    return llm_lengths.draw(dist, n, rng, cdf)
 
 
 def arrivals(arr: Arrivals, rate_rps: float, n: int, rng: np.random.Generator) -> np.ndarray:

@@ -107,113 +107,122 @@ def _run(
         kvread = 0.0
         ns = 0
         decodes = 0
-        # ---- running sequences first, in admission order
-        i = 0
-        while i < nrun:
-            r = run[i]
-            if phase[r] == 0:
-                need = target[r] - computed[r]
-                if need > budget - tokens:
-                    need = budget - tokens if chunked == 1 else 0
+        # vLLM V0 without chunked prefill runs prefill-only iterations while any waiting sequence
+        # can start, and decodes only when none can (`Scheduler._schedule_default`); with chunked
+        # prefill, running sequences go first and new prompts fill the rest of the token budget.
+        prefill_first = chunked == 0 and head < tail and nrun < max_seqs
+        for stage in range(2):
+            if (stage == 0) != prefill_first:
+                if prefill_first and ns > 0:
+                    break
+                # ---- running sequences, in admission order
+                i = 0
+                while i < nrun:
+                    r = run[i]
+                    if phase[r] == 0:
+                        need = target[r] - computed[r]
+                        if need > budget - tokens:
+                            need = budget - tokens if chunked == 1 else 0
+                    else:
+                        need = spec_k + 1
+                        if need > budget - tokens:
+                            need = 0
+                    if need <= 0:
+                        break
+                    want = -(-(computed[r] + need) // block) - shared[r] // block - held[r]
+                    preempted_self = False
+                    while want > free:
+                        evicted = False
+                        for g in range(ng):
+                            if g_cached[g] == 1 and g_ref[g] == 0:
+                                g_cached[g] = 0
+                                free += g_blocks[g]
+                                evicted = True
+                                break
+                        if evicted:
+                            continue
+                        # preempt the newest running sequence (recompute)
+                        v = run[nrun - 1]
+                        nrun -= 1
+                        free += held[v]
+                        held[v] = 0
+                        if shared[v] > 0:
+                            g_ref[group[v]] -= 1
+                            shared[v] = 0
+                        computed[v] = 0
+                        phase[v] = 0
+                        target[v] = prompt[v] + generated[v]
+                        npre[v] += 1
+                        preemptions += 1
+                        head -= 1
+                        wq[head] = v
+                        if v == r:
+                            preempted_self = True
+                            break
+                    if preempted_self:
+                        break
+                    free -= want
+                    held[r] += want
+                    sched[ns] = r
+                    snew[ns] = need
+                    ns += 1
+                    s = computed[r]
+                    tokens += need
+                    attn += c_attn * need * (2 * s + need)
+                    kvread += s
+                    if phase[r] == 1:
+                        decodes += 1
+                    i += 1
             else:
-                need = spec_k + 1
-                if need > budget - tokens:
-                    need = 0
-            if need <= 0:
-                break
-            want = -(-(computed[r] + need) // block) - shared[r] // block - held[r]
-            preempted_self = False
-            while want > free:
-                evicted = False
-                for g in range(ng):
-                    if g_cached[g] == 1 and g_ref[g] == 0:
-                        g_cached[g] = 0
-                        free += g_blocks[g]
-                        evicted = True
+                # ---- waiting sequences, oldest first (preempted ones sit at the front)
+                while head < tail and nrun < max_seqs and tokens < budget:
+                    r = wq[head]
+                    g = group[r]
+                    hit = 0
+                    if computed[r] == 0 and prefix_caching == 1:
+                        if g >= 0 and g_cached[g] == 1:
+                            hit = group_tokens[g]
+                        if private_hit[r] > hit and generated[r] == 0:
+                            hit = private_hit[r]
+                        if hit >= target[r]:  # at least one token is computed to sample from
+                            hit = ((target[r] - 1) // block) * block
+                    start = computed[r] if computed[r] > 0 else hit
+                    need = target[r] - start
+                    if need > budget - tokens:
+                        if chunked == 1:
+                            need = budget - tokens
+                        elif tokens > 0:
+                            break
+                    use_group = g >= 0 and hit > 0 and hit == group_tokens[g] and g_cached[g] == 1
+                    sh = hit if use_group else 0
+                    want = -(-(start + need) // block) - sh // block
+                    while want > free:
+                        evicted = False
+                        for gg in range(ng):
+                            if g_cached[gg] == 1 and g_ref[gg] == 0 and not (use_group and gg == g):
+                                g_cached[gg] = 0
+                                free += g_blocks[gg]
+                                evicted = True
+                                break
+                        if not evicted:
+                            break
+                    if want > free:
                         break
-                if evicted:
-                    continue
-                # preempt the newest running sequence (recompute)
-                v = run[nrun - 1]
-                nrun -= 1
-                free += held[v]
-                held[v] = 0
-                if shared[v] > 0:
-                    g_ref[group[v]] -= 1
-                    shared[v] = 0
-                computed[v] = 0
-                phase[v] = 0
-                target[v] = prompt[v] + generated[v]
-                npre[v] += 1
-                preemptions += 1
-                head -= 1
-                wq[head] = v
-                if v == r:
-                    preempted_self = True
-                    break
-            if preempted_self:
-                break
-            free -= want
-            held[r] += want
-            sched[ns] = r
-            snew[ns] = need
-            ns += 1
-            s = computed[r]
-            tokens += need
-            attn += c_attn * need * (2 * s + need)
-            kvread += s
-            if phase[r] == 1:
-                decodes += 1
-            i += 1
-        # ---- then waiting sequences, oldest first (preempted ones sit at the front)
-        while head < tail and nrun < max_seqs and tokens < budget:
-            r = wq[head]
-            g = group[r]
-            hit = 0
-            if computed[r] == 0 and prefix_caching == 1:
-                if g >= 0 and g_cached[g] == 1:
-                    hit = group_tokens[g]
-                if private_hit[r] > hit and generated[r] == 0:
-                    hit = private_hit[r]
-                if hit >= target[r]:  # at least one token is computed to sample from
-                    hit = ((target[r] - 1) // block) * block
-            start = computed[r] if computed[r] > 0 else hit
-            need = target[r] - start
-            if need > budget - tokens:
-                if chunked == 1:
-                    need = budget - tokens
-                elif tokens > 0:
-                    break
-            use_group = g >= 0 and hit > 0 and hit == group_tokens[g] and g_cached[g] == 1
-            sh = hit if use_group else 0
-            want = -(-(start + need) // block) - sh // block
-            while want > free:
-                evicted = False
-                for gg in range(ng):
-                    if g_cached[gg] == 1 and g_ref[gg] == 0 and not (use_group and gg == g):
-                        g_cached[gg] = 0
-                        free += g_blocks[gg]
-                        evicted = True
-                        break
-                if not evicted:
-                    break
-            if want > free:
-                break
-            head += 1
-            free -= want
-            held[r] = want
-            if use_group:
-                shared[r] = sh
-                g_ref[g] += 1
-            computed[r] = start
-            run[nrun] = r
-            nrun += 1
-            sched[ns] = r
-            snew[ns] = need
-            ns += 1
-            tokens += need
-            attn += c_attn * need * (2 * start + need)
-            kvread += start
+                    head += 1
+                    free -= want
+                    held[r] = want
+                    if use_group:
+                        shared[r] = sh
+                        g_ref[g] += 1
+                    computed[r] = start
+                    run[nrun] = r
+                    nrun += 1
+                    sched[ns] = r
+                    snew[ns] = need
+                    ns += 1
+                    tokens += need
+                    attn += c_attn * need * (2 * start + need)
+                    kvread += start
         if ns == 0:  # nothing fits: wait for the next arrival (cannot happen with a sane KV size)
             if nxt < n:
                 now = max(now, arrival[nxt])
