@@ -75,9 +75,10 @@ def listed_hashes(body: Any) -> dict[str, str | None]:
         raise ValueError("the answer has no 'models' or 'data' list")
     out: dict[str, str | None] = {}
     for e in entries:
-        if isinstance(e, dict) and isinstance(e.get("name", e.get("id")), str):
+        name = e.get("name", e.get("id")) if isinstance(e, dict) else None
+        if isinstance(name, str):
             digest = e.get("sha256")
-            out[e.get("name", e.get("id"))] = digest.lower() if isinstance(digest, str) else None
+            out[name] = digest.lower() if isinstance(digest, str) else None
     return out
 
 
