@@ -94,6 +94,38 @@ def start_server(exe: str, model: str, port: int, slots: int, threads: int) -> s
     raise RuntimeError(f"llama-server did not become healthy on port {port}")
 
 
+SERVER_COUNTERS = ("llamacpp:prompt_tokens_total", "llamacpp:prompt_seconds_total",
+                   "llamacpp:tokens_predicted_total", "llamacpp:tokens_predicted_seconds_total")  # fmt: skip
+
+
+def server_counters(url: str) -> dict[str, float]:
+    """llama-server's own cumulative counters (/metrics): prompt tokens and seconds, generated tokens."""
+    with urllib.request.urlopen(url + "/metrics", timeout=10) as r:  # noqa: S310 - loopback
+        text = r.read().decode()
+    out = {}
+    for line in text.splitlines():
+        name, _, value = line.partition(" ")
+        if name in SERVER_COUNTERS:
+            out[name.split(":", 1)[1]] = float(value)
+    return out
+
+
+def server_side(before: dict[str, float], after: dict[str, float], requests: int) -> dict[str, float | None]:
+    """Per request, what the server itself counted during one generator's run: the prompt tokens it
+    prefilled (after its chat template) and the milliseconds that took, the tokens it generated."""
+    d = {k: after.get(k, 0.0) - before.get(k, 0.0) for k in after}
+    n = max(requests, 1)
+    tokens = d.get("prompt_tokens_total", 0.0)
+    return {
+        "prompt_tokens_per_request": round(tokens / n, 2),
+        "prefill_ms_per_request": round(1000 * d.get("prompt_seconds_total", 0.0) / n, 2),
+        "prefill_ms_per_token": round(1000 * d.get("prompt_seconds_total", 0.0) / tokens, 3)
+        if tokens
+        else None,
+        "output_tokens_per_request": round(d.get("tokens_predicted_total", 0.0) / n, 2),
+    }
+
+
 def run_archkit(url: str, args: argparse.Namespace, folder: Path) -> dict:
     import yaml
 
@@ -184,6 +216,9 @@ def run_aiperf(exe: str, tokenizer: str, url: str, args: argparse.Namespace, fol
         "ttft_p50_ms": ttft["p50"],
         "itl_p50_ms": itl["p50"],  # AIPerf's ITL: per request (latency - TTFT) / (tokens - 1)
         "inter_chunk_p50_ms": icl.get("p50"),  # every gap between chunks, like archkit's ITL
+        # its prompt length by its own tokenizer, and the server's count of the same prompts (usage)
+        "isl_avg": (data.get("input_sequence_length") or {}).get("avg"),
+        "usage_prompt_tokens_avg": (data.get("usage_prompt_tokens") or {}).get("avg"),
         "units": [ttft.get("unit"), itl.get("unit"), icl.get("unit")],
         "export": str(found[0]),
     }
@@ -210,9 +245,15 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with tempfile.TemporaryDirectory(prefix="llm-peer-") as tmp:
             load0 = os.getloadavg()[0]
+            c0 = server_counters(url)
             ours = run_archkit(url, args, Path(tmp))
+            c1 = server_counters(url)
             theirs = run_aiperf(peer, tok, url, args, Path(tmp))
+            c2 = server_counters(url)
             load1 = os.getloadavg()[0]
+            # what the server counted for each generator's requests (metrics update per finished task)
+            ours["server"] = server_side(c0, c1, ours["requests"])
+            theirs["server"] = server_side(c1, c2, theirs["requests"])
     finally:
         server.terminate()
         server.wait(10)
@@ -228,6 +269,12 @@ def main(argv: list[str] | None = None) -> int:
         )
         if theirs.get("inter_chunk_p50_ms")
         else None,
+        # like with like: TTFT less the server's own prefill time of the same requests, i.e. what the
+        # client and the transport add to the first token (queueing aside, at a rate below capacity)
+        "ttft_less_server_prefill_ms": {
+            "archkit": round(ours["ttft_p50_ms"] - (ours["server"]["prefill_ms_per_request"] or 0), 2),
+            "aiperf": round(theirs["ttft_p50_ms"] - (theirs["server"]["prefill_ms_per_request"] or 0), 2),
+        },
         "load_average": [round(load0, 2), round(load1, 2)],
     }
     text = json.dumps(out, indent=1)

@@ -1,8 +1,8 @@
 # Long fuzzing run: 100,000 mutated specs (all mutation families mixed) through load + every
 # check rule, in-process, 2 s per input; then FUZZ_VALID (default 5,000) schema-valid specs at
 # the edges (tests/fuzz/schema_valid.py) through check (2 s), capacity (5 s), the fault-tree
-# analysis (5 s; CPU seconds) and every 16th through the generators, peak RSS <= 512 MiB
-# (summary-valid.json). Failures are written as reproducers under .cache/fuzz/
+# analysis (5 s; CPU seconds) and every 16th through the generators, each spec in a forked
+# child whose peak RSS must stay <= 512 MiB (summary-valid.json: counts, CPU s, load). Failures are written as reproducers under .cache/fuzz/
 # (FUZZ_OUT) with a summary.json (count, time, rate); `make test` runs a few dozen per family.
 # FUZZ_EXAMPLES overrides the count (e.g. for a timing run); FUZZ_MINUTES stops it after that
 # many minutes of wall-clock time with what it ran so far.

@@ -48,3 +48,10 @@ llm-calibrate: setup
 
 llm-runbook: setup
 	$(BIN)/archkit runbook specs/llm-reference.yaml --tree llm-unavailable --run
+
+.PHONY: llm-fidelity
+# issue 31's fidelity run end to end (bench/llm_fidelity.sh): calibrate, predict the knee, stream the
+# spec's workload at fractions of it, compare TTFT/ITL and the knee; ~15 min, wants a quiet machine
+# (MEASURE=<wrapper> runs each phase under it).
+llm-fidelity: setup reference-venv
+	PYTHON=$(abspath $(BIN)/python) bench/llm_fidelity.sh out/llm-fidelity

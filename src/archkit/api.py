@@ -10,6 +10,9 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+# fault trees, calibration, OpenSLO and renderers: their own module, every name re-exported from here
+from archkit import api_tools
+from archkit.api_tools import *  # noqa: F403
 from archkit.atomic import create_atomic
 from archkit.checks import all_rules, rule_meta, run_rules
 from archkit.diagnostics import Diagnostic, Severity, has_errors, sort_diagnostics
@@ -66,6 +69,7 @@ __all__ = [
     "verify_rbac",
     "write_tree",
 ]
+__all__ += api_tools.__all__
 
 if TYPE_CHECKING:
     from archkit.loadtest.k6 import K6Result

@@ -45,6 +45,67 @@ KERNEL_FLAGS = ("avx2", "avx512f", "avx512_bf16", "avx512_vnni", "amx_tile", "am
 FINGERPRINT_VERSION = 1
 
 
+# The microarchitecture a family/model names, since the numbers alone do not say whether two
+# machines run the same kernels (family 25 is Zen 3 or Zen 4 by model). AMD: the Zen generation by
+# family and model range, as Linux assigns X86_FEATURE_ZEN1..ZEN6 (arch/x86/kernel/cpu/amd.c,
+# bsp_init_amd); Intel family 6 server and client cores by model (arch/x86/include/asm/intel-family.h).
+_UARCH: dict[tuple[str, int], tuple[tuple[int, int, str], ...]] = {
+    ("AMD", 0x17): (
+        (0x00, 0x2F, "Zen"),
+        (0x50, 0x5F, "Zen"),
+        (0x30, 0x4F, "Zen 2"),
+        (0x60, 0x7F, "Zen 2"),
+        (0x90, 0x91, "Zen 2"),
+        (0xA0, 0xAF, "Zen 2"),
+    ),
+    ("AMD", 0x19): (
+        (0x00, 0x0F, "Zen 3"),
+        (0x20, 0x5F, "Zen 3"),
+        (0x10, 0x1F, "Zen 4"),
+        (0x60, 0xAF, "Zen 4"),
+    ),
+    ("AMD", 0x1A): (
+        (0x00, 0x2F, "Zen 5"),
+        (0x40, 0x4F, "Zen 5"),
+        (0x60, 0x7F, "Zen 5"),
+        (0x50, 0x5F, "Zen 6"),
+        (0x80, 0xAF, "Zen 6"),
+        (0xC0, 0xCF, "Zen 6"),
+    ),
+    ("Intel", 6): (
+        (0x3F, 0x3F, "Haswell-X"),
+        (0x4F, 0x4F, "Broadwell-X"),
+        (0x55, 0x55, "Skylake-SP"),  # steppings 5-7 Cascade Lake, 10-11 Cooper Lake (below)
+        (0x6A, 0x6A, "Ice Lake-SP"),
+        (0x6C, 0x6C, "Ice Lake-D"),
+        (0x8F, 0x8F, "Sapphire Rapids"),
+        (0xCF, 0xCF, "Emerald Rapids"),
+        (0xAD, 0xAE, "Granite Rapids"),
+        (0xAF, 0xAF, "Sierra Forest"),
+        (0x97, 0x9A, "Alder Lake"),
+        (0xB7, 0xBA, "Raptor Lake"),
+    ),
+}
+_INTEL_0x55 = ((5, 7, "Cascade Lake"), (10, 11, "Cooper Lake"))
+
+
+def microarchitecture(cpu: dict[str, Any]) -> str | None:
+    """The core generation a recorded CPU identity names ("Zen 5", "Sapphire Rapids"); None if unknown."""
+    vendor = str(cpu.get("vendor") or cpu.get("model_name") or "")
+    maker = "AMD" if "AMD" in vendor else "Intel" if ("Intel" in vendor or "GenuineIntel" in vendor) else None
+    family, model = cpu.get("family"), cpu.get("model")
+    if maker == "AMD" and family == 0x19 and not isinstance(model, int) and "flags" in cpu:
+        # an older fingerprint without the model: of family 25 only Zen 4 has AVX-512
+        return "Zen 4" if "avx512f" in cpu["flags"] else "Zen 3"
+    if maker is None or not isinstance(family, int) or not isinstance(model, int):
+        return None
+    name = next((n for lo, hi, n in _UARCH.get((maker, family), ()) if lo <= model <= hi), None)
+    stepping = cpu.get("stepping")
+    if name == "Skylake-SP" and isinstance(stepping, int):
+        name = next((n for lo, hi, n in _INTEL_0x55 if lo <= stepping <= hi), name)
+    return name
+
+
 def cpu_identity() -> dict[str, Any]:
     """Model name, vendor, family/model/stepping and the kernel-selecting ISA flags (Linux /proc/cpuinfo)."""
     out: dict[str, Any] = {"model_name": cpu_model()}
@@ -123,10 +184,12 @@ def describe(fp: dict[str, Any] | None) -> str:
     if not fp:
         return "an unrecorded machine"
     cpu = fp.get("cpu") or {}
+    uarch = microarchitecture(cpu)
     ident = ", ".join(
         x
         for x in (
-            " ".join(f"{k} {cpu[k]}" for k in ("family", "model") if k in cpu),
+            (f"{uarch}: " if uarch else "")
+            + " ".join(f"{k} {cpu[k]}" for k in ("family", "model") if k in cpu),
             " ".join(cpu.get("flags") or []) or "no AVX2/AVX-512/AMX",
         )
         if x
@@ -149,9 +212,16 @@ def differences(recorded: dict[str, Any], here: dict[str, Any]) -> list[str]:
     """
     out: list[str] = []
     rc, hc = recorded.get("cpu") or {}, here.get("cpu") or {}
-    for key, what in (("model_name", "CPU"), ("family", "CPU family"), ("model", "CPU model")):
-        if key in rc and key in hc and rc[key] != hc[key]:
-            out.append(f"{what} {rc[key]} vs {hc[key]}")
+    if "model_name" in rc and "model_name" in hc and rc["model_name"] != hc["model_name"]:
+        out.append(f"CPU {rc['model_name']} vs {hc['model_name']}")
+    ru, hu = microarchitecture(rc), microarchitecture(hc)
+    numbers = [k for k in ("family", "model") if k in rc and k in hc and rc[k] != hc[k]]
+    if ru and hu and ru != hu:  # another core generation: other kernels, other service times
+        was, tgt = (" ".join(f"{k} {c[k]}" for k in ("family", "model") if k in c) for c in (rc, hc))
+        out.append(f"microarchitecture {ru} vs {hu} ({was} vs {tgt})")
+    else:
+        same = f" (both {ru})" if ru and ru == hu else ""
+        out += [f"CPU {'family' if k == 'family' else 'model'} {rc[k]} vs {hc[k]}{same}" for k in numbers]
     if "flags" in rc and "flags" in hc:
         gone = [f for f in rc["flags"] if f not in hc["flags"]]
         new = [f for f in hc["flags"] if f not in rc["flags"]]
@@ -195,6 +265,10 @@ _ISA_WORDS = (
     (re.compile(r"avx[-_ ]?512(?![-_ ]?(bf16|vnni))", re.I), "avx512f"),
     (re.compile(r"\bavx2\b", re.I), "avx2"),
 )
+_UARCH_WORD = re.compile(
+    r"\b(Zen ?[2-6]\b|Zen\b(?! ?[2-9])|Sapphire Rapids|Emerald Rapids|Granite Rapids|Ice Lake-SP|Cascade Lake|Skylake-SP)",
+    re.I,
+)
 _GPU_WORD = re.compile(r"\b(H100|H200|H20|B200|GB200|A100|A10G?|A30|L40S?|L4|T4|V100|RTX ?\w+)\b", re.I)
 
 
@@ -218,6 +292,11 @@ def declared_differences(
                     out.append(f"{flag} measured, the environment declares none")
                 elif not negated and flag not in flags:
                     out.append(f"no {flag} measured, the environment declares it")
+    measured = microarchitecture(recorded.get("cpu") or {})
+    for m in _UARCH_WORD.finditer(text):
+        declared = re.sub(r"\s+", " ", m.group(1))
+        if measured and declared.replace(" ", "").lower() != measured.replace(" ", "").lower():
+            out.append(f"{measured} measured, the environment declares {declared}")
     names = " ".join(g.get("name") or "" for g in recorded.get("gpus") or [])
     for m in _GPU_WORD.finditer(text):
         if "gpus" in recorded and m.group(1).lower() not in names.lower():

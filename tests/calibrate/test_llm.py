@@ -66,12 +66,33 @@ def test_vllm_kv_capacity_is_blocks_times_block_size() -> None:
 
 def test_efficiency_from_measured_rates() -> None:
     llm = _load(SPEC).stage("generate").llm
-    eff = efficiency(llm, {"ms_per_token": 2.0, "fixed_ms": 1.0}, {"base_ms": 11.0}, 98_362_432)
+    decode = {"base_ms": 11.0, "per_context_token_ms": 0.01}
+    eff = efficiency(llm, {"ms_per_token": 2.0, "fixed_ms": 1.0}, decode, 98_362_432)
     # 2 x 134.5e6 FLOPs per token in 2 ms = 134.5 GFLOPS of the catalogue's 144: 0.934
     assert eff["prefill_mfu"] == pytest.approx(2 * 134.5e6 / (0.002 * 0.144e12), abs=1e-4)
-    # 98.4 MB of weights in 10 ms of streaming = 9.84 GB/s of 13: 0.757
-    assert eff["decode_bandwidth"] == pytest.approx(98_362_432 / (0.010 * 13e9), abs=1e-4)
-    assert eff["step_overhead_ms"] == 1.0
+    # the model's weights (134.5e6 x q4_1's 20/32 B = 84.1 MB) streamed in the step at the mean
+    # context (67 + 64 / 2 = 99 tokens: 11 + 0.99 ms) less the 1 ms overhead = 10.99 ms, of 13 GB/s
+    assert eff["weight_bytes"] == int(134.5e6 * 20 / 32) and eff["decode_context_tokens"] == 99
+    assert eff["decode_bandwidth"] == pytest.approx(134.5e6 * 20 / 32 / (0.01099 * 13e9), abs=1e-4)
+    assert eff["step_overhead_ms"] == 1.0 and eff["file_bytes"] == 98_362_432
+
+
+def test_the_calibrated_model_reproduces_the_measured_decode_step() -> None:
+    """Folded back into the spec, the efficiency makes the model's one-sequence step at the mean
+    context the measured one (what the fidelity run's ITL rests on)."""
+    from archkit.perf.llm.model import replica
+
+    llm = _load(SPEC).stage("generate").llm
+    decode = {"base_ms": 6.83, "per_context_token_ms": 0.0088}
+    eff = efficiency(llm, {"ms_per_token": 4.14, "fixed_ms": -8.3}, decode, 96_576_768)
+    assert eff["step_overhead_ms"] == 0.0  # a negative fixed part: no overhead measured
+    tuned = llm.model_copy(deep=True)
+    tuned.efficiency.decode_bandwidth = eff["decode_bandwidth"]
+    tuned.efficiency.step_overhead_ms = 0.0
+    tuned.efficiency.prefill_mfu = eff["prefill_mfu"]
+    step = replica(tuned, llm.accelerator.resolve(None)).decode_step_s(1, 0) * 1000
+    # 6.83 + 0.0088 x 99 = 7.70 ms; the model adds the KV bytes of one token only (23 KB: ~2 us)
+    assert step == pytest.approx(6.83 + 0.0088 * 99, rel=1e-3)
 
 
 def test_a_calibration_replaces_the_llm_stages_declared_efficiency(tmp_path) -> None:

@@ -74,3 +74,42 @@ def test_every_generator_cites_a_seed_section():
     for c in citers():
         if c.kind == "generators":
             assert sections(c.source), f"generator {c.name} cites no seed section: {c.source!r}"
+
+
+def _coverage() -> str:
+    text = SOURCES_MD.read_text(encoding="utf-8")
+    start = text.index("## Seed coverage")
+    return text[start : text.index("\n## ", start + 1)]
+
+
+def test_every_code_and_generator_the_seed_coverage_names_exists():
+    from archkit.codes import catalogue
+    from archkit.generators.registry import all_generators
+
+    section = _coverage()
+    codes = set(catalogue())
+    named = set(re.findall(r"\b(?:AK|VK|VT|VP|VC|VS|VL|LT)\d{3}\b", section))
+    for a, b in re.findall(r"\b([A-Z]{2}\d{3})–([A-Z]{2}\d{3})\b", section):
+        named |= {a, b}
+    assert named, "the seed-coverage section names no code"
+    assert named <= codes, (
+        f"docs/sources.md's seed coverage names codes that do not exist: {sorted(named - codes)}"
+    )
+    generators = set(re.findall(r"the `([a-z0-9_-]+)` generator", section))
+    assert generators <= set(all_generators()), sorted(generators - set(all_generators()))
+
+
+def test_seed_coverage_rows_are_well_formed_and_each_item_once():
+    rows = [line for line in _coverage().splitlines() if re.match(r"\| \d+ \|", line)]
+    numbers = [int(r.split("|")[1]) for r in rows]
+    assert numbers == sorted(set(numbers)), "items out of order or repeated"
+    for row in rows:
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        assert len(cells) == 5, row
+        assert re.fullmatch(r"00[04] §\d+(\.\d+)?", cells[1]), row
+        assert cells[3] in {"✓", "h32-rules", "open", "out"}, row
+        assert cells[4], f"item {cells[0]} says nothing: {row}"
+        if cells[3] == "✓":
+            assert re.search(r"\b[A-Z]{2}\d{3}\b|`[a-z0-9_]+` generator|`[a-z_.\[\]]+`", cells[4]), (
+                f"item {cells[0]} is ✓ but names nothing that enforces it"
+            )

@@ -156,9 +156,9 @@ def _in_fork(text: str, render: bool) -> dict[str, Any]:
         code = 0
         try:
             os.close(rd)
-            data = json.dumps(_stages_in_child(text, render)).encode()
+            payload = json.dumps(_stages_in_child(text, render)).encode()
             with os.fdopen(wr, "wb") as f:
-                f.write(data)
+                f.write(payload)
         except BaseException:  # noqa: BLE001 - reported by the parent as a harness crash
             code = 70
         finally:

@@ -115,3 +115,53 @@ def test_server_timings_by_hand() -> None:
     assert m["server_prompt_ms"].values(s) == (12.5,)
     assert m["server_decode_per_token_ms"].values(s) == (5.0,)
     assert m["server_prompt_ms"].values(Sample(1.0, 1.0, False, StreamTrace())) == ()
+
+
+def test_slo_attainment_by_hand() -> None:
+    """Objectives TTFT 60 ms and TPOT 20 ms: each request meets both, one, or (failed) none."""
+    m = load_all()["slo_attainment"]
+    slo = {"ttft_ms": 60.0, "tpot_ms": 20.0}
+
+    def req(ttft: float, end: float, tokens: int = 6, failed: bool = False) -> Sample:
+        st = StreamTrace(content_ms=[ttft, end], output_tokens=tokens, done_ms=end, slo=dict(slo))
+        return Sample(end, end, failed, st)
+
+    both = req(50.0, 150.0)  # TPOT (150 - 50) / 5 = 20 ms: met (at the objective)
+    slow_start = req(70.0, 120.0)  # TTFT 70 > 60; TPOT 10
+    slow_tokens = req(40.0, 200.0)  # TPOT 32 > 20
+    failed = req(10.0, 20.0, failed=True)
+    counts = [m.counts(s) for s in (both, slow_start, slow_tokens, failed)]
+    assert counts[0] == {"slo_requests": 1, "slo_met": 1, "slo_ttft_met": 1, "slo_tpot_met": 1}
+    assert counts[1] == {"slo_requests": 1, "slo_met": 0, "slo_ttft_met": 0, "slo_tpot_met": 1}
+    assert counts[2] == {"slo_requests": 1, "slo_met": 0, "slo_ttft_met": 1, "slo_tpot_met": 0}
+    assert counts[3] == {"slo_requests": 1, "slo_met": 0, "slo_ttft_met": 0, "slo_tpot_met": 0}
+    totals = {k: sum(c[k] for c in counts) for k in counts[0]}
+    assert m.summary(None, totals)["attainment"] == 0.25
+    assert m.counts(Sample(1.0, 1.0, False, StreamTrace(content_ms=[1.0]))) == {}  # no objectives: not judged
+
+
+def test_the_stages_slo_objectives_travel_with_the_workload_and_are_judged() -> None:
+    """slo_ttft_ms defaults to ttft_p99_ms, slo_tpot_ms to tpot_ms; the verdict carries n and goodput."""
+    from archkit.loadtest.judge_llm import judge
+    from archkit.plans.loadtest import llm_load
+
+    text = SPEC.replace(
+        "          shared_prefix: {groups: 3, tokens: 20, share: 1.0}\n",
+        "          shared_prefix: {groups: 3, tokens: 20, share: 1.0}\n"
+        "        budgets: {ttft_p99_ms: 500, tpot_ms: 40, slo_attainment: 0.9}\n",
+    )
+    spec = load_text(text, "t.yaml").spec
+    assert spec is not None and spec.loadtest is not None
+    load = llm_load(spec.loadtest.scenarios[0], spec)
+    assert load is not None and dict(load.slo) == {"ttft_ms": 500.0, "tpot_ms": 40.0}
+    live = LlmLoad.of(ast.literal_eval(load.literal))
+    assert (live.slo_ttft_ms, live.slo_tpot_ms) == (500.0, 40.0)
+    att = {"requests": 20, "met": 17, "ttft_met": 19, "tpot_met": 18, "attainment": 0.85}
+    measured = {
+        "kind": "baseline",
+        "duration_s": 10.0,
+        "scenarios": {"chat": {"measures": {"slo_attainment": att}}},
+    }
+    (v,) = [v for v in judge(spec, measured) if v.id == "llm.gen.slo_attainment"]
+    assert not v.passed and v.measured == 0.85
+    assert "17 of 20 requests (goodput 1.7 req/s" in v.why and "n=20" in v.why

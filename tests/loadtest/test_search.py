@@ -95,7 +95,9 @@ def test_the_knee_lies_between_the_last_step_met_and_the_first_broken() -> None:
 def test_the_reference_spec_searches_for_its_knee() -> None:
     data = yaml.safe_load((ROOT / "specs" / "ocr-reference.yaml").read_text(encoding="utf-8"))
     (stress,) = [lv for lv in data["loadtest"]["levels"] if lv["kind"] == "stress"]
-    assert stress["search"]["start_rps"] == 1 and stress["search"]["max_rps"] >= 12  # above a bf16 knee
+    # from below an AVX2-only machine's knee (~3.8 req/s) to past a bf16 one (~15 on this Zen 5),
+    # where the gateway sheds: bench/fidelity_knee.py compares the shed share there
+    assert stress["search"]["start_rps"] == 3 and stress["search"]["max_rps"] >= 22
 
 
 def test_the_measured_knee_is_compared_with_the_predicted_one(monkeypatch) -> None:

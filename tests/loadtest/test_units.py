@@ -243,6 +243,33 @@ def test_reports_junit_and_measured_overlay(toy, tmp_path) -> None:
     assert json.loads((folder / "result.json").read_text())["passed"] is False
 
 
+def test_the_report_overlays_the_measured_steps_on_the_predicted_curve(toy, tmp_path) -> None:
+    """Issue 29 item 4: the load-test report draws the model's latency-vs-load curve (the same
+    sweep `archkit capacity --rate` runs) with each measured step on it, byte-identical twice."""
+    from archkit.loadtest import compare
+
+    res = _result(toy)
+    res.measured["phases"] = [{"offered_rps": 40, "requests": 9, "p50_ms": 300.0, "p99_ms": 300.0}]
+    res.measured["predicted"] = compare.compare(toy, res.measured, None)
+    curve = res.measured["predicted"]["curve"]
+    rates = [p["rate_rps"] for p in curve["points"]]
+    # eight even rates up to 1.25x the offered 40 req/s, or 1.1x the ceiling when that is higher
+    ceiling = curve["ceiling_rps"]
+    top = max(50.0, 1.1 * ceiling) if ceiling is not None and ceiling < 1e6 else 50.0
+    assert len(rates) == 8 and rates[-1] == pytest.approx(top, abs=1e-3)
+    assert rates[0] == pytest.approx(top / 8, abs=1e-3)
+    svg = compare.curve_overlay(res.measured)
+    ET.fromstring(svg)  # well-formed
+    assert svg.count("<circle") == 1 and svg.count("<rect x=") == 1 and "measured: ○ P99, □ P50" in svg
+    pages = []
+    for name in ("a", "b"):
+        folder = report.prepare_dir(tmp_path / name)
+        report.write(res, folder, with_plots=False)
+        pages.append((folder / "report.html").read_text(encoding="utf-8"))
+    assert pages[0] == pages[1] and svg in pages[0]
+    assert report.OVERLAY_TITLE in (tmp_path / "a" / "report.md").read_text(encoding="utf-8")
+
+
 def test_report_folder_with_foreign_files_is_refused(tmp_path) -> None:
     (tmp_path / "notes.txt").write_text("mine")
     with pytest.raises(report.ReportDirError, match="not written by archkit"):

@@ -170,7 +170,7 @@ def _netpol_open(o):
 
 def _netpol_wrong_peer(o):
     find(o, "NetworkPolicy", "triton-ingress")["spec"]["ingress"][0]["from"] = [
-        {"podSelector": {"matchLabels": {"app": "edge-gateway"}}}
+        {"podSelector": {"matchLabels": {"app": "preprocess"}}}
     ]
 
 
@@ -307,7 +307,7 @@ CASES = [
         "manifests",
         "VK170",
         "no NetworkPolicy restricts ingress of 'triton': every pod can connect to it; the spec allows only "
-        "service:preprocess on 8001",
+        "service:edge-gateway on 8000",
     ),
     ("netpol-open", _netpol_open, "manifests", "VK171", "triton-ingress admits every source"),
     (
@@ -315,7 +315,7 @@ CASES = [
         _netpol_wrong_peer,
         "manifests",
         "VK170",
-        "does not allow ingress from service:preprocess on 8001 for 'triton'",
+        "does not allow ingress from service:edge-gateway on 8000 for 'triton'",
     ),
     ("netpol-wrong-port", _netpol_wrong_port, "manifests", "VK170", "ingress from 10.20.0.0/16 on 8080"),
     (
@@ -486,11 +486,13 @@ def test_daemonset_ready_counts(cluster):
 
 
 def test_external_services_are_not_checked(cluster):
-    cluster.spec.service("triton").external = True
-    _no_workload(cluster.objs)
+    # preprocess: no other service's policy names it as a peer (an external peer would need an
+    # ipBlock, which VK171 checks)
+    cluster.spec.service("preprocess").external = True
+    cluster.objs.remove(find(cluster.objs, "Deployment", "preprocess"))
     report = cluster.manifests()
     assert drifts(report) == []
-    assert not [f for f in report.findings if f.object == "service/triton"]
+    assert not [f for f in report.findings if f.object == "service/preprocess"]
 
 
 def test_named_container_missing(cluster):

@@ -1,8 +1,8 @@
 """The llama.cpp verify source against a real llama-server (tests/llm_engine.py).
 
 A server started with the reference settings verifies clean against specs/llm-reference.yaml;
-one started with 3 slots, 512 tokens per slot, a different GGUF and no --metrics shows each of
-those as its own drift, located at the spec field it contradicts.
+one started with 3 slots, 512 tokens per slot (1,536 in all), a different GGUF and no --metrics
+shows each of those as its own drift, located at the spec field it contradicts.
 """
 
 from __future__ import annotations
@@ -54,11 +54,14 @@ def test_each_deliberate_drift_is_found_where_the_spec_says_otherwise(tmp_path) 
         found = _by_code(spec, url)
         result = CliRunner().invoke(app, ["verify", str(SPEC), "--llamacpp-url", url])
     drift = {c: f for c, f in found.items() if f.status is Status.DRIFT}
-    assert sorted(drift) == ["VL410", "VL411", "VL412", "VL420"], [f.message for f in found.values()]
+    assert sorted(drift) == ["VL410", "VL411", "VL412", "VL413", "VL420"], [f.message for f in found.values()]
     assert "runs 3 slots" in drift["VL410"].message and drift["VL410"].path.endswith("engine.max_num_seqs")
     assert "holds 512 tokens" in drift["VL411"].message and drift["VL411"].path.endswith("max_context_tokens")
     assert "other.gguf" in drift["VL412"].message and drift["VL412"].path.endswith("model.sha256")
     assert "--metrics" in drift["VL420"].message
+    # --ctx-size 1536, where the spec declares the 2,048 tokens the capacity model predicts from
+    assert "holds 1536 tokens over 3 slots" in drift["VL413"].message
+    assert drift["VL413"].path.endswith("engine.kv_capacity_tokens")
     lines = SPEC.read_text().splitlines()
     assert "max_num_seqs: 2" in lines[drift["VL410"].line - 1]
     assert "max_context_tokens: 1024" in lines[drift["VL411"].line - 1]

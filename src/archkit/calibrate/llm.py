@@ -36,7 +36,6 @@ from archkit.calibrate.sweep import CalibrationError, environment
 from archkit.loadtest.safety import require_loopback
 from archkit.machine import fingerprint
 from archkit.spec.llm import LlmEngineName, LlmStage
-from archkit.spec.llm_catalogue import DTYPE_BYTES
 from archkit.spec.model import Spec
 
 KIND = "calibration"
@@ -184,24 +183,36 @@ def fit_decode(points: list[tuple[int, float, float]]) -> dict:
 def efficiency(llm: LlmStage, prefill: dict, decode: dict, weight_bytes: float | None) -> dict | None:
     """The measured fits as the spec's `llm.efficiency` figures for this accelerator.
 
-    prefill_mfu = 2 x parameters FLOPs per token / (measured seconds per token x peak FLOPS);
-    decode_bandwidth = weight bytes / ((base step - overhead) x peak bandwidth), the overhead being
-    the measured per-step cost that does not scale with weights: the prefill fit's fixed part
-    (one llama_decode call's scheduling, sampling and launch work).
+    Expressed against what the capacity model itself computes (archkit.perf.llm.model), so that
+    it reproduces the measured steps: prefill_mfu = 2 x parameters FLOPs per token / (measured
+    seconds per token x peak FLOPS); decode_bandwidth = the model's weight bytes / ((the measured
+    step at the workload's mean context - overhead) x peak bandwidth), the overhead being the
+    measured per-step cost that does not scale with weights (the prefill fit's fixed part: one
+    llama_decode call's scheduling, sampling and launch work). The step is taken at the mean
+    context (prompt + output / 2) because the engine's measured cost per context token (llama.cpp
+    on a CPU: ~9 us) is several times the roofline's KV read, and the mean context is where the
+    load test's tokens are decoded. `weight_bytes` (the served file's size) is recorded beside.
     """
+    from archkit.perf.llm.model import replica
+
     dev = llm.accelerator.resolve(None)
     if dev is None:
         return None
     arch = llm.model.architecture()
-    weights = weight_bytes or arch.parameters * DTYPE_BYTES.get(llm.model.quantization, 2.0)
+    weights = replica(llm, dev).weight_bytes
     per_token_s = prefill["ms_per_token"] / 1000.0
     mfu = 2 * arch.parameters / (per_token_s * dev.bf16_tflops * 1e12) if per_token_s > 0 else None
     overhead = max(min(prefill["fixed_ms"], decode["base_ms"] * 0.5), 0.0)
-    streaming_s = (decode["base_ms"] - overhead) / 1000.0
+    wl = llm.workload
+    ctx = float(wl.prompt_tokens.mean_tokens or 0) + float(wl.output_tokens.mean_tokens or 0) / 2
+    step_ms = decode["base_ms"] + max(decode.get("per_context_token_ms", 0.0), 0.0) * ctx
+    streaming_s = (step_ms - overhead) / 1000.0
     bw = weights / (streaming_s * dev.bandwidth_gb_s * 1e9) if streaming_s > 0 else None
     return {
         "accelerator": dev.name,
         "weight_bytes": int(weights),
+        "file_bytes": int(weight_bytes) if weight_bytes else None,
+        "decode_context_tokens": round(ctx, 1),
         "prefill_mfu": round(min(mfu, 1.0), 4) if mfu else None,
         "decode_bandwidth": round(min(bw, 1.0), 4) if bw else None,
         "step_overhead_ms": round(overhead, 3),

@@ -55,6 +55,9 @@ AK206 (that stage's instances, counted as the GPUs or cores they share).
                 continue  # one stage alone: its own ceiling (AK206) already says it
             parts = ", ".join(f"{s.stage} {1000 * s.demand_s:.1f} ms" for s in stages)
             unit = "core(s)" if r.kind == "cpu" else "GPU(s)"
+            units = f"{r.units:g} {unit}"
+            if r.id == "machine:cpu" and env is not None and env.cpu_cores and r.units < env.cpu_cores:
+                units = f"{env.cpu_cores:g} {unit}, {r.units:g} as the calibration measured them scale"
             if r.id == "machine:cpu" and env is not None:
                 obj, field = env, "cpu_cores"
             else:
@@ -65,7 +68,7 @@ AK206 (that stage's instances, counted as the GPUs or cores they share).
             yield ctx.at(
                 obj,
                 field,
-                f"'{r.id}' ({r.units:g} {unit}) is {100 * rate * r.demand_s / r.units:.0f} % busy at the "
+                f"'{r.id}' ({units}) is {100 * rate * r.demand_s / r.units:.0f} % busy at the "
                 f"{what} rate {rate:g} req/s: per request {parts}; the pipeline saturates at "
                 f"{r.ceiling_rps:.2f} req/s",
             )

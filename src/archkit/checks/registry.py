@@ -61,6 +61,9 @@ class Rule:
     source: ClassVar[str] = ""
     rationale: ClassVar[str] = ""
     Settings: ClassVar[type[RuleSettings]] = RuleSettings
+    # Top-level spec sections the rule reads that its code does not name (`checks.reads` finds the
+    # rest in the code); a family is skipped on a partly loaded spec when one of them is broken.
+    reads: ClassVar[frozenset[str]] = frozenset()
 
     def check(self, ctx: Context) -> Iterable[Diagnostic]:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -267,18 +270,6 @@ def run_rules(
     return active
 
 
-# The spec sections each rule group reads (its rules and the analysis behind them). On a spec
-# that loaded only in part, a group runs when none of its sections lost a value to a schema error.
-FAMILY_INPUTS: dict[str, frozenset[str]] = {
-    "AK2": frozenset({"budgets", "dataflow", "controlflow", "topology", "environments"}),
-    "AK3": frozenset({"budgets", "dataflow", "topology"}),
-    "AK4": frozenset({"controlflow", "dataflow", "policies", "topology"}),
-    "AK5": frozenset({"dataflow", "policies", "topology", "observability"}),
-    "AK6": frozenset({"dataflow", "observability", "topology"}),
-    "AK7": frozenset({"budgets", "dataflow", "topology"}),
-}
-
-
 def run_partial(
     spec: Spec,
     broken: set[str],
@@ -288,17 +279,20 @@ def run_partial(
 ) -> tuple[list[Diagnostic], dict[str, list[str]]]:
     """Rules on a spec whose `broken` top-level sections lost values to schema errors.
 
-    Structure rules (AK1) always run; every other group runs when none of its inputs is broken.
-    Returns the findings and, per skipped group, the broken sections it needs.
+    Structure rules (AK1) always run; every other group runs when none of the sections its rules
+    read (`checks.reads.family_inputs`) is broken. Returns the findings and, per skipped group, the
+    broken sections it needs.
     """
+    from archkit.checks.reads import family_inputs
+
+    inputs = family_inputs(all_rules().values())
     families = {code[:3] for code in all_rules()}
     chosen = list(select or []) + list(spec.checks.select)
     dropped = list(ignore or []) + list(spec.checks.ignore)
     wanted = {code[:3] for code in all_rules() if _selected(code, chosen, dropped)}
     skipped: dict[str, list[str]] = {}
     for fam in sorted(wanted - {"AK1"}):
-        needs = FAMILY_INPUTS.get(fam, frozenset({"*"}))
-        hit = sorted(broken if "*" in needs else broken & needs)
+        hit = sorted(broken & inputs[fam])
         if hit:
             skipped[fam] = hit
     diags = run_rules(spec, select, ignore, families=families - set(skipped), suppressed=suppressed)

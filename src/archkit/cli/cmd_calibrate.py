@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from enum import Enum
@@ -43,19 +42,6 @@ def _ints(text: str | None, what: str) -> list[int] | None:
     if not vals or any(v < 1 or v > 1024 for v in vals):
         raise fail(f"{what} expects integers from 1 to 1024, got {text!r}", 2)
     return vals
-
-
-def _payload_root(spec_obj, spec: Path) -> Path | None:
-    """Where the spec's scenario payloads are (its folder, else the current one); None if nowhere."""
-    from archkit.loadtest.payloads import payload_root
-    from archkit.loadtest.plan import PlanError
-
-    if spec_obj.loadtest is None:
-        return None
-    try:
-        return payload_root(spec_obj, spec.resolve().parent)
-    except PlanError:
-        return None
 
 
 @app.command()
@@ -112,32 +98,16 @@ def calibrate(
     sequences and context, and the engine's KV capacity instead. Reference the file from the spec
     with environments[].calibration. The spec is never rewritten. Progress goes to stderr.
     """
-    from archkit.atomic import write_atomic
-    from archkit.calibrate.apply import CalibrationError, read
-    from archkit.calibrate.sweep import Options
-    from archkit.calibrate.sweep import calibrate as run
-    from archkit.calibrate.triton import TritonError
-    from archkit.errors import InputError
-    from archkit.loadtest.safety import RemoteTargetError
-    from archkit.plans.context import prepare
+    from archkit import api
 
-    try:
-        ctx = prepare(spec, None)
-    except InputError as exc:
-        raise fail(str(exc), 2) from None
-    if env and ctx.spec.environment(env) is None:
-        known = ", ".join(e.id for e in ctx.spec.environments) or "none"
-        raise fail(f"{spec}: environment '{env}' is not defined (environments: {known})", 2)
-    out = output or spec.resolve().parent / f"{spec.stem}.{env or 'default'}.calibration.json"
-    if out.exists():
-        try:
-            read(out)  # ours: a previous calibration may be replaced
-        except CalibrationError:
-            raise fail(f"{out} exists and is not an archkit calibration file: not overwritten", 2) from None
-    opts = Options(
+    def progress(msg: str) -> None:
+        sys.stderr.write(f"calibrate: {msg}\n")
+        sys.stderr.flush()
+
+    opts = api.CalibrationOptions(
+        env=env,
         triton=triton,
         token=_token(token_file),
-        env=env,
         inputs=inputs,
         dim=dim,
         requests=requests,
@@ -146,27 +116,15 @@ def calibrate(
         seconds=seconds,
         budget_s=budget_s,
         models=list(model or []),
+        llm_url=llm_url,
         service=service,
-        stage_root=_payload_root(ctx.spec, spec),
+        output=output,
     )
-
-    def progress(msg: str) -> None:
-        sys.stderr.write(f"calibrate: {msg}\n")
-        sys.stderr.flush()
-
     try:
-        if llm_url:
-            from archkit.calibrate.llm import LlmOptions, calibrate_llm
-
-            doc = calibrate_llm(
-                ctx.spec, LlmOptions(url=llm_url, env=env, budget_s=min(budget_s, 600.0)), progress
-            )
-        else:
-            doc = run(ctx.spec, opts, progress)
-    except (CalibrationError, TritonError, RemoteTargetError) as exc:
+        outcome = api.calibrate(spec, opts, progress)
+    except api.ArchkitError as exc:  # a spec, option or target problem, or a failed measurement
         raise fail(str(exc), 2) from None
-    text = json.dumps(doc, indent=1, sort_keys=True) + "\n"
-    write_atomic(out, text.encode("utf-8"))
+    doc, text, out = outcome.doc, outcome.text, outcome.path
     if format is CalibrateFormat.json:
         typer.echo(text, nl=False)
         return

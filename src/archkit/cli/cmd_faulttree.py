@@ -13,9 +13,7 @@ from typing import Annotated, Any
 import typer
 
 from archkit.cli import app
-from archkit.cli.output import fail, write_new
-
-MAX_XML_BYTES = 64 * 1024 * 1024  # the largest Aralia model is 0.2 MiB
+from archkit.cli.output import archkit_errors, fail, write_new
 
 
 class FtFormat(str, Enum):
@@ -23,41 +21,6 @@ class FtFormat(str, Enum):
 
     text = "text"
     json = "json"
-
-
-def _read(path: Path) -> bytes:
-    try:
-        with path.open("rb") as fh:
-            data = fh.read(MAX_XML_BYTES + 1)
-    except OSError as exc:
-        raise fail(f"cannot read {path}: {exc.strerror or exc}", 2) from None
-    if len(data) > MAX_XML_BYTES:
-        raise fail(f"{path}: larger than {MAX_XML_BYTES // 2**20} MiB; refused", 2)
-    return data
-
-
-def _no_such_tree(tree: str | None, target: object, trees: list[Any]) -> str:
-    """The error for a --tree the spec lacks, naming the trees it has (as `runbook` does)."""
-    if not trees:
-        return f"{target} declares no fault trees"
-    return f"no fault tree {tree!r} in {target}; the spec has: {', '.join(t.id for t in trees)}"
-
-
-def _trees(target: Path, mission: float | None) -> list[Any]:
-    from archkit.interchange.mef import MefError, import_mef
-
-    if target.suffix.lower() == ".xml":
-        try:
-            return import_mef([(str(target), _read(target))], mission)
-        except MefError as exc:
-            raise fail(str(exc), 2) from None
-    from archkit.spec import load_file
-
-    res = load_file(target)
-    if res.spec is None:
-        first = res.diagnostics[0].text() if res.diagnostics else f"{target}: does not load"
-        raise fail(first, 2)
-    return list(res.spec.faulttrees)
 
 
 def _house(values: list[str] | None) -> dict[str, bool]:
@@ -177,7 +140,7 @@ def faulttree(
 
     archkit faulttree export SPEC --tree ID [-o NEW.xml]: one tree as MEF XML.
     """
-    from archkit.faulttree import FaultTreeError, analyse
+    from archkit import api
 
     if target == "import":
         _import(files or [], mission_time, output)
@@ -187,20 +150,17 @@ def faulttree(
         return
     if files:
         raise fail(f"unexpected argument {files[0]}; analyse one SPEC at a time", 2)
-    every = _trees(Path(target), mission_time)
-    trees = [t for t in every if tree is None or t.id == tree]
-    if not trees:
-        raise fail(_no_such_tree(tree, target, every), 2)
+    with archkit_errors():
+        trees = api.fault_trees(target, tree, mission_time)
     switches = _house(house)
     reports: list[dict[str, Any]] = []
     lines: list[str] = []
     failed = False
     for t in trees:
         prog = _Progress()
-        sw = {k: v for k, v in switches.items() if any(h.id == k for h in t.house_events)}
         try:
-            a = analyse(t, order=order, cutoff=cutoff, house=sw, progress=prog)
-        except FaultTreeError as exc:
+            a = api.analyse_fault_tree(t, order=order, cutoff=cutoff, house=switches, progress=prog)
+        except api.FaultTreeError as exc:
             prog.done()
             failed = True
             lines.append(f"fault tree {t.id}: cannot be analysed: {exc}")
@@ -231,45 +191,24 @@ def _json_default(x: Any) -> Any:
 
 
 def _import(files: list[Path], mission: float | None, output: Path | None) -> None:
-    import yaml
+    from archkit import api
 
-    from archkit.interchange.mef import MefError, import_mef
-
-    if not files:
-        raise fail("import needs MODEL.xml (one model may span several files)", 2)
-    try:
-        trees = import_mef([(str(f), _read(f)) for f in files], mission)
-    except MefError as exc:
-        raise fail(str(exc), 2) from None
-    doc = {
-        "apiVersion": "archkit/v1",
-        "metadata": {"name": files[0].stem.replace("_", "-").lower() or "imported"},
-        "faulttrees": [t.model_dump(mode="json", by_alias=True, exclude_defaults=True) for t in trees],
-    }
-    text = f"# imported from Open-PSA MEF: {', '.join(f.name for f in files)}\n" + yaml.safe_dump(
-        doc, sort_keys=False, allow_unicode=True, width=100
-    )
+    with archkit_errors():
+        text, count = api.import_fault_trees(list(files), mission)
     if output is None:
         typer.echo(text, nl=False)
     else:
         write_new(output, text)
-        typer.echo(f"wrote {output}: {len(trees)} fault tree(s)", err=True)
+        typer.echo(f"wrote {output}: {count} fault tree(s)", err=True)
 
 
 def _export(files: list[Path], tree: str | None, output: Path | None) -> None:
-    from archkit.interchange.mef import export_mef
+    from archkit import api
 
     if len(files) != 1:
         raise fail("export needs one SPEC and --tree ID", 2)
-    trees = _trees(files[0], None)
-    chosen = [t for t in trees if tree is None or t.id == tree]
-    if tree is None and len(chosen) > 1:
-        raise fail(
-            "the spec has several fault trees; choose one with --tree: " + ", ".join(t.id for t in trees), 2
-        )
-    if not chosen:
-        raise fail(_no_such_tree(tree, files[0], trees), 2)
-    text = export_mef(chosen[0])
+    with archkit_errors():
+        text = api.export_fault_tree(files[0], tree)
     if output is None:
         typer.echo(text, nl=False)
     else:

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from archkit.cli import app
-from archkit.cli.output import fail
+from archkit.cli.output import fail, fail_for
 
 renderers_app = typer.Typer(
     help="The external renderers `archkit render` drives (Graphviz, PlantUML on Java).",
@@ -44,14 +44,12 @@ def install(
     Then says what else `archkit render` needs that is missing here (Java, Graphviz), with the
     install command for Debian/Ubuntu, Fedora and macOS. Exit 1 if something is still missing.
     """
-    from archkit.generators.toolchain import RendererError, install_plantuml, missing_for_render
+    from archkit import api
 
-    if source is not None and not source.exists():  # a bad option (2), not a failed install (1)
-        raise fail(f"--from: {source}: no such file", 2)
     try:
-        res = install_plantuml(source, registry, progress=_progress)
-    except RendererError as exc:
-        raise fail(str(exc), 1) from None
+        res, missing = api.install_renderers(source, registry, progress=_progress)
+    except api.ArchkitError as exc:  # --from names no file (2); the install failed (1)
+        raise fail_for(exc) from None
     finally:
         if sys.stderr.isatty():
             sys.stderr.write("\r\033[K")
@@ -59,7 +57,6 @@ def install(
         f"PlantUML jar {res.action}: {res.jar}"
         + (f" (from {res.source})" if res.action != "already installed" else "")
     )
-    missing = missing_for_render()
     for what, how in missing:
         typer.echo(f"missing: {what}: {how}", err=True)
     if missing:
@@ -70,9 +67,9 @@ def install(
 @renderers_app.command("path")
 def path() -> None:
     """Print the PlantUML jar `archkit render` would use (exit 1 if there is none)."""
-    from archkit.generators.toolchain import RendererMissing, find_plantuml_jar
+    from archkit import api
 
     try:
-        typer.echo(str(find_plantuml_jar()))
-    except RendererMissing as exc:
+        typer.echo(str(api.plantuml_jar()))
+    except api.ArchkitError as exc:
         raise fail(str(exc), 1) from None

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from archkit.generators.gen_kubernetes import _dump, dns_label, names
+from archkit.generators.gen_kubernetes import dns_label, dump_documents, names
 from archkit.generators.registry import RenderContext, register
 from archkit.spec.model import Fault, Level, Spec
 
@@ -96,5 +96,5 @@ def generate(ctx: RenderContext) -> dict[str, str]:
         if docs:
             where = f"loadtest.levels[{level.spec_path[-1]}]" if level.spec_path else "loadtest"
             head = f"{ctx.header('#')}\n# level '{level.id}' ({where}): apply each at its archkit.io/at-s\n"
-            out[f"chaos-mesh/{dns_label(level.id)}.yaml"] = head + _dump(docs)
+            out[f"chaos-mesh/{dns_label(level.id)}.yaml"] = head + dump_documents(docs)
     return out

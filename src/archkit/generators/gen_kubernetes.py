@@ -36,7 +36,8 @@ class _Dumper(yaml.SafeDumper):
         return True
 
 
-def _dump(docs: list[dict[str, Any]]) -> str:
+def dump_documents(docs: list[dict[str, Any]]) -> str:
+    """Kubernetes-style YAML documents joined by `---` (block style, keys in the order given)."""
     return "---\n".join(
         yaml.dump(
             d, Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=1000, allow_unicode=True
@@ -468,9 +469,11 @@ def generate(ctx: RenderContext) -> dict[str, str]:
             continue
         _, ns, _, _ = names(spec, svc)
         namespaces.add(ns)
-        out[f"kubernetes/{dns_label(svc.id)}.yaml"] = _comments(ctx, svc) + _dump(workload(spec, svc))
+        out[f"kubernetes/{dns_label(svc.id)}.yaml"] = _comments(ctx, svc) + dump_documents(
+            workload(spec, svc)
+        )
     created = sorted(n for n in namespaces if n not in ("default", "kube-system"))
     if created:
         docs = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}} for n in created]
-        out["kubernetes/namespaces.yaml"] = ctx.header("#") + "\n" + _dump(docs)
+        out["kubernetes/namespaces.yaml"] = ctx.header("#") + "\n" + dump_documents(docs)
     return out

@@ -63,6 +63,9 @@ def compare(spec: Spec, measured: dict, env: str | None, host: str | None = None
         "stages": {},
     }
     for sid, m in (measured.get("stages") or {}).items():
+        st = spec.stage(sid)
+        if st is not None and st.kind.value in ("ingress", "gateway"):
+            continue  # its histogram times the whole request (the end-to-end rows), not its own part
         rows = _rows((pred.get("stages") or {}).get(sid) or {}, m, STAGE_KEYS)
         if rows:
             out["stages"][sid] = rows
@@ -70,6 +73,13 @@ def compare(spec: Spec, measured: dict, env: str | None, host: str | None = None
                 "predicted": _predicted_from(spec, sid),
                 "measured": _measured_by(m),
             }
+    try:
+        curve = predicted_curve(spec, measured, pred.get("knee_rps"))
+    except Exception as exc:  # the overlay is a picture: it must not lose the comparison
+        curve = None
+        out["curve_error"] = f"{type(exc).__name__}: {exc}"
+    if curve is not None:
+        out["curve"] = curve
     if measured.get("stress") is not None:
         knee = measured["stress"].get("knee_rps")
         out["knee_rps"] = {
@@ -86,6 +96,45 @@ def compare(spec: Spec, measured: dict, env: str | None, host: str | None = None
     return out
 
 
+CURVE_POINTS = 8  # rates on the overlay's predicted curve
+CURVE_REQUESTS = 5_000  # simulated requests per rate: the curve costs a few seconds, not minutes
+
+
+def predicted_curve(spec: Spec, measured: dict, ceiling_rps: float | None) -> dict | None:
+    """The predicted latency-vs-load curve (`perf.curve.sweep`) the report overlays the measured
+    steps on: CURVE_POINTS even rates up to 1.25x the highest rate offered, or 1.1x the closed-form
+    ceiling when that is higher, so the knee is on the plot. Deterministic (the sweep's seed)."""
+    from archkit.perf.curve import sweep
+
+    offered = [float(p["offered_rps"]) for p in measured.get("phases") or [] if p.get("offered_rps")]
+    if not offered:
+        return None
+    top = 1.25 * max(offered)
+    if ceiling_rps is not None and 0 < ceiling_rps < 1e6:
+        top = max(top, 1.1 * ceiling_rps)
+    rates = [round(top * k / CURVE_POINTS, 3) for k in range(1, CURVE_POINTS + 1)]
+    return sweep(spec, rates, requests=CURVE_REQUESTS).as_dict()
+
+
+def measured_points(measured: dict) -> list:
+    """Each step (phase) of the run as a `perf.curve.MeasuredPoint`: its offered rate, P50 and P99."""
+    from archkit.perf.curve import MeasuredPoint
+
+    return [
+        MeasuredPoint(float(p["offered_rps"]), p.get("p50_ms"), p.get("p99_ms"), f"step {i + 1}")
+        for i, p in enumerate(measured.get("phases") or [])
+        if p.get("offered_rps") and p.get("requests")
+    ]
+
+
+def curve_overlay(measured: dict) -> str | None:
+    """The SVG of the predicted curve with this run's measured points on it (None without a curve)."""
+    from archkit.perf.curve import curve_svg, load_curve
+
+    data = (measured.get("predicted") or {}).get("curve")
+    return curve_svg(load_curve(data), measured_points(measured)) if data else None
+
+
 FOREIGN = "from a calibration of another machine"
 
 
@@ -100,6 +149,17 @@ def _predicted_from(spec: Spec, sid: str) -> str:
         if table and all(t.measured for t in table):
             return f"calibrated Triton compute per batch, {shared}"
         return f"the declared service_time (not measured here), {shared}"
+    env = spec.applied_environment
+    calibrated = (
+        env is not None
+        and env.calibration
+        and any(o.stage == sid and o.cpu_ms is not None for o in env.stages)
+    )
+    if st.cpu_ms is not None and calibrated:
+        return (
+            f"cpu_ms {st.cpu_ms:g} ms from the calibration (the stage's mean over sequential requests "
+            f"as the median of its distribution), its spread from the P50/P99 budgets, {shared}"
+        )
     if st.cpu_ms is not None:
         return f"cpu_ms {st.cpu_ms:g} ms declared in the spec, its spread from the P50/P99 budgets, {shared}"
     if st.p50_ms is not None:

@@ -2,7 +2,8 @@
 
 A scenario that names an llm stage (`loadtest.scenarios[].llm_stage`) is judged by that stage's
 `llm.budgets`: percentiles from the streaming measures (archkit.loadtest.measures.stream), exact
-to 0.1 % like every latency here, each verdict with its sample size. Steady (baseline) runs
+to 0.1 % like every latency here, each verdict with its sample size; `slo_attainment` by the
+share of requests that met both their TTFT and TPOT objectives, with the goodput it implies. Steady (baseline) runs
 only, like the end-to-end percentiles: stress and chaos runs mix several rates or faults.
 """
 
@@ -93,4 +94,23 @@ def judge(spec: Spec, measured: dict[str, Any]) -> list[Verdict]:
             out.append(_verdict(f"llm.{stage_id}.output_tokens_per_s", stage_id, "output_tokens_per_s", ">=",
                                 b.output_tokens_per_s, got, "tokens/s", stats.get("requests") or 0,
                                 "output tokens/s sustained", bpath + ("output_tokens_per_s",)))  # fmt: skip
+        if b.slo_attainment is not None:
+            out.append(_attainment(stage_id, b.slo_attainment, m.get("slo_attainment") or {},
+                                   measured.get("duration_s") or 0, bpath + ("slo_attainment",)))  # fmt: skip
     return out
+
+
+def _attainment(
+    stage: str, budget: float, got: dict[str, Any], seconds: float, path: tuple[Any, ...]
+) -> Verdict:
+    """The share of requests meeting both objectives, with the goodput (met requests/s) it implies."""
+    n, met, share = got.get("requests") or 0, got.get("met") or 0, got.get("attainment")
+    vid, what = f"llm.{stage}.slo_attainment", "SLO attainment (TTFT and TPOT objectives both met)"
+    if share is None:
+        return _verdict(vid, stage, "slo_attainment", ">=", budget, None, "", 0, what, path)
+    ok = share >= budget
+    goodput = f"goodput {met / seconds:.3g} req/s, " if seconds else ""
+    return Verdict(vid, f"llm.{stage}", "slo_attainment", ">=", budget, share, "", ok,
+                   f"{what} {share:g} {'meets' if ok else 'under'} the objective of {budget:g}: {met} of {n} requests "
+                   f"({goodput}TTFT met by {got.get('ttft_met', 0)}, TPOT by {got.get('tpot_met', 0)}; n={n})",
+                   path)  # fmt: skip

@@ -528,6 +528,14 @@ def _md_cell(x) -> str:
     return str(x).replace("|", "\\|").replace("\n", " ")
 
 
+OVERLAY_TITLE = "Predicted latency vs load, with the measured points"
+OVERLAY_NOTE = (
+    "report.html draws the whole-pipeline model's P50/P99 and shed share against the offered rate "
+    "(what `archkit capacity --rate A:B:STEP --plot` draws), with each step of this run on it: "
+    "○ its P99, □ its P50."
+)
+
+
 def markdown(res, images: dict[str, bytes]) -> str:
     verdict = "PASSED" if res.passed else "FAILED"
     lines = [f"# Load test: {res.spec_name}, level {res.plan.level} ({res.plan.kind}) — {verdict}", ""]
@@ -546,6 +554,8 @@ def markdown(res, images: dict[str, bytes]) -> str:
         lines += [f"{n}" for n in notes] + ([""] if notes else [])
     if images:
         lines += ["## Plots", "", "See report.html (plots are embedded there).", ""]
+    if (res.measured.get("predicted") or {}).get("curve"):
+        lines += [f"## {OVERLAY_TITLE}", "", OVERLAY_NOTE, ""]
     return "\n".join(lines)
 
 
@@ -582,6 +592,9 @@ def html_page(res, images: dict[str, bytes]) -> str:
         if name in images:
             data = base64.b64encode(images[name]).decode("ascii")
             parts.append(f'<img alt="{name} plot" src="data:image/png;base64,{data}">')
+    overlay = compare_mod.curve_overlay(res.measured)
+    if overlay:
+        parts += [f"<h2>{e(OVERLAY_TITLE)}</h2>", overlay]
     for title, head, rows, notes in sections(res):
         parts.append(f"<h2>{e(title)}</h2>")
         if rows:

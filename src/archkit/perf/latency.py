@@ -39,7 +39,7 @@ class PathLatency:
     missing: list[str] = field(default_factory=list)  # stages without a P99 budget
 
 
-def _sync_graph(spec: Spec) -> tuple[dict[str, Stage], dict[str, list[Edge]], dict[str, int]]:
+def sync_graph(spec: Spec) -> tuple[dict[str, Stage], dict[str, list[Edge]], dict[str, int]]:
     stages: dict[str, Stage] = {}
     for s in spec.dataflow.stages:
         stages.setdefault(s.id, s)
@@ -52,7 +52,7 @@ def _sync_graph(spec: Spec) -> tuple[dict[str, Stage], dict[str, list[Edge]], di
     return stages, succ, indeg
 
 
-def _topo(stages: dict[str, Stage], succ: dict[str, list[Edge]]) -> list[str]:
+def topo_order(stages: dict[str, Stage], succ: dict[str, list[Edge]]) -> list[str]:
     """Topological order ignoring back edges (iterative DFS, so deep chains don't recurse)."""
     order: list[str] = []
     state: dict[str, int] = {}
@@ -77,9 +77,9 @@ def _topo(stages: dict[str, Stage], succ: dict[str, list[Edge]]) -> list[str]:
 
 def dataflow_paths(spec: Spec) -> list[PathLatency]:
     """For each sink of the sync data flow, its critical path (largest P99 sum) from any source."""
-    stages, succ, _ = _sync_graph(spec)
+    stages, succ, _ = sync_graph(spec)
     has_inbound = {e.to for e in spec.dataflow.edges}
-    order = _topo(stages, succ)
+    order = topo_order(stages, succ)
     pos = {sid: i for i, sid in enumerate(order)}
     # best[s] = (p99_sum, p50_sum, var_sum, predecessor, edge) of the heaviest path ending at s
     best: dict[str, tuple[Any, ...]] = {}

@@ -32,6 +32,7 @@ its budget stops there: the result says so (`cut_short`) and how much work it di
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -97,10 +98,10 @@ def _routes(spec: Spec, steps: dict[str, Step]) -> tuple[list[list[str]], list[f
     sources = [i for i in ids if i not in inbound]
     weighted = [e for e in sync if e.weight is not None and e.weight < 1][:12]
     order = {sid: i for i, sid in enumerate(ids)}
-    from archkit.perf.latency import _sync_graph, _topo
+    from archkit.perf.latency import sync_graph, topo_order
 
-    stages, succ, _ = _sync_graph(spec)
-    topo = {sid: i for i, sid in enumerate(_topo(stages, succ))}
+    stages, succ, _ = sync_graph(spec)
+    topo = {sid: i for i, sid in enumerate(topo_order(stages, succ))}
     routes: dict[tuple[str, ...], float] = {}
     for mask in range(1 << len(weighted)):
         prob = 1.0
@@ -197,7 +198,11 @@ def simulate_pipeline(
     request): a run that spends it stops with `cut_short` set.
 
     `compiled=False` runs the event loop as plain Python (same results, ~35× slower): for a
-    plug-in service model under test, whose handler numba would otherwise compile afresh."""
+    plug-in service model under test, whose handler numba would otherwise compile afresh.
+    A stage whose service model simulates its own visits (`ServiceModel.visits`: an LLM engine's
+    continuous batching) is co-simulated: a first pass with that stage instantaneous gives each
+    visit's arrival time at it, the model turns those into visit latencies, and a second pass
+    runs with them as the visits' work (`_cosimulate`)."""
     steps, res_ids, res_units = compile_steps(spec, load)
     routes, probs = _routes(spec, steps)
     rng = np.random.default_rng(seed)
@@ -213,7 +218,6 @@ def simulate_pipeline(
         return PipelineSim(0, 0, 0, 0, rate_rps, 0.0, 0.0, 0.0, 0.0, 0.0, True, {}, (), seed)
     order = sorted(steps.values(), key=lambda sp: sp.index)
     kidx = {sp.stage: k for k, sp in enumerate(order)}
-    n_k = len(order)
     cum = np.cumsum(probs)
     route_of = np.minimum(np.searchsorted(cum, rng.random(n) * cum[-1], side="right"), len(routes) - 1)
     route_len = np.array([len(r) for r in routes], dtype=np.int64)
@@ -221,10 +225,43 @@ def simulate_pipeline(
     for v, r in enumerate(routes):
         for j, sid in enumerate(r):
             route_stage[v, j] = kidx[sid]
+    batch_s, over_s, work, items = _draws(order, rng, n)
+    # rate limits: token buckets applied to the arrival times before the loop (`perf.limits`),
+    # with their own random stream so that a spec without limits draws exactly as before
+    run = np.arange(n)
+    t_in = arr
+    if spec.traffic.rate_limits:
+        visits = {
+            lim.stage: np.array([lim.stage in r for r in routes], dtype=bool)[route_of]
+            for lim in spec.traffic.rate_limits
+            if lim.stage is not None
+        }
+        t_lim, passed = apply_rate_limits(
+            list(spec.traffic.rate_limits), arr, visits, np.random.default_rng([seed, 1])
+        )
+        run = np.flatnonzero(passed)
+        run = run[np.argsort(t_lim[run], kind="stable")]
+        t_in = t_lim[run]
+    if kernel.bound() != service_models.HANDLERS:
+        kernel.bind(service_models.HANDLERS)
+    loop = _loop(spec, order, res_units, compiled)
+    noise = rng.random(max(4 * n, 1 << 16))
+    rr = route_of[run].astype(np.int64)
+    budget = _EVENTS_PER_REQUEST * n if max_work is None else max(1, int(max_work))
+    args = (t_in, rr, route_len, route_stage, batch_s, over_s, work[:, run], items[:, run], noise, budget)
+    out = loop(*args)
+    cosim = [k for k, sp in enumerate(order) if sp.cosim]
+    if cosim:
+        out = _cosimulate(spec, order, cosim, loop, args, out, seed)
+    return _result(spec, order, res_ids, res_units, arr, run, out, rate_rps, arrivals is None, seed)
+
+
+def _draws(order: list[Step], rng: np.random.Generator, n: int) -> tuple[np.ndarray, ...]:
+    """Per-stage inputs: batch and overhead tables, each request's worker-visit work and fan-out items."""
+    n_k = len(order)
     bmax = max([len(sp.batch_s) for sp in order] + [2])
     batch_s = np.zeros((max(n_k, 1), bmax))
     over_s = np.zeros((max(n_k, 1), bmax))
-    # per-stage draws, indexed by request: the work of a worker visit and a fan-out's items
     work = np.zeros((max(n_k, 1), n))
     items = np.ones((max(n_k, 1), n), dtype=np.int64)
     for k, sp in enumerate(order):
@@ -241,9 +278,18 @@ def simulate_pipeline(
         frac = sp.items_mean - math.floor(sp.items_mean)
         base = max(1, math.floor(sp.items_mean))
         items[k] = base + (rng.random(n) < frac) if frac > 0 else base
-    st_off = np.zeros(n_k + 1, dtype=np.int64)
+    return batch_s, over_s, work, items
+
+
+def _offsets(order: list[Step]) -> np.ndarray:
+    st_off = np.zeros(len(order) + 1, dtype=np.int64)
     for k, sp in enumerate(order):
         st_off[k + 1] = st_off[k] + sp.replicas
+    return st_off
+
+
+def _loop(spec: Spec, order: list[Step], res_units: list[float], compiled: bool) -> Callable[..., Any]:
+    """The event loop with every per-stage constant bound: (arrivals, routes, ..., work, items, noise, n) -> out."""
 
     def col(attr: str, dtype: type) -> np.ndarray:
         return np.array([getattr(sp, attr) for sp in order], dtype=dtype)
@@ -253,57 +299,79 @@ def simulate_pipeline(
     g_of = {g.service: j for j, g in enumerate(groups)}
     stage_svc = {st.id: st.service for st in spec.dataflow.stages}
     st_group = np.array([g_of.get(stage_svc.get(sp.stage) or "", -1) for sp in order], dtype=np.int64)
-    # rate limits: token buckets applied to the arrival times before the loop (`perf.limits`),
-    # with their own random stream so that a spec without limits draws exactly as before
-    run = np.arange(n)
-    t_in = arr
-    passed = np.ones(n, dtype=bool)
-    if spec.traffic.rate_limits:
-        visits = {
-            lim.stage: np.array([lim.stage in r for r in routes], dtype=bool)[route_of]
-            for lim in spec.traffic.rate_limits
-            if lim.stage is not None
-        }
-        t_lim, passed = apply_rate_limits(
-            list(spec.traffic.rate_limits), arr, visits, np.random.default_rng([seed, 1])
-        )
-        run = np.flatnonzero(passed)
-        run = run[np.argsort(t_lim[run], kind="stable")]
-        t_in = t_lim[run]
+    fn: Callable[..., Any] = kernel.run if compiled else kernel.run_python
+    per_stage = [col(a, t) for a, t in _COLUMNS]
+    fallback = np.array([1 if sp.fallback else 0 for sp in order], dtype=np.int64)
+    g_inflight = np.array([g.max_inflight for g in groups], dtype=np.int64)
+    g_queue = np.array([g.max_queue for g in groups], dtype=np.int64)
+    units = np.array(res_units, dtype=np.float64)
+    st_off = _offsets(order)
 
-    if kernel.bound() != service_models.HANDLERS:
-        kernel.bind(service_models.HANDLERS)
-    done_in, status_in, lat_in, busy, work_done, end = (kernel.run if compiled else kernel.run_python)(
-        t_in,
-        route_of[run].astype(np.int64),
-        route_len,
-        route_stage,
-        col("handler", np.int64),
-        col("resource", np.int64),
-        col("replicas", np.int64),
-        col("servers", np.int64),
-        col("routing", np.int64),
-        col("batch", np.int64),
-        col("delay_s", np.float64),
-        col("max_queue", np.int64),
-        col("items_per_call", np.int64),
-        col("timeout_s", np.float64),
-        col("retries", np.int64),
-        col("backoff_s", np.float64),
-        col("backoff_mult", np.float64),
-        np.array([1 if sp.fallback else 0 for sp in order], dtype=np.int64),
-        st_off,
-        st_group,
-        np.array([g.max_inflight for g in groups], dtype=np.int64),
-        np.array([g.max_queue for g in groups], dtype=np.int64),
-        batch_s,
-        over_s,
-        work[:, run] if run.shape[0] < n else work,
-        items[:, run] if run.shape[0] < n else items,
-        np.array(res_units, dtype=np.float64),
-        rng.random(max(4 * n, 1 << 16)),
-        _EVENTS_PER_REQUEST * n if max_work is None else max(1, int(max_work)),
-    )
+    def loop(*a: Any) -> Any:
+        """(arrivals, routes, route lengths, route stages, batch_s, over_s, work, items, noise, budget)."""
+        t_in, rr, route_len, route_stage, batch_s, over_s, work, items, noise, budget = a
+        return fn(
+            t_in, rr, route_len, route_stage, *per_stage, fallback, st_off, st_group, g_inflight, g_queue,
+            batch_s, over_s, work, items, units, noise, budget,
+        )  # fmt: skip
+
+    return loop
+
+
+_COLUMNS = (
+    ("handler", np.int64), ("resource", np.int64), ("replicas", np.int64), ("servers", np.int64),
+    ("routing", np.int64), ("batch", np.int64), ("delay_s", np.float64), ("max_queue", np.int64),
+    ("items_per_call", np.int64), ("timeout_s", np.float64), ("retries", np.int64),
+    ("backoff_s", np.float64), ("backoff_mult", np.float64),
+)  # fmt: skip
+
+
+def _cosimulate(
+    spec: Spec,
+    order: list[Step],
+    cosim: list[int],
+    loop: Callable[..., Any],
+    args: tuple[Any, ...],
+    out: Any,
+    seed: int,
+) -> Any:
+    """The second pass: co-simulated stages' visits get the latencies their own model gives them.
+
+    A visit's arrival at stage k is when the first pass (stage k instantaneous) finished it: the
+    request's completion less the later stages' visits on its route (exact when those stages do
+    not retry). The other inputs are the first pass's, so the stages before k see the same draws."""
+    rr, route_len, route_stage = args[1], args[2], args[3]
+    work = args[6].copy()
+    done_at, lat = out[0], out[2]
+    for k in cosim:
+        seen = ~np.isnan(lat[k])
+        if not seen.any():
+            continue
+        after = np.zeros(lat.shape[1])
+        for v in range(route_len.shape[0]):
+            pos = [p for p in range(route_len[v]) if route_stage[v, p] == k]
+            if not pos:
+                continue
+            mine = rr == v
+            for p in range(pos[0] + 1, route_len[v]):
+                after[mine] += np.nan_to_num(lat[route_stage[v, p]][mine])
+        at = done_at[seen] - after[seen]
+        st = spec.stage(order[k].stage)
+        assert st is not None
+        took = service_models.model_for(st).visits(spec, st, at, seed)
+        if took is not None:
+            work[k, seen] = took
+    second = loop(*args[:6], work, *args[7:])
+    return (*second[:4], second[4] + out[4], second[5])  # the work of both passes
+
+
+def _result(
+    spec: Spec, order: list[Step], res_ids: list[str], res_units: list[float], arr: np.ndarray,
+    run: np.ndarray, out: Any, rate_rps: float, poisson: bool, seed: int,
+) -> PipelineSim:  # fmt: skip
+    """Percentiles, counts, utilisation and stability of one run."""
+    done_in, status_in, lat_in, busy, work_done, end = out
+    n = arr.shape[0]
     cut_short = bool((status_in == 0).any())
     if run.shape[0] < n:  # requests a bucket refused are answered at once with a 429/503
         done_at = arr.astype(np.float64).copy()
@@ -316,7 +384,6 @@ def simulate_pipeline(
     e2e = 1000 * (done_at[answered] - arr[answered])
     completed = int(answered.sum())
     nfail = int((status == 2).sum())
-    ndeg = int((status == 3).sum())
     nshed = int((status == 4).sum())
     srt = np.sort(e2e)
     span = (float(np.nanmax(done_at)) if completed else 0.0) - float(arr[0])
@@ -350,8 +417,8 @@ def simulate_pipeline(
         n,
         completed,
         nfail,
-        ndeg,
-        rate_rps if arrivals is None else (n / max(float(arr[-1] - arr[0]), 1e-12)),
+        int((status == 3).sum()),
+        rate_rps if poisson else (n / max(float(arr[-1] - arr[0]), 1e-12)),
         completed / span if span > 0 else 0.0,
         float(e2e.mean()) if completed else math.nan,
         _pct_np(srt, 0.5),

@@ -296,6 +296,13 @@ def load_model(spec: Spec) -> LoadModel:
 
 
 def environment_cores(spec: Spec) -> float | None:
-    """The applied environment's `cpu_cores` (one machine for every service), if it declares one."""
+    """The applied environment's `cpu_cores` (one machine for every service), if it declares one.
+
+    With a calibration that measured how the cores scale (`calibrate.apply.effective_cores`: two
+    instances at once do 1.77x the work of one on this session's 2 vCPUs), the cores it delivers.
+    """
     e = spec.applied_environment
-    return e.cpu_cores if e is not None else None
+    if e is None or e.cpu_cores is None:
+        return None
+    eff = spec._effective_cores
+    return min(e.cpu_cores, eff) if eff else e.cpu_cores

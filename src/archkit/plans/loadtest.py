@@ -29,6 +29,9 @@ class LlmLoad:
     prompt: tuple[tuple[str, object], ...]
     output: tuple[tuple[str, object], ...]
     prefix: tuple[tuple[str, object], ...] | None
+    # a request's TTFT and TPOT objectives (ms) for SLO attainment, docs/llm.md: slo_ttft_ms else
+    # ttft_p99_ms, slo_tpot_ms else tpot_ms; () when the stage declares neither
+    slo: tuple[tuple[str, float], ...] = ()
 
     @property
     def literal(self) -> str:
@@ -39,6 +42,8 @@ class LlmLoad:
             "output": dict(self.output),
             "prefix": dict(self.prefix) if self.prefix else None,
         }
+        if self.slo:
+            d["slo"] = dict(self.slo)
         return repr(d)
 
 
@@ -67,12 +72,15 @@ def llm_load(sc: Scenario, spec: Spec) -> LlmLoad | None:
     if wl.shared_prefix is not None:
         sp = wl.shared_prefix
         prefix = (("groups", sp.groups), ("tokens", sp.tokens), ("share", sp.share))
+    b = llm.budgets
+    objectives = (("ttft_ms", b.slo_ttft_ms or b.ttft_p99_ms), ("tpot_ms", b.slo_tpot_ms or b.tpot_ms))
     return LlmLoad(
         stage=sc.llm_stage,
         model=sc.model or llm.model.name or sc.llm_stage,
         prompt=_lengths(wl.prompt_tokens),
         output=_lengths(wl.output_tokens),
         prefix=prefix,
+        slo=tuple((k, float(v)) for k, v in objectives if v is not None),
     )
 
 

@@ -162,6 +162,7 @@ class Spec(Node):
         description="endpoints off loopback `archkit verify` may reach (archkit.spec.verify_policy)",
     )
     _applied_env: str | None = PrivateAttr(default=None)
+    _effective_cores: float | None = PrivateAttr(default=None)  # calibrated (calibrate.apply.effective_cores)
 
     @property
     def applied_environment(self) -> Environment | None:
@@ -249,6 +250,3 @@ from archkit.spec.verify_policy import VerifySettings  # noqa: E402
 Stage.model_rebuild()  # resolves `LlmStage` (imported just above) in dataflow.Stage
 Environment.model_rebuild()  # resolves `VerifySettings` (imported just above)
 Spec.model_rebuild()
-
-# calibrate.apply still imports the old private name (issue 27 removes it from tests/test_layout.py EXCUSED)
-_copy_paths = copy_paths

@@ -32,6 +32,8 @@ class StreamTrace:
     prompt_tokens: int | None = None  # the stream's usage.prompt_tokens
     done_ms: float | None = None  # the stream ended ([DONE] or end of body)
     server: dict[str, float] = field(default_factory=dict)  # the server's own timings, if it sends them
+    # the request's SLO objectives (ms), from its llm stage's budgets: "ttft_ms", "tpot_ms"
+    slo: dict[str, float] = field(default_factory=dict)
 
     def tokens_per_chunk(self) -> list[float]:
         """Tokens carried by each content chunk: the server's counts, else usage spread evenly."""

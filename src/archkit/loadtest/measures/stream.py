@@ -120,3 +120,48 @@ class ChunksPerToken(Measure):
             "ratio": round(chunks / tokens, 4) if tokens else None,
             "unit": self.unit,
         }
+
+
+@register_measure
+class SloAttainment(Measure):
+    """Requests that met *both* their TTFT and TPOT objectives (DistServe's SLO attainment).
+
+    The objectives come with the request (its llm stage's `slo_ttft_ms`/`slo_tpot_ms`, else
+    `ttft_p99_ms`/`tpot_ms`: `StreamTrace.slo`). A failed request, or one too short to have a
+    TPOT when a TPOT objective is set, misses. Goodput (met requests per second) is the met count
+    over the run's duration, which the verdict divides by.
+    """
+
+    name = "slo_attainment"
+    title = "SLO attainment (TTFT and TPOT objectives both met)"
+    unit = "ratio"
+    failed_too = True
+    counters = ("slo_requests", "slo_met", "slo_ttft_met", "slo_tpot_met")
+
+    def counts(self, sample: Sample) -> dict[str, int]:
+        st = sample.stream
+        if st is None or not st.slo:
+            return {}
+        ttft_ok = tpot_ok = not sample.failed and bool(st.content_ms)
+        if ttft_ok and "ttft_ms" in st.slo:
+            ttft_ok = st.content_ms[0] <= st.slo["ttft_ms"]
+        if tpot_ok and "tpot_ms" in st.slo:
+            tpot = TimePerOutputToken().values(sample)
+            tpot_ok = bool(tpot) and tpot[0] <= st.slo["tpot_ms"]
+        return {
+            "slo_requests": 1,
+            "slo_met": int(ttft_ok and tpot_ok),
+            "slo_ttft_met": int(ttft_ok),
+            "slo_tpot_met": int(tpot_ok),
+        }
+
+    def summary(self, h: Any, totals: dict[str, int]) -> dict[str, Any]:
+        n = totals.get("slo_requests", 0)
+        return {
+            "requests": n,
+            "met": totals.get("slo_met", 0),
+            "ttft_met": totals.get("slo_ttft_met", 0),
+            "tpot_met": totals.get("slo_tpot_met", 0),
+            "attainment": round(totals.get("slo_met", 0) / n, 4) if n else None,
+            "unit": self.unit,
+        }

@@ -92,10 +92,13 @@ class LlmLoad:
     prefix_groups: int = 0
     prefix_tokens: int = 0
     prefix_share: float = 0.0
+    slo_ttft_ms: float | None = None  # the request's SLO objectives (plans.loadtest.LlmLoad.slo)
+    slo_tpot_ms: float | None = None
 
     @classmethod
     def of(cls, d: Mapping[str, Any]) -> LlmLoad:
         prefix = d.get("prefix") or {}
+        slo = d.get("slo") or {}
         return cls(
             stage=str(d["stage"]),
             model=str(d["model"]),
@@ -104,6 +107,8 @@ class LlmLoad:
             prefix_groups=int(prefix.get("groups", 0)),
             prefix_tokens=int(prefix.get("tokens", 0)),
             prefix_share=float(prefix.get("share", 0.0)),
+            slo_ttft_ms=slo.get("ttft_ms"),
+            slo_tpot_ms=slo.get("tpot_ms"),
         )
 
     def prompt_text(self, rng: random.Random) -> str:

@@ -171,20 +171,37 @@ def workload(
         order = np.argsort(arr, kind="stable")[:n]
         req = Requests.plain(arr[order], prompt[order], out[order])
         req = Requests(req.arrival_s, req.prompt, req.output, req.group, req.group_tokens, hit[order])
+    return _with_prefix(wl, req, rng)
+
+
+def _with_prefix(wl: LlmWorkload, req: Requests, rng: np.random.Generator) -> Requests:
+    """Each request joins a shared-prefix group with the workload's share (its prompt then holds the prefix)."""
     sp = wl.shared_prefix
-    if sp is not None:
-        uses = rng.random(len(req.arrival_s)) < sp.share
-        group = np.where(uses, rng.integers(0, sp.groups, size=len(req.arrival_s)), -1).astype(np.int64)
-        prompt = np.where(uses, np.maximum(req.prompt, sp.tokens + 1), req.prompt).astype(np.int64)
-        req = Requests(
-            req.arrival_s,
-            prompt,
-            req.output,
-            group,
-            np.full(sp.groups, sp.tokens, dtype=np.int64),
-            req.private_hit,
-        )
-    return req
+    if sp is None:
+        return req
+    uses = rng.random(len(req.arrival_s)) < sp.share
+    group = np.where(uses, rng.integers(0, sp.groups, size=len(req.arrival_s)), -1).astype(np.int64)
+    prompt = np.where(uses, np.maximum(req.prompt, sp.tokens + 1), req.prompt).astype(np.int64)
+    return Requests(
+        req.arrival_s,
+        prompt,
+        req.output,
+        group,
+        np.full(sp.groups, sp.tokens, dtype=np.int64),
+        req.private_hit,
+    )
+
+
+def for_arrivals(
+    wl: LlmWorkload, arrival_s: np.ndarray, *, seed: int = 0, base: Path | None = None
+) -> Requests:
+    """Requests at given (sorted) arrival times, lengths and prefix groups drawn from `wl`: the visits a
+    pipeline sends to an LLM stage. Multi-turn context is not drawn (each visit is one turn)."""
+    rng = np.random.default_rng(seed)
+    n = len(arrival_s)
+    prompt = _lengths(wl.prompt_tokens, n, rng, base)
+    out = _lengths(wl.output_tokens, n, rng, base)
+    return _with_prefix(wl, Requests.plain(arrival_s, prompt, out), rng)
 
 
 def _read_trace(path: Path, base: Path | None) -> list[tuple[float, int, int]]:
@@ -202,12 +219,33 @@ def _read_trace(path: Path, base: Path | None) -> list[tuple[float, int, int]]:
     return rows
 
 
+def _pick(req: Requests, replicas: int, seed: int) -> np.ndarray:
+    return np.random.default_rng(seed + 1).integers(0, replicas, size=len(req.arrival_s))
+
+
 def simulate_replicas(rep: Replica, req: Requests, replicas: int, *, seed: int = 0) -> list[SimRun]:
     """Requests spread at random over `replicas` independent engines (a Kubernetes Service)."""
     if replicas == 1:
         return [simulate(rep, req, seed=seed)]
-    pick = np.random.default_rng(seed + 1).integers(0, replicas, size=len(req.arrival_s))
+    pick = _pick(req, replicas, seed)
     return [simulate(rep, req.take(pick == i), seed=seed + i) for i in range(replicas)]
+
+
+def per_request(
+    rep: Replica, req: Requests, replicas: int, *, seed: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each request's TTFT and end-to-end time (s), in `req`'s order, over `replicas` engines.
+
+    A request its engine never answered (larger than the whole KV cache) is given the time to the
+    end of its engine's run: the pipeline sees it answered last rather than never."""
+    runs = simulate_replicas(rep, req, replicas, seed=seed)
+    pick = _pick(req, replicas, seed) if replicas > 1 else np.zeros(len(req.arrival_s), dtype=np.int64)
+    ttft, e2e = np.empty(len(pick)), np.empty(len(pick))
+    for i, r in enumerate(runs):
+        late = r.end_s - r.requests.arrival_s
+        ttft[pick == i] = np.where(np.isfinite(r.ttft_s), r.ttft_s, late)
+        e2e[pick == i] = np.where(np.isfinite(r.e2e_s), r.e2e_s, late)
+    return ttft, e2e
 
 
 # --------------------------------------------------------------------------- summaries

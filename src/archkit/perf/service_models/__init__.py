@@ -9,7 +9,8 @@ A service model answers, for the stages it serves, the questions every predictio
   (`take`), says how long it runs (`work`) and how many calls a visit sends (`calls`),
   written in the subset of Python numba compiles (`archkit.perf.pipesim_kernel`);
 - `predict`: the closed-form latency of one stage at an arrival rate (the analytic model).
-Built in: the Triton dynamic batcher (`dynamic_batcher`) and the worker pool (`worker_pool`).
+Built in: the Triton dynamic batcher (`dynamic_batcher`), the worker pool (`worker_pool`) and an
+LLM engine's continuous batcher (`continuous_batcher`, co-simulated through `visits`).
 `model_for(stage)` picks the first registered model that `applies` (latest registration
 first, so a plug-in can take over a kind of stage). Adding one: a module with a
 `ServiceModel` subclass under `@register` and, when it batches or schedules differently
@@ -23,6 +24,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
+
+import numpy as np
 
 from archkit.spec.model import Spec, Stage
 
@@ -53,6 +56,7 @@ class Step:
     backoff_s: float = 0.0
     backoff_mult: float = 1.0
     fallback: bool = False  # a failed visit ends the request at a fallback that still answers
+    cosim: bool = False  # its model's `visits` gives each visit's latency (the loop's work draws are 0)
 
     @property
     def tabled(self) -> bool:
@@ -127,10 +131,16 @@ class ServiceModel(ABC):
     def predict(self, spec: Spec, stage: Stage, arrival_rps: float, replicas: int) -> StageLatency | None:
         """Closed-form latency at `arrival_rps` items/s over `replicas` replicas (None: unknown)."""
 
+    def visits(self, spec: Spec, stage: Stage, arrival_s: np.ndarray, seed: int) -> np.ndarray | None:
+        """A co-simulated stage (its `Step.cosim`): each visit's latency (s) from the visits' arrival
+        times at the stage (s, any order), by a simulation of its own; None: the handler serves it."""
+        return None
+
 
 HANDLERS: dict[int, Handler] = {}
 _MODELS: dict[str, type[ServiceModel]] = {}
-BUILTIN = ("triton-dynamic-batcher", "worker-pool")
+BUILTIN = ("triton-dynamic-batcher", "worker-pool", "continuous-batcher")
+BUILTIN_SLOTS = 2  # the built-in handlers' slots (the continuous batcher reuses the worker pool's)
 MAX_HANDLERS = 4  # event-loop slots (`pipesim_kernel`): two built in, two for plug-ins
 
 
@@ -172,7 +182,7 @@ def models() -> dict[str, type[ServiceModel]]:
 def only_builtin() -> bool:
     """True while every registered handler is built in (the compiled event loop may be cached)."""
     _load_builtin()
-    return all(h.slot < len(BUILTIN) for h in HANDLERS.values())
+    return all(h.slot < BUILTIN_SLOTS for h in HANDLERS.values())
 
 
 def model_for(stage: Stage) -> ServiceModel:
@@ -186,7 +196,7 @@ def model_for(stage: Stage) -> ServiceModel:
 
 def _load_builtin() -> None:
     if BUILTIN[0] not in _MODELS:
-        from archkit.perf.service_models import dynamic_batcher, worker_pool  # noqa: F401
+        from archkit.perf.service_models import continuous_batcher, dynamic_batcher, worker_pool  # noqa: F401
 
 
 def finite_ms(seconds: float) -> float:
@@ -201,7 +211,7 @@ def handlers_stamp() -> str:
 
     _load_builtin()
     h = hashlib.sha256()
-    for slot in range(len(BUILTIN)):
+    for slot in range(BUILTIN_SLOTS):
         for fn in (HANDLERS[slot].calls, HANDLERS[slot].take, HANDLERS[slot].work):
             h.update(inspect.getsource(fn).encode())
     return h.hexdigest()[:16]

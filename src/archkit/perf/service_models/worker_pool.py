@@ -63,7 +63,7 @@ class WorkerPool(ServiceModel):
 
     @classmethod
     def applies(cls, stage: Stage) -> bool:
-        return stage.model is None
+        return stage.model is None and stage.llm is None
 
     def demand(self, spec: Spec, stage: Stage) -> Demand:
         from archkit.perf.resources import service_mean_ms

@@ -22,7 +22,7 @@ from archkit.loadtest.runtime.core import Runtime
 SPEC = 'industrial-inspection'
 PROTOCOL = 'http'
 HOST = 'http://127.0.0.1:8080'
-REQUEST_TIMEOUT_S = 0.05  # the spec's overall deadline (controlflow.timeout_ms), else 30 s
+REQUEST_TIMEOUT_S = 0.065  # the spec's overall deadline (controlflow.timeout_ms), else 30 s
 
 # The traffic mix: each request picks a scenario with these weights.
 SCENARIOS = [

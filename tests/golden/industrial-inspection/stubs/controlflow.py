@@ -28,7 +28,7 @@ def admit(request: Any, criterion: Callable[[Any], str]) -> Outcome:
 
 def call_detect(request: Any, target: Callable[[Any], Any]) -> Outcome:
     """Call 'call-detect' to 'detect' (controlflow.calls[0]): call detect."""
-    timeout_ms = 45.0
+    timeout_ms = 55.0
     retries = 0
     backoff_ms = 0.0
     backoff_multiplier = 1.0

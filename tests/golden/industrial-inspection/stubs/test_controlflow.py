@@ -89,24 +89,24 @@ def test_admit_timeout_abandons_a_slow_criterion(monkeypatch):
 def test_call_detect_first_line_sets_the_spec_timeout():
     line = first_line(controlflow.call_detect)
     assert isinstance(line, ast.Assign) and line.targets[0].id == "timeout_ms"
-    assert ast.literal_eval(line.value) == 45.0
+    assert ast.literal_eval(line.value) == 55.0
 
 
 def test_call_detect_answer_goes_to_next(monkeypatch):
-    monkeypatch.setattr(resilience, "TIME_SCALE", 1.3333333333333333)
+    monkeypatch.setattr(resilience, "TIME_SCALE", 1.0909090909090908)
     out = controlflow.call_detect("request", Callee(answer="ok"))
     assert (out.next, out.value, out.fell_back) == ("flagged", "ok", False)
 
 
 def test_call_detect_errors_are_retried_then_fall_back(monkeypatch):
-    monkeypatch.setattr(resilience, "TIME_SCALE", 1.3333333333333333)
+    monkeypatch.setattr(resilience, "TIME_SCALE", 1.0909090909090908)
     callee = Callee(error=ConnectionError("refused"))
     expect_fallback(lambda: controlflow.call_detect("request", callee), "manual-check")
     assert callee.calls == 0 + 1
 
 
 def test_call_detect_timeout_abandons_a_slow_callee(monkeypatch):
-    monkeypatch.setattr(resilience, "TIME_SCALE", 1.3333333333333333)
+    monkeypatch.setattr(resilience, "TIME_SCALE", 1.0909090909090908)
     callee = Callee(hang=True)
     start = time.monotonic()
     expect_fallback(lambda: controlflow.call_detect("request", callee), "manual-check")

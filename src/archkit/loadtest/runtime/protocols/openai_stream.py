@@ -120,6 +120,10 @@ class OpenAIStreamUser(ServiceUser):
 
     def send(self, sc: Scenario, body: bytes) -> None:
         trace = StreamTrace()
+        llm = getattr(sc, "llm", None)
+        if llm is not None:  # judged per request by the slo_attainment measure
+            objectives = (("ttft_ms", llm.slo_ttft_ms), ("tpot_ms", llm.slo_tpot_ms))
+            trace.slo = {k: float(v) for k, v in objectives if v is not None}
         exc: Exception | None = None
         status, size = 0, 0
         headers = {"Content-Type": "application/json", "Accept": "text/event-stream", **dict(sc.headers)}

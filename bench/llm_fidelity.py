@@ -1,0 +1,324 @@
+"""The LLM fidelity run (issue 31): calibrate -> capacity -> streaming load tests at fractions of the knee.
+
+On the reference LLM service (reference_service/llm: llama-server + SmolLM2-135M, 2 slots x 1,024
+tokens), in phases that each fit one quiet-machine measurement (bench/llm_fidelity.sh runs them
+through /work/helpers/measure or directly):
+
+  predict   start the service, `archkit calibrate --llm-url` it, fold the calibration into
+            specs/llm-reference.yaml (environment cpu) and predict with archkit.perf.llm: the
+            knee (the last rate before TTFT P99 doubles over its light-load value), and TTFT
+            P50/P99 and ITL P50 at each fraction of it (8,000 simulated requests, seed 0);
+  level F   start the service, stream `--requests` requests at F x the predicted knee (Poisson,
+            the spec's workload: 67 prompt tokens, 66 of them a shared prefix, 64 output tokens
+            with ignore_eos) with `archkit loadtest` (openai-stream protocol) and keep the
+            measured TTFT, ITL and end-to-end percentiles with their sample sizes;
+  report    measured against predicted for every level (targets: TTFT P50 +-15 %, TTFT P99
+            +-25 %, ITL P50 +-10 %), and the measured knee: the last measured level whose TTFT P99
+            stays within twice that of the lowest level (the prediction's definition), against
+            the predicted knee (+-20 %).
+
+The load goes to the engine itself (the `generate` stage the LLM model predicts) unless
+`--target gateway`: the gateway's relay adds its own milliseconds, which the stage model does not
+carry. Everything is written under --out as JSON; `report` prints a Markdown table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+SPEC = ROOT / "specs" / "llm-reference.yaml"
+STAGE = "generate"
+TARGETS = {"ttft_p50_ms": 15.0, "ttft_p99_ms": 25.0, "itl_p50_ms": 10.0}
+KNEE_TARGET_PCT = 20.0
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Service:
+    """The reference LLM service (gateway + llama-server) on free loopback ports, stopped on exit."""
+
+    def __init__(self, log: Path) -> None:
+        self.http, self.engine = free_port(), free_port()
+        py = ROOT / "reference_service" / ".venv" / "bin" / "python"
+        model = subprocess.run(
+            [sys.executable, "-m", "reference_service.llm", "model-path"],
+            cwd=ROOT, capture_output=True, text=True, check=True,
+        ).stdout.strip()  # fmt: skip
+        exe = os.environ.get("ARCHKIT_LLAMA_SERVER") or str(
+            Path.home() / ".cache/archkit/llama-server/11434.0.0-avx2/llama-server"
+        )
+        cmd = [str(py if py.exists() else sys.executable), "-m", "reference_service.llm", "serve",
+               "--http-port", str(self.http), "--engine-port", str(self.engine),
+               "--llama-server", exe, "--model", model]  # fmt: skip
+        self.log = log.open("ab")
+        self.proc = subprocess.Popen(
+            cmd, cwd=ROOT, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.http}/readyz", timeout=2) as r:  # noqa: S310
+                    if r.status == 200:
+                        return
+            except OSError:
+                pass
+            if self.proc.poll() is not None:
+                raise SystemExit(f"the service exited ({self.proc.returncode}); see {log}")
+            time.sleep(0.5)
+        self.stop()
+        raise SystemExit(f"the service was not ready in 60 s; see {log}")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(5)
+        self.log.close()
+
+    def __enter__(self) -> Service:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.stop()
+
+
+def _archkit(*args: str) -> None:
+    exe = Path(sys.executable).with_name("archkit")
+    subprocess.run([str(exe), *args], cwd=ROOT, check=True)
+
+
+def predict(out: Path, fractions: list[float], reuse: bool = False) -> dict:
+    from archkit.calibrate.apply import with_calibration
+    from archkit.calibrate.llm import efficiency
+    from archkit.perf.llm import analysis, sim
+    from archkit.spec import load_file
+
+    cal = out / "calibration.json"
+    spec = load_file(SPEC).spec
+    assert spec is not None
+    if reuse and cal.exists():  # the measured fits kept; their efficiency figures derived again
+        doc = json.loads(cal.read_text())
+        entry = doc["llm"][STAGE]
+        llm = spec.stage(STAGE).llm  # type: ignore[union-attr]
+        file_bytes = entry["efficiency"].get("file_bytes") or entry["efficiency"].get("weight_bytes")
+        entry["efficiency"] = efficiency(llm, entry["prefill"], entry["decode"], file_bytes)  # type: ignore[arg-type]
+        cal.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+    else:
+        with Service(out / "service.log") as svc:
+            url = f"http://127.0.0.1:{svc.engine}"
+            _archkit("calibrate", str(SPEC), "--llm-url", url, "--env", "cpu", "-o", str(cal))
+    spec = with_calibration(spec, str(SPEC), "cpu", str(cal))
+    stage = spec.stage(STAGE)
+    assert stage is not None and stage.llm is not None
+    a = analysis.analyse(spec, stage, base=SPEC.parent, search=True)
+    assert a.rep is not None and a.knee_rps
+    ttft_slo, tpot_slo = stage.llm.budgets.ttft_p99_ms, stage.llm.budgets.tpot_ms
+    levels = {}
+    for f in fractions:
+        rate = a.knee_rps * f
+        req = sim.workload(stage.llm.workload, rate, analysis.SIM_REQUESTS, seed=0, base=SPEC.parent)
+        s = sim.summarise([sim.simulate(a.rep, req, seed=0)], slo_ttft_ms=ttft_slo, slo_tpot_ms=tpot_slo)
+        levels[f"{f:g}"] = {
+            "rate_rps": round(rate, 4),
+            "ttft_p50_ms": round(s.ttft_ms["p50"], 2),
+            "ttft_p99_ms": round(s.ttft_ms["p99"], 2),
+            "itl_p50_ms": round(s.itl_ms["p50"], 2),
+            "e2e_p50_ms": round(s.e2e_ms["p50"], 1),
+            "slo_attainment": s.slo_attainment,
+            "simulated_requests": s.requests,
+        }
+    doc = {
+        "kv_tokens": a.rep.kv_tokens,
+        "concurrency": a.concurrency,
+        "concurrency_binds": a.concurrency_binds,
+        "capacity_rps": round(a.capacity_rps, 4),
+        "knee_rps": round(a.knee_rps, 4),
+        "efficiency": stage.llm.efficiency.model_dump(),
+        "levels": levels,
+    }
+    (out / "predicted.json").write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+    return doc
+
+
+def level(out: Path, fraction: float, requests: int, target: str) -> dict:
+    from archkit import api
+
+    pred = json.loads((out / "predicted.json").read_text())
+    rate = pred["knee_rps"] * fraction
+    with Service(out / "service.log") as svc:
+        port = svc.engine if target == "engine" else svc.http
+        warm_up(f"http://127.0.0.1:{port}")
+        spec = yaml.safe_load(SPEC.read_text())
+        spec["loadtest"] = {
+            "target": {"protocol": "openai-stream", "host": f"http://127.0.0.1:{port}"},
+            "scenarios": [{"id": "chat", "llm_stage": STAGE, "path": "/v1/chat/completions"}],
+            "levels": [
+                {"id": "fid", "kind": "baseline", "users": 8, "rate_rps": round(rate, 5), "arrival": "poisson",
+                 "duration_s": round(requests / rate, 1)}
+            ],
+        }  # fmt: skip
+        path = out / f"spec-{fraction:g}.yaml"
+        path.write_text(yaml.safe_dump(spec, sort_keys=False))
+        load = os.getloadavg()[0]
+        res = api.loadtest(
+            path, "fid", prometheus=False, plots=False, report_dir=out / f"report-{fraction:g}"
+        ).result
+    e2e = res.measured["end_to_end"]
+    m = e2e.get("measures") or {}
+    doc = {
+        "fraction": fraction,
+        "rate_rps": round(rate, 4),
+        "target": target,
+        "load_before": round(load, 2),
+        "load_after": round(os.getloadavg()[0], 2),
+        "requests": e2e["requests"],
+        "errors": e2e["errors"],
+        "ttft_p50_ms": m["ttft_ms"]["p50_ms"],
+        "ttft_p99_ms": m["ttft_ms"]["p99_ms"],
+        "ttft_n": m["ttft_ms"]["count"],
+        "itl_p50_ms": m["itl_ms"]["p50_ms"],
+        "itl_n": m["itl_ms"]["count"],
+        "e2e_p50_ms": e2e.get("p50_ms"),
+        "server_prompt_p50_ms": (m.get("server_prompt_ms") or {}).get("p50_ms"),
+        "server_decode_per_token_p50_ms": (m.get("server_decode_per_token_ms") or {}).get("p50_ms"),
+        "slo": (m.get("slo") or None),
+    }
+    (out / f"measured-{fraction:g}.json").write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+    return doc
+
+
+def warm_up(url: str) -> None:
+    """Two of the workload's requests at once, so that each slot holds the shared prefix before the
+    measured run, as in the steady state the model predicts (a freshly started engine prefills the
+    whole 67-token prompt once per slot: ~0.4 s, which would be the P99 of a 20-request level)."""
+    import random
+    import threading
+
+    from archkit.loadtest.runtime.llm import LlmLoad
+    from archkit.plans.loadtest import llm_load
+    from archkit.spec import load_file
+
+    spec = load_file(SPEC).spec
+    assert spec is not None and spec.loadtest is not None
+    sc = spec.loadtest.scenarios[0].model_copy(update={"llm_stage": STAGE})
+    plan = llm_load(sc, spec)
+    assert plan is not None
+    body = LlmLoad.of(ast.literal_eval(plan.literal)).body("/v1/chat/completions", random.Random(0))
+
+    def one() -> None:
+        req = urllib.request.Request(url + "/v1/chat/completions", json.dumps(body).encode(),
+                                     {"Content-Type": "application/json"})  # fmt: skip
+        with urllib.request.urlopen(req, timeout=60) as r:  # noqa: S310 - loopback
+            r.read()
+
+    threads = [threading.Thread(target=one) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
+def _err(pred: float, got: float) -> float:
+    return round(100.0 * (pred - got) / got, 1) if got else float("nan")
+
+
+def report(out: Path) -> dict:
+    pred = json.loads((out / "predicted.json").read_text())
+    rows, measured = [], []
+    for mfile in sorted(out.glob("measured-*.json"), key=lambda f: float(f.stem.split("-", 1)[1])):
+        got = json.loads(mfile.read_text())
+        # the prediction at the rate this level offered (levels set from an earlier prediction
+        # are compared with a later one by their rate, not their fraction)
+        p = next(
+            (
+                p
+                for p in pred["levels"].values()
+                if abs(p["rate_rps"] - got["rate_rps"]) <= 0.01 * got["rate_rps"]
+            ),
+            None,
+        )
+        if p is None:
+            continue
+        measured.append(got)
+        f = p["rate_rps"] / pred["knee_rps"]
+        checks = {k: {"predicted": p[k], "measured": got[k], "error_pct": _err(p[k], got[k]),
+                      "within": abs(_err(p[k], got[k])) <= tol, "tolerance_pct": tol}
+                  for k, tol in TARGETS.items()}  # fmt: skip
+        rows.append({"fraction": float(f), "rate_rps": p["rate_rps"], "requests": got["requests"],
+                     "itl_n": got["itl_n"], "load": [got["load_before"], got["load_after"]], "checks": checks})  # fmt: skip
+    knee = None
+    if measured:
+        light = measured[0]["ttft_p99_ms"]
+        ok = [g for g in measured if g["ttft_p99_ms"] <= 2 * light and not g["errors"]]
+        bad = [g for g in measured if g not in ok]
+        mk = max(g["rate_rps"] for g in ok)
+        above = min((g["rate_rps"] for g in bad if g["rate_rps"] > mk), default=None)
+        knee = {"predicted": pred["knee_rps"], "measured": mk, "bracket": [mk, above],
+                "error_pct": _err(pred["knee_rps"], mk), "within": abs(_err(pred["knee_rps"], mk)) <= KNEE_TARGET_PCT,
+                "light_ttft_p99_ms": light, "censored": above is None}  # fmt: skip
+    doc = {"predicted": pred, "levels": rows, "knee": knee}
+    (out / "fidelity.json").write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+    print("| fraction of knee | rate req/s | requests (ITL gaps) | load | TTFT P50 pred/meas (err) | "
+          "TTFT P99 pred/meas (err) | ITL P50 pred/meas (err) |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|")
+    for r in rows:
+        c = r["checks"]
+        cells = [f"{c[k]['predicted']:g} / {c[k]['measured']:g} ms ({c[k]['error_pct']:+g} %{'' if c[k]['within'] else ' ✗'})"
+                 for k in TARGETS]  # fmt: skip
+        print(f"| {r['fraction']:g} | {r['rate_rps']:g} | {r['requests']} ({r['itl_n']}) | "
+              f"{r['load'][0]:g}-{r['load'][1]:g} | " + " | ".join(cells) + " |")  # fmt: skip
+    if knee:
+        print(f"\nknee: predicted {knee['predicted']:g} req/s, measured {knee['measured']:g} req/s "
+              f"(bracket {knee['bracket']}, light TTFT P99 {knee['light_ttft_p99_ms']:g} ms): "
+              + ("censored: the knee is above every level offered" if knee["censored"] else f"{knee['error_pct']:+g} %{'' if knee['within'] else ' ✗'}"))  # fmt: skip
+    return doc
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("phase", choices=["predict", "level", "report"])
+    ap.add_argument("--out", type=Path, default=ROOT / "out" / "llm-fidelity")
+    ap.add_argument("--fractions", default="0.3,0.6,0.85,1.0,1.3", help="of the predicted knee (predict)")
+    ap.add_argument("--fraction", type=float, help="level: the fraction of the predicted knee to offer")
+    ap.add_argument("--requests", type=int, default=20, help="level: requests to send")
+    ap.add_argument("--target", choices=["engine", "gateway"], default="engine")
+    ap.add_argument(
+        "--reuse", action="store_true", help="predict: keep --out's calibration, re-derive its efficiency"
+    )
+    args = ap.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    if args.phase == "predict":
+        print(
+            json.dumps(predict(args.out, [float(x) for x in args.fractions.split(",")], args.reuse), indent=2)
+        )
+    elif args.phase == "level":
+        if args.fraction is None:
+            ap.error("level needs --fraction")
+        print(json.dumps(level(args.out, args.fraction, args.requests, args.target), indent=2))
+    else:
+        report(args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
