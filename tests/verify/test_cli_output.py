@@ -46,7 +46,7 @@ def test_clean_exit_0_and_drift_exit_1(drifted):
         in res.output
     )
     assert res.output.rstrip().endswith(
-        "kube: 46 pass, 3 drift, 5 unknown; total: 46 pass, 3 drift, 5 unknown"
+        "kube: 47 pass, 3 drift, 5 unknown; total: 47 pass, 3 drift, 5 unknown"
     )
 
 
@@ -65,7 +65,7 @@ def test_text_report_golden(golden, drifted):
 def test_json_report(drifted):
     res = verify(SPEC, "--manifests", drifted, "--format", "json")
     data = json.loads(res.output)
-    assert data["totals"] == {"pass": 46, "drift": 3, "unknown": 5}
+    assert data["totals"] == {"pass": 47, "drift": 3, "unknown": 5}
     gpu = next(f for f in data["findings"] if f["code"] == "VK121")
     assert gpu == {
         "area": "kube",
@@ -89,7 +89,7 @@ def test_junit_report_and_output_file(drifted, tmp_path):
     res = verify(SPEC, "--manifests", drifted, "--format", "junit", "--output", str(out))
     assert res.exit_code == 1
     root = ET.fromstring(out.read_text(encoding="utf-8"))
-    assert (root.get("tests"), root.get("failures"), root.get("skipped")) == ("54", "3", "5")
+    assert (root.get("tests"), root.get("failures"), root.get("skipped")) == ("55", "3", "5")
     failures = root.findall(".//testcase[failure]")
     assert sorted(c.get("name") for c in failures) == [
         "VK120 requests and limits",

@@ -61,6 +61,20 @@ def _gpu_no_limit(o):
     del container(o, "triton")["resources"]["limits"]["nvidia.com/gpu"]
 
 
+def _all_capabilities(o):
+    container(o, "triton")["env"] = [{"name": "NVIDIA_DRIVER_CAPABILITIES", "value": "all"}]
+
+
+def _no_capabilities(o):
+    del container(o, "triton")["env"]
+
+
+def _visible_devices(o):
+    container(o, "preprocess").setdefault("env", []).append(
+        {"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}
+    )
+
+
 def _memory(o):
     container(o, "triton")["resources"]["limits"]["memory"] = "4Gi"
 
@@ -318,6 +332,29 @@ CASES = [
         "snapshot",
         "VK101",
         "pool 'gpu-node-t4' has 1 node(s) labelled hardware-type=t4-gpu (gpu-node-t4-1), the spec declares 2",
+    ),
+    (
+        "nvidia-caps-all",
+        _all_capabilities,
+        "manifests",
+        "VK122",
+        "service 'triton' NVIDIA_DRIVER_CAPABILITIES is 'all', the spec's is 'compute,utility'",
+    ),
+    (
+        "nvidia-caps-unset",
+        _no_capabilities,
+        "snapshot",
+        "VK122",
+        "service 'triton' sets no NVIDIA_DRIVER_CAPABILITIES (the spec's NVIDIA_DRIVER_CAPABILITIES=compute,utility; "
+        "unset, the image decides)",
+    ),
+    (
+        "nvidia-visible-devices",
+        _visible_devices,
+        "manifests",
+        "VK122",
+        "service 'preprocess' sets NVIDIA_VISIBLE_DEVICES=all, which the spec does not declare: it bypasses the GPUs "
+        "the device plugin allocates",
     ),
     ("pool-gpu", _no_gpu_alloc, "snapshot", "VK102", "gpu-node-t4-1 has none"),
     ("pool-taint", _untainted, "snapshot", "VK103", "gpu-node-t4-2 lacks nvidia.com/gpu=present:NoSchedule"),

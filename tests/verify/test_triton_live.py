@@ -230,3 +230,30 @@ def test_reference_spec_and_manifests_verify_clean(service, tmp_path):
 # reported to the reference-service owner rather than hidden: PyTriton writes the default
 # version_policy (latest 1), the spec asks for the latest 2 (seed 000 §2.2). Anything else fails.
 KNOWN_REFERENCE_DRIFT = {("model/ocr_detector", "VT225"), ("model/ocr_recogniser", "VT225")}
+
+
+def test_served_model_hashes(service):
+    """VM240: the gateway's /v1/models hashes the ONNX files the service loaded; the spec pins the same."""
+    from archkit.spec import load_file
+    from archkit.verify.served_models import check_served_models
+
+    spec = load_file(ROOT / "specs" / "ocr-reference.yaml").spec
+    assert spec is not None
+    url = f"{service.url}/v1/models"
+    found = [(f.code, f.object, f.status) for f in check_served_models(spec, url)]
+    assert found == [
+        ("VM241", f"listing {url}", Status.PASS),
+        ("VM240", "model ocr_detector", Status.PASS),
+        ("VM240", "model ocr_recogniser", Status.PASS),
+    ]
+    # the recogniser's pin moved to another file: the service still serves the old one
+    rec = next(st.model for st in spec.dataflow.stages if st.model and st.model.name == "ocr_recogniser")
+    rec.sha256 = "0" * 64
+    drift = [f for f in check_served_models(spec, url) if f.status is Status.DRIFT]
+    assert [(f.code, f.message) for f in drift] == [
+        (
+            "VM240",
+            "model 'ocr_recogniser' (stage 'recognise') is served from a file with sha256 48fc40f24f6d…, "
+            "the spec pins 000000000000…",
+        )
+    ]

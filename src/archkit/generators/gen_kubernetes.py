@@ -20,6 +20,7 @@ from typing import Any
 import yaml
 
 from archkit.generators.registry import RenderContext, register
+from archkit.spec.gpu_env import container_env
 from archkit.spec.model import NodePool, Probe, Service, Spec, Storage
 
 GPU = "nvidia.com/gpu"
@@ -298,15 +299,7 @@ def _placement(pool: NodePool | None) -> dict[str, Any]:
 
 
 def _env(spec: Spec, svc: Service, pool: NodePool | None) -> list[dict[str, str]]:
-    env = dict(svc.env)
-    gpu = svc.resources.limits.gpu or svc.resources.requests.gpu
-    if gpu:
-        # the device plugin sets NVIDIA_VISIBLE_DEVICES; the capabilities say which driver libraries
-        # the container toolkit mounts (compute for CUDA, utility for nvidia-smi in the checks)
-        env.setdefault("NVIDIA_DRIVER_CAPABILITIES", "compute,utility")
-        if pool is not None and pool.gpu is not None and pool.gpu.mig_profile:
-            env.setdefault("NVIDIA_MIG_CONFIG_DEVICES", "all")
-    return [{"name": k, "value": v} for k, v in sorted(env.items())]
+    return [{"name": k, "value": v} for k, v in sorted(container_env(svc, pool).items())]
 
 
 def workload(spec: Spec, svc: Service) -> list[dict[str, Any]]:

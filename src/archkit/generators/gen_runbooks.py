@@ -113,7 +113,7 @@ CHECKLIST: tuple[ChecklistLine, ...] = (
         "memory-leak",
         "Long-running workers release GPU memory (DataLoader workers, empty_cache)",
         "seed 000 §5.4",
-        (),
+        ("AK616",),
     ),
     ChecklistLine(
         "mtu",

@@ -19,6 +19,7 @@ from archkit.spec.base import (
     Node,
     PositiveInt,
 )
+from archkit.spec.model_contract import ModelContract
 from archkit.spec.refs import IdOf, RefTo
 
 if TYPE_CHECKING:  # the llm section builds on this one; archkit.spec.model completes `Stage`
@@ -162,6 +163,9 @@ class ModelInfo(Node):
     rollback: RollbackVerification | None = None
     quantization: Quantization | None = None
     opset: Annotated[int, Field(ge=1, le=1000)] | None = None
+    contract: ModelContract | None = Field(
+        None, description="output fields per version (archkit.spec.model_contract)"
+    )
 
 
 class Encryption(Node):

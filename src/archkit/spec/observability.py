@@ -9,6 +9,7 @@ from pydantic import Field
 
 from archkit.spec.base import MAX_MS, MAX_RPS, MAX_SECONDS, Fraction, Id, Ms, Node, PortNumber
 from archkit.spec.refs import IdOf, RefTo
+from archkit.spec.signals import MemoryGrowth
 
 # --------------------------------------------------------------------------- observability
 
@@ -101,6 +102,9 @@ class GoldenSignals(Node):
     cold_start: ColdStart | None = None
     drift: Drift | None = None
     gpu_memory: GpuMemory | None = None
+    memory_growth: MemoryGrowth | None = Field(
+        None, description="memory slope of long-running servers (archkit.spec.signals)"
+    )
 
 
 class LogPolicy(Node):

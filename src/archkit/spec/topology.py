@@ -9,6 +9,7 @@ from pydantic import Field
 
 from archkit.spec.base import MAX_SECONDS, Id, Ms, Node, PortNumber, Replicas, Seconds
 from archkit.spec.refs import IdOf, RefTo
+from archkit.spec.runtime import Runtime
 
 __all__ = [
     "Admission",
@@ -220,6 +221,9 @@ class Service(Node):
     )
     deploy_command: str | None = None
     rollback_command: str | None = None
+    runtime: Runtime | None = Field(
+        None, description="Python/framework/CUDA/driver versions (archkit.spec.runtime)"
+    )
 
 
 class OsTuning(Node):

@@ -132,7 +132,8 @@ def _get(url: str, timeout_s: float) -> tuple[int, str]:
         return exc.code, exc.read(65536).decode(errors="replace")
 
 
-def _sha256(path: Path) -> str:
+def file_sha256(path: Path) -> str:
+    """A file's SHA-256, read in 1 MiB blocks (a model file may be tens of GB)."""
     h = hashlib.sha256()
     with path.open("rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
@@ -260,7 +261,7 @@ def _model_file(
             where=where,
         )
         return
-    digest = _sha256(Path(path))
+    digest = file_sha256(Path(path))
     if digest == pinned:
         rec.ok(ModelFile.code, label, node, f"{Path(path).name}: SHA-256 matches", field=fld, where=where)
     else:

@@ -32,6 +32,7 @@ BUILTIN = (
     "archkit.verify.code",
     "archkit.verify.config_store",
     "archkit.verify.llamacpp",
+    "archkit.verify.served_models",
 )
 ENTRY_POINTS = "archkit.verify_sources"
 

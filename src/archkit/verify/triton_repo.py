@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from archkit.errors import InputError
-from archkit.spec.model import Spec
+from archkit.spec.model import ModelInfo, Spec
 from archkit.verify.findings import Finding, Recorder
-from archkit.verify.registry import DocRow, Option, Providers, Reading, Source, register_source
+from archkit.verify.llamacpp import file_sha256
+from archkit.verify.registry import Check, Code, DocRow, Option, Providers, Reading, Source, register_source
 from archkit.verify.state import StateError
 from archkit.verify.triton import ModelLoaded, triton_models
 from archkit.verify.triton_config import MaxBatchSize, check_config
@@ -27,6 +28,63 @@ AREA = "triton"  # the same checks as the live Triton source, reported under its
 
 class ConfigFileError(InputError, ValueError):
     """A config.pbtxt that Triton's ModelConfig message does not accept."""
+
+
+class ModelFileHash(Check):
+    """The model file Triton will serve from the repository has the SHA-256 the spec pins."""
+
+    code = Code(
+        "VT229",
+        "served model hash",
+        "A file in the version folder Triton serves (the spec's version when it names a folder, else those "
+        "its version policy keeps; Triton's default is the latest one) has the spec's model.sha256. Seed 004 §4.1 "
+        "checks the SHA-256 before loading; a repository without version folders (render's configs only) "
+        "is not judged.",
+        "seed 004 §4.1 (CI downloads the version and checks its SHA-256 before loading); seed 000 §2.2",
+    )
+
+
+def served_versions(model: ModelInfo, numbers: list[int]) -> list[int]:
+    """The version folders Triton serves: the spec's numeric version, else its version policy's
+    (`specific`, or the highest `latest_num_versions`, Triton's default being the latest one)."""
+    if model.version and model.version.isdigit() and int(model.version) in numbers:
+        return [int(model.version)]
+    policy = model.version_policy
+    if policy is not None and policy.specific:
+        return [n for n in numbers if n in policy.specific]
+    latest = policy.latest_num_versions if policy is not None and policy.latest_num_versions else 1
+    return sorted(numbers)[-latest:]
+
+
+def check_model_files(rec: Recorder, label: str, model: ModelInfo, folder: Path) -> None:
+    """VT229: compare the served version folders' files with `model.sha256`."""
+    if not model.sha256:
+        return
+    dirs = {int(d.name): d for d in folder.iterdir() if d.is_dir() and d.name.isdigit()}
+    if not dirs:
+        return  # configs only: nothing served from here to hash
+    hashes = {
+        n: {f.relative_to(folder).as_posix(): file_sha256(f) for f in sorted(d.rglob("*")) if f.is_file()}
+        for n, d in sorted(dirs.items())
+    }
+    served = served_versions(model, list(dirs))
+    where = str(dirs[served[0]]) if served else str(folder)
+    hit = [name for n in served for name, digest in hashes[n].items() if digest == model.sha256]
+    if hit:
+        rec.ok(
+            ModelFileHash.code, label, model, f"{hit[0]} has the pinned sha256", field="sha256", where=where
+        )
+        return
+    elsewhere = [name for files in hashes.values() for name, d in files.items() if d == model.sha256]
+    found = ", ".join(f"{name} {d[:12]}…" for n in served for name, d in hashes[n].items()) or "no file"
+    shown = ", ".join(str(n) for n in served) or "none"
+    message = (
+        f"model '{model.name}': Triton serves version {shown}, whose files do not have the pinned sha256 "
+        f"{model.sha256[:12]}… ({found})"
+    )
+    if elsewhere:
+        message += f"; the pinned file is {elsewhere[0]}, a version Triton does not serve"
+    rec.drift(ModelFileHash.code, label, model, message, field="sha256", where=where)
 
 
 def parse_config(path: Path) -> dict[str, Any]:
@@ -101,6 +159,7 @@ def check_repository(spec: Spec, root: Path) -> list[Finding]:
         check_config(rec, label, model, config)
         for f in rec.findings[before:]:
             f.where = str(path)
+        check_model_files(rec, label, model, path.parent)
     return rec.findings
 
 
@@ -123,9 +182,11 @@ class TritonRepoSource(Source):
             "`--triton-repo DIR`",
             "`MODEL/config.pbtxt` files, parsed with Triton's `ModelConfig` message (tritonclient)",
             "the config checks of the Triton source (VT220-VT228) per model stage with `model.server: triton`; "
-            "a missing file is VT210, a file Triton would refuse is VT220 with its line.",
+            "a missing file is VT210, a file Triton would refuse is VT220 with its line; where the model "
+            "folder holds version folders (`MODEL/1/model.onnx`), the served file's SHA-256 (VT229).",
         ),
     )
+    checks = (ModelFileHash,)
 
     def read(self, spec: Spec, options: Mapping[str, Any], timeout_s: float, providers: Providers) -> Any:
         return Path(options["triton_repo"])

@@ -464,6 +464,12 @@ class Planner:
                 )
             )
 
+        from archkit.plans.alerts.memory import memory_growth_alert  # it builds on this module's Planner
+
+        growth = memory_growth_alert(self)
+        if growth is not None:
+            self.add(growth)
+
     def _gpu_service(self) -> str | None:
         for st in self.spec.dataflow.stages:
             if st.model is not None and st.model.device.value == "gpu" and st.service:

@@ -23,6 +23,7 @@ from archkit.verify.kube.container import (
     StartupProbe,
 )
 from archkit.verify.kube.context import KubeContext, PoolCheck, ServiceCheck
+from archkit.verify.kube.gpu_env import GpuDriverEnv
 from archkit.verify.kube.helpers import quantity, selector_matches
 from archkit.verify.kube.netpol import NetworkPolicies
 from archkit.verify.kube.placement import Placement, PodsOnPool, Tolerations
@@ -45,6 +46,7 @@ SERVICE_CHECKS: tuple[type[ServiceCheck], ...] = (
     PodsOnPool,
     Resources,
     GpuRequestsEqualLimits,
+    GpuDriverEnv,
     LivenessProbe,
     ReadinessProbe,
     StartupProbe,
