@@ -1,7 +1,9 @@
-"""Atomic file writes: a reader sees the old file or the new one, never half of either."""
+"""Atomic file writes (a reader sees the old file or the new one, never half of either), and a
+file's digest read in bounded memory."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import tempfile
 from pathlib import Path
@@ -46,3 +48,12 @@ def create_atomic(path: str | os.PathLike[str], data: str | bytes) -> None:
         os.link(tmp, path)
     finally:
         os.unlink(tmp)
+
+
+def file_sha256(path: Path) -> str:
+    """A file's SHA-256, read in 1 MiB blocks (a model file may be tens of GB)."""
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from archkit.atomic import write_atomic
+from archkit.atomic import file_sha256, write_atomic
 from archkit.errors import ArchkitError
 
 PLANTUML_VERSION = "1.2026.8"
@@ -240,14 +240,6 @@ def plantuml_ready(explicit: Path | None = None) -> str | None:
 # --------------------------------------------------------------------------- installing the jar
 
 
-def sha256_of(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def _jar_from_tarball(data: bytes) -> bytes:
     with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
         try:
@@ -322,7 +314,7 @@ def install_plantuml(
     registry.npmjs.org).
     """
     dest = cached_jar()
-    if dest.is_file() and sha256_of(dest) == PLANTUML_SHA256:
+    if dest.is_file() and file_sha256(dest) == PLANTUML_SHA256:
         return InstallResult(dest, "already installed", str(dest))
     if source is not None:
         try:

@@ -9,7 +9,6 @@ LLM stage whose `llm.engine.name` is `llama.cpp` is checked; one server is one r
 
 from __future__ import annotations
 
-import hashlib
 import json
 import urllib.error
 import urllib.request
@@ -18,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from archkit import engines
+from archkit.atomic import file_sha256
 from archkit.spec.llm import LlmEngineName, LlmStage, TokenLengths
 from archkit.spec.model import Spec, Stage
 from archkit.verify.findings import Finding, Recorder
@@ -130,15 +130,6 @@ def _get(url: str, timeout_s: float) -> tuple[int, str]:
             return resp.status, resp.read(4 * 1024 * 1024).decode(errors="replace")
     except urllib.error.HTTPError as exc:
         return exc.code, exc.read(65536).decode(errors="replace")
-
-
-def file_sha256(path: Path) -> str:
-    """A file's SHA-256, read in 1 MiB blocks (a model file may be tens of GB)."""
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def check_llamacpp(spec: Spec, url: str, timeout_s: float = 5.0) -> list[Finding]:

@@ -14,10 +14,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from archkit.atomic import file_sha256
 from archkit.errors import InputError
 from archkit.spec.model import ModelInfo, Spec
 from archkit.verify.findings import Finding, Recorder
-from archkit.verify.llamacpp import file_sha256
 from archkit.verify.registry import Check, Code, DocRow, Option, Providers, Reading, Source, register_source
 from archkit.verify.state import StateError
 from archkit.verify.triton import ModelLoaded, triton_models
