@@ -13,7 +13,7 @@ from pathlib import Path
 import yaml
 
 from archkit import api
-from archkit.faulttree import analyse
+from archkit.faulttree import analyse, clear_memo
 from archkit.spec import load_file
 from tests.conftest import ROOT
 
@@ -84,10 +84,22 @@ def test_a_chain_of_a_thousand_gates_is_drawn_and_walked(tmp_path) -> None:
     spec = load_file(_with_tree(tmp_path, chain(1500))).spec
     analyse(spec.faulttrees[-1])  # remembered: the generator's own call then raises no limit
     limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(1000)  # the BDD raises it for its own recursion; the drawing must not need it
+    sys.setrecursionlimit(1000)  # the BDD raises it for its own recursion only; nor must the drawing
     try:
         files, _ = api.generate(spec, "spec.yaml", only=["faulttree", "runbooks"], formats=())
     finally:
         sys.setrecursionlimit(limit)
     assert "faulttree/chain.dot" in files or any(k.startswith("faulttree/chain") for k in files)
     assert "runbooks/chain.md" in files
+
+
+def test_the_analysis_puts_the_recursion_limit_back(tmp_path) -> None:
+    """CI failed on this: a 1,500-gate tree's analysis left the limit at ~8,000 for the rest of
+    the process, so a later JSON reader's nesting bound (a RecursionError at Python's default
+    limit) no longer fired and 3,000 nested lists parsed instead of being refused."""
+    spec = load_file(_with_tree(tmp_path, chain(1500))).spec
+    before = sys.getrecursionlimit()
+    clear_memo()
+    result = analyse(spec.faulttrees[-1])
+    assert result.probability is not None
+    assert sys.getrecursionlimit() == before

@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from archkit.faulttree.bdd import DiagramLimitError, Zbdd
+from archkit.faulttree.bdd import DiagramLimitError, Zbdd, recursion_room
 from archkit.faulttree.engine import Engine
 from archkit.faulttree.model import FaultTreeError, choose_order, compile_tree, event_probability
 from archkit.spec.model import BasicEvent, FaultTree
@@ -267,6 +267,19 @@ def _analyse(
     order = order if order is not None else tree.limits.max_order
     cutoff = cutoff if cutoff is not None else tree.limits.cutoff
     eng = _engine(tree, house, progress)
+    with recursion_room(len(eng.order)):  # the cut-set ZBDD recurses as deep as the diagrams
+        return _analysed(tree, eng, order, cutoff, house, cut_sets, progress)
+
+
+def _analysed(
+    tree: FaultTree,
+    eng: Engine,
+    order: int | None,
+    cutoff: float | None,
+    house: dict[str, bool] | None,
+    cut_sets: bool,
+    progress: Progress | None,
+) -> FaultTreeAnalysis:
     f = eng.formula
     probs = dict(f.probabilities)
     res = FaultTreeAnalysis(tree.id, [], [], {e.id: probs.get(e.id) for e in tree.events})

@@ -19,6 +19,7 @@ reads a diagram here serves both.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections.abc import Iterator, Sequence
 
@@ -39,11 +40,23 @@ class DiagramLimitError(ArchkitError, RuntimeError):
         self.limit = limit
 
 
-def _deep_enough(depth: int) -> None:
-    # Apply recursion is as deep as the number of variables on a path; Python 3.11+ keeps
-    # pure-Python frames off the C stack, so a higher limit is safe.
-    if sys.getrecursionlimit() < depth:
-        sys.setrecursionlimit(depth)
+@contextlib.contextmanager
+def recursion_room(nvars: int) -> Iterator[None]:
+    """Python's recursion limit raised for diagrams over `nvars` variables, and put back.
+
+    Apply recursion is as deep as the variables on a path (indices reach 2·nvars + 1, so
+    4·nvars covers both kinds of diagram). Python 3.11+ keeps pure-Python frames off the C
+    stack, so a higher limit is safe here; it must not outlive the analysis, though: every
+    reader that bounds nesting by catching RecursionError (JSON, YAML) counts on the
+    default limit, and the json C scanner does use the C stack.
+    """
+    was = sys.getrecursionlimit()
+    if was < 4 * nvars + 2000:
+        sys.setrecursionlimit(4 * nvars + 2000)
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(was)
 
 
 class Bdd:
@@ -59,7 +72,6 @@ class Bdd:
         self._or: dict[int, int] = {}
         self._xor: dict[int, int] = {}
         self._not: dict[int, int] = {0: 1, 1: 0}
-        _deep_enough(4 * nvars + 2000)
 
     def __len__(self) -> int:
         return len(self.var)

@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from archkit.faulttree.bdd import Bdd, DiagramLimitError, Zbdd
+from archkit.faulttree.bdd import Bdd, DiagramLimitError, Zbdd, recursion_room
 from archkit.faulttree.model import Formula
 from archkit.spec.model import GateType
 
@@ -150,17 +150,18 @@ class Engine:
         self.modules: dict[str, Module] = {}
         self.constant: dict[str, int] = {}
         self.created = 0  # nodes made, those garbage-collected while building included
-        for done, g in enumerate(mods, 1):
-            pos = firstpos.get(g)
-            m = self._module(g, 2 * pos if pos is not None else -1, kernel, max_nodes)
-            self.created += m.bdd.created
-            m.root = m.bdd.finish(m.root)
-            m.nodes = m.bdd.reachable(m.root)
-            if m.root < 2:
-                self.constant[g] = m.root
-            self.modules[g] = m
-            if progress is not None:
-                progress("modules", done, len(mods))
+        with recursion_room(len(order)):
+            for done, g in enumerate(mods, 1):
+                pos = firstpos.get(g)
+                m = self._module(g, 2 * pos if pos is not None else -1, kernel, max_nodes)
+                self.created += m.bdd.created
+                m.root = m.bdd.finish(m.root)
+                m.nodes = m.bdd.reachable(m.root)
+                if m.root < 2:
+                    self.constant[g] = m.root
+                self.modules[g] = m
+                if progress is not None:
+                    progress("modules", done, len(mods))
         self.seconds = time.perf_counter() - start
 
     def _module(self, g: str, index: int, kernel: str, max_nodes: int) -> Module:
@@ -289,49 +290,54 @@ class Engine:
         self, p: dict[str, float]
     ) -> tuple[float, dict[str, dict[int, float]], dict[str, dict[int, float]]]:
         """P(top), each module's node probabilities, and each module's variable probabilities."""
-        pm: dict[str, float] = {}
-        vals: dict[str, dict[int, float]] = {}
-        local: dict[str, dict[int, float]] = {}
-        for g, m in self.modules.items():  # post-order: children first
-            if g in self.constant:
-                pm[g] = float(self.constant[g])
-                continue
-            q = {v: pm[m.children[v]] if v % 2 == 0 else p[self.names[v]] for v in m.bdd.variables(m.nodes)}
-            vals[g] = m.bdd.probability(m.root, q, m.nodes)  # type: ignore[arg-type]
-            local[g] = q
-            pm[g] = vals[g][m.root]
-        return pm[self.formula.top], vals, local
+        with recursion_room(len(self.order)):
+            pm: dict[str, float] = {}
+            vals: dict[str, dict[int, float]] = {}
+            local: dict[str, dict[int, float]] = {}
+            for g, m in self.modules.items():  # post-order: children first
+                if g in self.constant:
+                    pm[g] = float(self.constant[g])
+                    continue
+                q = {
+                    v: pm[m.children[v]] if v % 2 == 0 else p[self.names[v]] for v in m.bdd.variables(m.nodes)
+                }
+                vals[g] = m.bdd.probability(m.root, q, m.nodes)  # type: ignore[arg-type]
+                local[g] = q
+                pm[g] = vals[g][m.root]
+            return pm[self.formula.top], vals, local
 
     def gradient(
         self, vals: dict[str, dict[int, float]], local: dict[str, dict[int, float]]
     ) -> dict[str, float]:
         """∂P(top)/∂p(e) for every basic event, chained through module variables."""
-        weight = {self.formula.top: 1.0}
-        out: dict[str, float] = {}
-        for g in reversed(list(self.modules)):  # parents before children
-            m = self.modules[g]
-            w = weight.get(g, 0.0)
-            if g in self.constant:
-                continue
-            for v, d in m.bdd.gradient(m.root, local[g], vals[g], m.nodes).items():
-                if v % 2 == 0:
-                    weight[m.children[v]] = w * d
-                else:
-                    out[self.names[v]] = w * d
-        return out
+        with recursion_room(len(self.order)):
+            weight = {self.formula.top: 1.0}
+            out: dict[str, float] = {}
+            for g in reversed(list(self.modules)):  # parents before children
+                m = self.modules[g]
+                w = weight.get(g, 0.0)
+                if g in self.constant:
+                    continue
+                for v, d in m.bdd.gradient(m.root, local[g], vals[g], m.nodes).items():
+                    if v % 2 == 0:
+                        weight[m.children[v]] = w * d
+                    else:
+                        out[self.names[v]] = w * d
+            return out
 
     def cut_sets(self, z: Zbdd, order: int | None) -> int:
         """The tree's minimal cut sets as one ZBDD over basic-event indices."""
-        expanded: dict[str, int] = {}
-        for g, m in self.modules.items():
-            if g in self.constant:
-                expanded[g] = self.constant[g]
-                continue
-            local = self._minsol(z, m, order)
-            memo: dict[int, int] = {}
-            expanded[g] = self._expand(z, local, m, expanded, memo)
-        root = expanded[self.formula.top]
-        return z.restrict_order(root, order) if order is not None else root
+        with recursion_room(len(self.order)):
+            expanded: dict[str, int] = {}
+            for g, m in self.modules.items():
+                if g in self.constant:
+                    expanded[g] = self.constant[g]
+                    continue
+                local = self._minsol(z, m, order)
+                memo: dict[int, int] = {}
+                expanded[g] = self._expand(z, local, m, expanded, memo)
+            root = expanded[self.formula.top]
+            return z.restrict_order(root, order) if order is not None else root
 
     def _minsol(self, z: Zbdd, m: Module, order: int | None) -> int:
         """Module m's minimal solutions in z: compiled (`compiled.minimal_solutions`) for a
