@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -67,6 +67,20 @@ class StageSim:
 
 
 @dataclass(frozen=True)
+class FirstToken:
+    """A streaming stage's first output as the user sees it (ms, P50/P95/P99 over the visits that
+    reached it): from the request's arrival at the service to the stage's first token, i.e. the
+    time before the stage (gateway, retrieval, their queues: `upstream_ms`) plus the stage's own
+    time to first token (an LLM engine's TTFT, queueing in it included: `stage_ms`)."""
+
+    stage: str
+    visits: int
+    upstream_ms: dict[str, float]
+    stage_ms: dict[str, float]
+    user_ms: dict[str, float]
+
+
+@dataclass(frozen=True)
 class PipelineSim:
     """End-to-end results of one simulated run."""
 
@@ -87,6 +101,7 @@ class PipelineSim:
     shed: int = 0  # refused by an admission or rate limit (`spec.traffic`): a fast 429/503
     work: int = 0  # events plus the jobs and replicas they scanned (the unit of `max_work`)
     cut_short: bool = False  # the work budget ran out before every request was answered
+    first_token: tuple[FirstToken, ...] = ()  # per co-simulated streaming stage (an LLM's user TTFT)
 
 
 def _routes(spec: Spec, steps: dict[str, Step]) -> tuple[list[list[str]], list[float]]:
@@ -251,12 +266,14 @@ def simulate_pipeline(
     cosim = [k for k, sp in enumerate(order) if sp.cosim]
     refusal = refusal_load(spec, order, len(res_units))
     units = used = list(res_units)
+    first: list[FirstToken] = []
     for _ in range(_REFUSAL_ROUNDS if refusal is not None else 1):
         used = units
         loop = _loop(spec, order, used, compiled)
         out = loop(*args)
         if cosim:
-            out = _cosimulate(spec, order, cosim, loop, args, out, seed)
+            first = []  # this round's first tokens only
+            out = _cosimulate(spec, order, cosim, loop, args, out, seed, arr[run], first)
         if refusal is None:
             break
         # refusals are a steady load on their cores: those left to the admitted requests are fewer,
@@ -267,7 +284,8 @@ def simulate_pipeline(
         units = [
             max(u * _MIN_UNITS_LEFT, u - refused_rps * c) for u, c in zip(res_units, refusal, strict=True)
         ]
-    return _result(spec, order, res_ids, res_units, arr, run, out, rate_rps, arrivals is None, seed, used)
+    res = _result(spec, order, res_ids, res_units, arr, run, out, rate_rps, arrivals is None, seed, used)
+    return replace(res, first_token=tuple(first)) if first else res
 
 
 # Rounds of the refusal-cost fixed point: the first runs with the whole cores, each later one with
@@ -374,12 +392,17 @@ def _cosimulate(
     args: tuple[Any, ...],
     out: Any,
     seed: int,
+    sent_s: np.ndarray,
+    first: list[FirstToken],
 ) -> Any:
     """The second pass: co-simulated stages' visits get the latencies their own model gives them.
 
     A visit's arrival at stage k is when the first pass (stage k instantaneous) finished it: the
     request's completion less the later stages' visits on its route (exact when those stages do
-    not retry). The other inputs are the first pass's, so the stages before k see the same draws."""
+    not retry). The other inputs are the first pass's, so the stages before k see the same draws.
+    A stage whose model also gives each visit's first output adds a `FirstToken` to `first`: its
+    time before the stage runs from the request's sending (`sent_s`, before any rate limit's delay)
+    to that same arrival, the one the stage's own simulation was given."""
     rr, route_len, route_stage = args[1], args[2], args[3]
     work = args[6].copy()
     done_at, lat = out[0], out[2]
@@ -400,7 +423,9 @@ def _cosimulate(
         assert st is not None
         took = service_models.model_for(st).visits(spec, st, at, seed)
         if took is not None:
-            work[k, seen] = took
+            work[k, seen] = took.latency_s
+            if took.first_s is not None:
+                first.append(_first_token(order[k].stage, at - sent_s[seen], took.first_s))
     second = loop(*args[:6], work, *args[7:])
     return (*second[:4], second[4] + out[4], second[5])  # the work of both passes
 
@@ -477,6 +502,16 @@ def _result(
         nshed,
         int(work_done),
         cut_short,
+    )
+
+
+def _first_token(stage: str, upstream_s: np.ndarray, first_s: np.ndarray) -> FirstToken:
+    def pcts(seconds: np.ndarray) -> dict[str, float]:
+        ms = np.sort(1000 * seconds)
+        return {"p50": _pct_np(ms, 0.5), "p95": _pct_np(ms, 0.95), "p99": _pct_np(ms, 0.99)}
+
+    return FirstToken(
+        stage, int(first_s.shape[0]), pcts(upstream_s), pcts(first_s), pcts(upstream_s + first_s)
     )
 
 
