@@ -176,7 +176,7 @@ def _declared(spec: Spec) -> set[str]:
                 if ref.count_metric:
                     names.add(ref.count_metric)
     gs = spec.observability.golden_signals
-    for sig in (gs.effective_qps, gs.cold_start, gs.drift, gs.gpu_memory):
+    for sig in (gs.effective_qps, gs.cold_start, gs.drift, gs.gpu_memory, gs.memory_growth):
         if sig is not None:
             names |= {sig.metric, sig.metric + "_bucket"}
     if gs.gpu_memory and gs.gpu_memory.total_metric:

@@ -22,13 +22,15 @@ Seed 000 §5.4's model server leaked 12 MB an hour through PyTorch DataLoader wo
 hides it; its slope over hours shows it on the first day. Declare
 `observability.golden_signals.memory_growth` (the server's memory gauge, e.g.
 `process_resident_memory_bytes`); the alert planner emits `MemoryGrowth` on
-`deriv(series[6h])` above 6 MB/h, half the seed's leak.
+`deriv(series[6h])` above 6 MB/h, half the seed's leak. An LLM engine (a `kind: llm` stage)
+is a long-running model server too: its process holds the weights and a KV cache it must
+give back, so it is held to the same signal.
 """
 
     def check(self, ctx: Context) -> Iterator[Diagnostic]:
         spec = ctx.spec
         if (
-            any(s.model for s in spec.dataflow.stages)
+            any(s.model or s.llm for s in spec.dataflow.stages)
             and spec.observability.golden_signals.memory_growth is None
         ):
             yield ctx.at(

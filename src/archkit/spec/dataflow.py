@@ -18,7 +18,9 @@ from archkit.spec.base import (
     Ms,
     Node,
     PositiveInt,
+    Seconds,
 )
+from archkit.spec.governance import ConfidenceBreaker, Consent
 from archkit.spec.model_contract import ModelContract
 from archkit.spec.refs import IdOf, RefTo
 
@@ -128,6 +130,9 @@ class RollbackVerification(Node):
     golden_set: str | None = Field(None, description="path of inputs with known outputs")
     command: str | None = None
     expect: str | None = None
+    max_s: Seconds | None = Field(
+        None, description="a rollback takes effect within this many seconds (seed 000 §2.2: 5 s; AK329)"
+    )
 
 
 class Quantization(Node):
@@ -145,6 +150,12 @@ class ModelInfo(Node):
     name: str
     version: str | None = None
     sha256: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")] | None = None
+    artifact: str | None = Field(
+        None,
+        max_length=2048,
+        description="where the version's files live, a path naming the version, e.g. "
+        "s3://models/ocr/v1.2.0/model.onnx (seed 004 §4.1; AK328)",
+    )
     format: ModelFormat = ModelFormat.onnx
     server: str | None = Field(None, description="serving runtime, e.g. triton")
     device: Device = Device.gpu
@@ -165,6 +176,9 @@ class ModelInfo(Node):
     opset: Annotated[int, Field(ge=1, le=1000)] | None = None
     contract: ModelContract | None = Field(
         None, description="output fields per version (archkit.spec.model_contract)"
+    )
+    confidence_breaker: ConfidenceBreaker | None = Field(
+        None, description="move traffic to a backup model when mean confidence falls (seed 004 §3.2)"
     )
 
 
@@ -203,6 +217,16 @@ class Stage(Node):
     gb_per_hour: Annotated[float, Field(ge=0, le=10**9)] | None = None
     failure_rate: Fraction | None = None
     failure_cause: str | None = None
+    owner: str | None = Field(
+        None, max_length=256, description="who owns this stage (default: its service's)"
+    )
+    consent: Consent | None = Field(None, description="how the people whose data it captures agreed (AK511)")
+    phase: Literal["mva", "later"] | None = Field(
+        None, description="mva: part of the minimum viable architecture (seed 004 §4.5; AK116)"
+    )
+    max_input_bytes: Annotated[int, Field(ge=1, le=2**40)] | None = Field(
+        None, description="largest input this stage accepts; larger is refused (seed 004 §2.1; AK216)"
+    )
     concurrency: Annotated[int, Field(ge=1, le=MAX_WORKERS)] | None = Field(
         None, description="parallel workers per replica for non-model stages, at most 1,024"
     )

@@ -29,6 +29,8 @@ from archkit.spec.dataflow import *  # noqa: F403
 from archkit.spec.dataflow import Batching, BatchTiming, Dataflow, Device, Stage
 from archkit.spec.faulttrees import *  # noqa: F403
 from archkit.spec.faulttrees import FaultTree
+from archkit.spec.governance import *  # noqa: F403
+from archkit.spec.governance import GpuJob, SignOff
 from archkit.spec.loadtest import *  # noqa: F403
 from archkit.spec.loadtest import Loadtest
 from archkit.spec.observability import *  # noqa: F403
@@ -36,6 +38,8 @@ from archkit.spec.observability import Observability, Policies, Slo
 from archkit.spec.refs import IdOf, RefTo, refs_of
 from archkit.spec.topology import *  # noqa: F403
 from archkit.spec.topology import NodePool, Service, Topology
+from archkit.spec.tracing import *  # noqa: F403
+from archkit.spec.tracing import Tracing
 
 # --------------------------------------------------------------------------- metadata/budgets
 
@@ -51,6 +55,11 @@ class Metadata(Node):
         default_factory=dict, description="named links: dashboard, repo, runbook_base_url, ..."
     )
     labels: dict[str, str] = Field(default_factory=dict)
+    signoffs: list[SignOff] = Field(
+        default_factory=list,
+        max_length=1000,
+        description="reviews that approved the design (archkit.spec.governance)",
+    )
 
 
 class Budgets(Node):
@@ -146,7 +155,11 @@ class Spec(Node):
     controlflow: Controlflow = Field(default_factory=Controlflow)
     topology: Topology = Field(default_factory=Topology)
     faulttrees: list[FaultTree] = Field(default_factory=list)
+    jobs: list[GpuJob] = Field(
+        default_factory=list, max_length=1000, description="batch/offline GPU jobs (archkit.spec.governance)"
+    )
     observability: Observability = Field(default_factory=Observability)
+    tracing: Tracing | None = Field(None, description="spans on external calls (archkit.spec.tracing)")
     slos: list[Slo] | None = Field(
         None, max_length=64, description="service level objectives (default: derived from budgets)"
     )

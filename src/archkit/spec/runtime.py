@@ -40,14 +40,22 @@ class Runtime(Node):
 # The CUDA each monthly release of NVIDIA's NGC framework images (nvcr.io/nvidia/pytorch, tritonserver,
 # tensorflow, ...) is based on: every framework container of one YY.MM release shares its CUDA. From
 # NVIDIA's per-release notes ("Release YY.MM is based on CUDA ..."; the Deep Learning Frameworks
-# Support Matrix). A release not listed is not judged.
+# Support Matrix). A release not listed is not judged. Checked against NVIDIA's Triton Inference Server
+# release notes (docs.nvidia.com/deeplearning/triton-inference-server/release-notes/rel-YY-MM.html,
+# "Driver Requirements": "Release YY.MM is based on CUDA ..."): 22.10 11.8.0, 23.03 and 23.04 12.1.0,
+# 23.07 12.1.1, 23.09 12.2.1, 23.10 12.2.2 (seed 000 §4.1's pytorch:23.10 base), 23.12 12.3.2.
 NGC_CUDA: dict[str, str] = {
     "22.03": "11.6.1",
     "22.05": "11.7.0",
+    "22.10": "11.8.0",
     "22.11": "11.8.0",
     "22.12": "11.8.0",
+    "23.03": "12.1.0",
+    "23.04": "12.1.0",
     "23.07": "12.1.1",
+    "23.09": "12.2.1",
     "23.10": "12.2.2",
+    "23.12": "12.3.2",
     "24.05": "12.4.1",
 }
 # The oldest Linux driver that runs any CUDA of a major release (CUDA minor-version compatibility,

@@ -49,6 +49,9 @@ class Gpu(Node):
     mig_profile: str | None = None
     sharing: GpuSharing = GpuSharing.exclusive
     memory_fraction: Annotated[float, Field(gt=0, le=1)] | None = None
+    cost_per_hour: Annotated[float, Field(gt=0, le=1_000_000)] | None = Field(
+        None, description="price of one GPU for an hour, in any currency (seed 004 §4.4; AK231)"
+    )
 
 
 class Taint(Node):
@@ -151,6 +154,11 @@ class IngressRule(Node):
     from_: str = Field(alias="from", description="a CIDR, 'service:<id>' or 'public'")
     ports: list[PortNumber] = Field(default_factory=list)
     auth: Literal["none", "jwt", "mtls", "api_key", "oauth2"] = "none"
+    scopes: list[str] = Field(
+        default_factory=list,
+        max_length=256,
+        description="scopes a token must carry, e.g. compare:own-records (seed 000 §2.4; AK513)",
+    )
 
 
 class EgressRule(Node):
@@ -214,6 +222,7 @@ class Service(Node):
     env: dict[str, str] = Field(default_factory=dict)
     public: bool = Field(False, description="reachable from outside the cluster")
     external: bool = Field(False, description="a third-party dependency not deployed by us")
+    owner: str | None = Field(None, max_length=256, description="the team that runs it (AK115)")
     kubernetes: KubeRef | None = None
     log_keywords: list[str] = Field(default_factory=list)
     admission: Admission | None = Field(
