@@ -15,9 +15,9 @@ from pathlib import Path
 
 import numpy as np
 
+from archkit import llm_lengths
 from archkit.perf.llm import sim_kernel
 from archkit.perf.llm.model import Replica
-from archkit.spec import llm_lengths
 from archkit.spec.llm import Arrivals, LlmWorkload, TokenLengths
 
 # ITL histogram: log-spaced bins from 10 us, each 0.5 % wider than the last, up to ~10^3 s.
@@ -106,7 +106,7 @@ def simulate(rep: Replica, req: Requests, *, seed: int = 0, kv_blocks: int | Non
         int(rep.prefix_caching),
         2 * rep.arch.parameters, 2.0 * rep.arch.layers * rep.arch.hidden_size, rep.weight_bytes,
         rep.kv_bytes_per_token, rep.peak_flops * rep.prefill_mfu, rep.bandwidth * rep.decode_bandwidth,
-        rep.step_overhead_s, ar_tok, ar_fix, rep.spec_k, rep.spec_acceptance, rep.spec_draft_cost, seed,
+        rep.step_overhead_s, ar_tok, ar_fix, rep.request_overhead_s, rep.client_overhead_s, rep.spec_k, rep.spec_acceptance, rep.spec_draft_cost, seed,
         _HIST_LO, 1 / math.log(_HIST_RATIO), _HIST_BINS,
     )  # fmt: skip
     return SimRun(
