@@ -75,7 +75,7 @@ if TYPE_CHECKING:
     from archkit.loadtest.k6 import K6Result
     from archkit.loadtest.session import Result as LoadtestRunResult
     from archkit.runbook.walk import CheckResult, RunbookReport, Step
-    from archkit.verify.findings import VerifyReport
+    from archkit.verify.report import VerifyReport
 
 SCHEMA_COMMENT = "# yaml-language-server: $schema={schema}\n"
 

@@ -18,7 +18,7 @@ from archkit import api
 from archkit.spec import load_file
 from archkit.verify import Status
 from archkit.verify.catalogue import update
-from archkit.verify.findings import Recorder, to_sarif, to_text
+from archkit.verify.findings import Recorder
 from archkit.verify.registry import (
     Check,
     Code,
@@ -33,6 +33,7 @@ from archkit.verify.registry import (
     sources,
     unregister_source,
 )
+from archkit.verify.report import to_sarif, to_text
 from archkit.verify.state import load_snapshot
 from tests.conftest import ROOT
 from tests.verify.cluster_fixtures import INDUSTRIAL_SPEC

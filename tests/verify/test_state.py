@@ -138,7 +138,7 @@ def test_yaml_snapshot_with_anchors_falls_back_to_a_whole_parse(tmp_path):
 
 
 def test_docs_list_every_code():
-    from archkit.verify.findings import CODES
+    from archkit.verify.report import CODES
 
     doc = (ROOT / "docs" / "verify.md").read_text(encoding="utf-8")
     missing = [c for c in CODES if f"| {c} |" not in doc]

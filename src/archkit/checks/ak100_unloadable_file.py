@@ -1,6 +1,9 @@
 """AK100: the file cannot be read or parsed as YAML."""
 
-from archkit.checks.registry import Rule, register
+from collections.abc import Iterator
+
+from archkit.checks.registry import Context, Rule, register
+from archkit.diagnostics import Diagnostic
 
 
 @register
@@ -16,5 +19,5 @@ not UTF-8, a YAML syntax error, a duplicate key, a YAML tag that would construct
 or an alias expansion bomb. The message gives the line and column of the problem.
 """
 
-    def check(self, ctx):
-        return ()
+    def check(self, ctx: Context) -> Iterator[Diagnostic]:
+        yield from ()  # the loader reports these before any rule runs

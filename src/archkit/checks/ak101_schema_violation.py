@@ -1,6 +1,9 @@
 """AK101: a value does not fit the archkit/v1 schema."""
 
-from archkit.checks.registry import Rule, register
+from collections.abc import Iterator
+
+from archkit.checks.registry import Context, Rule, register
+from archkit.diagnostics import Diagnostic
 
 
 @register
@@ -16,5 +19,5 @@ Reported by the loader when the document does not match the archkit/v1 JSON Sche
 misspelled `p99_ms` silently dropped is a budget nobody enforces.
 """
 
-    def check(self, ctx):
-        return ()
+    def check(self, ctx: Context) -> Iterator[Diagnostic]:
+        yield from ()  # the loader reports these before any rule runs

@@ -1,7 +1,11 @@
 """AK102: two objects share an id."""
 
+from collections.abc import Iterator
+
 from archkit.checks.common import id_namespaces
-from archkit.checks.registry import Rule, register
+from archkit.checks.registry import Context, Rule, register
+from archkit.diagnostics import Diagnostic
+from archkit.spec.model import Node
 
 
 @register
@@ -16,14 +20,14 @@ Every diagram node, alert and runbook anchor is keyed by id; a duplicate makes o
 silently disappear. The namespaces are those the model marks with `IdOf` (archkit.spec.refs).
 """
 
-    def check(self, ctx):
+    def check(self, ctx: Context) -> Iterator[Diagnostic]:
         for kind, members in id_namespaces(ctx.spec):
-            first: dict[str, object] = {}
-            for obj in members:
-                if obj.id in first:
-                    prev = ctx.source.at(first[obj.id].spec_path + ("id",))
+            first: dict[str, Node] = {}
+            for oid, obj in members:
+                if oid in first:
+                    prev = ctx.source.at(first[oid].spec_path + ("id",))
                     yield ctx.at(
-                        obj, "id", f"duplicate {kind} id '{obj.id}' (first defined on line {prev.line})"
+                        obj, "id", f"duplicate {kind} id '{oid}' (first defined on line {prev.line})"
                     )
                 else:
-                    first[obj.id] = obj
+                    first[oid] = obj

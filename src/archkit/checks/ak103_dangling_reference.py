@@ -1,8 +1,10 @@
 """AK103: a reference names an id that does not exist."""
 
 import difflib
+from collections.abc import Iterator
 
-from archkit.checks.registry import Rule, register
+from archkit.checks.registry import Context, Rule, register
+from archkit.diagnostics import Diagnostic
 from archkit.spec.refs import refs_of
 
 
@@ -21,7 +23,7 @@ field the model marks with `RefTo` (archkit.spec.refs) is checked, so a new sect
 references is checked without an edit here.
 """
 
-    def check(self, ctx):
+    def check(self, ctx: Context) -> Iterator[Diagnostic]:
         for ref, known in refs_of(ctx.spec).dangling():
             close = difflib.get_close_matches(ref.value, sorted(known), n=1)
             hint = (

@@ -1,6 +1,10 @@
 """AK104: the data flow has a cycle."""
 
-from archkit.checks.registry import Rule, register
+from collections.abc import Iterator
+
+from archkit.checks.registry import Context, Rule, register
+from archkit.diagnostics import Diagnostic
+from archkit.spec.dataflow import Edge
 
 
 @register
@@ -16,9 +20,9 @@ and the diagram unreadable. Model loops (retries, re-ranking) in the control flo
 where each call has a timeout and bounded retries.
 """
 
-    def check(self, ctx):
+    def check(self, ctx: Context) -> Iterator[Diagnostic]:
         spec = ctx.spec
-        succ: dict[str, list] = {s.id: [] for s in spec.dataflow.stages}
+        succ: dict[str, list[Edge]] = {s.id: [] for s in spec.dataflow.stages}
         for e in spec.dataflow.edges:
             if e.from_ in succ and e.to in succ:
                 succ[e.from_].append(e)

@@ -1,7 +1,10 @@
 """AK105: a control-flow node cannot be reached from the start."""
 
+from collections.abc import Iterator
+
 from archkit.checks.common import reachable_control_nodes
-from archkit.checks.registry import Rule, register
+from archkit.checks.registry import Context, Rule, register
+from archkit.diagnostics import Diagnostic
 
 
 @register
@@ -18,7 +21,7 @@ A control flow with nodes must name its `start`. A nested call (`caller:`) is re
 its caller is: it runs while the caller's target handles the request.
 """
 
-    def check(self, ctx):
+    def check(self, ctx: Context) -> Iterator[Diagnostic]:
         cf = ctx.spec.controlflow
         nodes = ctx.spec.by_id("control-flow node")
         if not nodes:

@@ -1,7 +1,10 @@
 """AK106: a control-flow path does not end in a terminal."""
 
+from collections.abc import Iterator
+
 from archkit.checks.common import control_successors
-from archkit.checks.registry import Rule, register
+from archkit.checks.registry import Context, Rule, register
+from archkit.diagnostics import Diagnostic
 from archkit.spec.model import Call, Decision
 
 
@@ -18,7 +21,7 @@ hanging: the client waits until its own timeout. Every path must end in a termin
 (success, degraded, rejected or error). Nested calls (`caller:`) return to their caller.
 """
 
-    def check(self, ctx):
+    def check(self, ctx: Context) -> Iterator[Diagnostic]:
         cf = ctx.spec.controlflow
         nodes = ctx.spec.by_id("control-flow node")
         for n in nodes.values():
@@ -29,7 +32,7 @@ hanging: the client waits until its own timeout. Every path must end in a termin
             if isinstance(n, Decision) and not n.branches:
                 yield ctx.at(n, "id", f"decision '{n.id}' has no branches")
         # nodes from which no terminal can be reached (reverse reachability from terminals)
-        preds: dict[str, set] = {k: set() for k in nodes}
+        preds: dict[str, set[str]] = {k: set() for k in nodes}
         for nid, n in nodes.items():
             for _, nxt in control_successors(n):
                 if nxt in preds:

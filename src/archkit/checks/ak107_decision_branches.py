@@ -1,6 +1,9 @@
 """AK107: a decision lacks its branches or its failure path."""
 
-from archkit.checks.registry import Rule, register
+from collections.abc import Iterator
+
+from archkit.checks.registry import Context, Rule, register
+from archkit.diagnostics import Diagnostic
 
 
 @register
@@ -17,7 +20,7 @@ goes: `on_failure`. A decision with one branch is not a decision, and two branch
 same `when` make the diagram ambiguous.
 """
 
-    def check(self, ctx):
+    def check(self, ctx: Context) -> Iterator[Diagnostic]:
         for d in ctx.spec.controlflow.decisions:
             if 0 < len(d.branches) < 2:
                 yield ctx.at(

@@ -2,9 +2,11 @@
 
 from collections.abc import Iterator
 
-from archkit.checks.registry import Rule, register
+from archkit.checks.registry import Context, Rule, register
+from archkit.diagnostics import Diagnostic
 from archkit.faulttree import FaultTreeLimitError
 from archkit.faulttree.model import FaultTreeError, compile_tree
+from archkit.spec.faulttrees import FaultTree
 from archkit.spec.model import GateType
 
 ARITY = {GateType.NOT: 1, GateType.IFF: 2, GateType.IMPLY: 2}
@@ -25,7 +27,7 @@ two; an `inhibit` gate needs its conditioning event. Any other reason the analys
 is drawn without its figures silently.
 """
 
-    def check(self, ctx):
+    def check(self, ctx: Context) -> Iterator[Diagnostic]:
         for tree in ctx.spec.faulttrees:
             found = list(self._structure(ctx, tree))
             yield from found
@@ -39,7 +41,7 @@ is drawn without its figures silently.
                 if "neither a gate nor an event" not in str(exc) and "unknown event" not in str(exc):
                     yield ctx.at(tree, "top", str(exc))  # dangling references are AK103's
 
-    def _structure(self, ctx, tree):
+    def _structure(self, ctx: Context, tree: FaultTree) -> Iterator[Diagnostic]:
         gates = {g.id: g for g in tree.gates}
         used = {tree.top}
         for grp in tree.ccf_groups:

@@ -2,9 +2,10 @@
 
 import re
 import warnings
+from collections.abc import Iterator
 
-from archkit.checks.registry import Rule, register
-from archkit.diagnostics import Severity
+from archkit.checks.registry import Context, Rule, register
+from archkit.diagnostics import Diagnostic, Severity
 
 
 @register
@@ -22,7 +23,7 @@ match the expectation. A leaf without `check` cannot be run, one without `expect
 stops the walk: at 3 a.m. the on-call engineer is left to guess.
 """
 
-    def check(self, ctx):
+    def check(self, ctx: Context) -> Iterator[Diagnostic]:
         for tree in ctx.spec.faulttrees:
             for e in tree.events:
                 if not e.check:

@@ -1,7 +1,9 @@
 """AK110: a fault tree's top-event probability cannot be computed."""
 
-from archkit.checks.registry import Rule, register
-from archkit.diagnostics import Severity
+from collections.abc import Iterator
+
+from archkit.checks.registry import Context, Rule, register
+from archkit.diagnostics import Diagnostic, Severity
 
 
 @register
@@ -20,7 +22,7 @@ have figures and others none, the top event's probability is unknown, so archkit
 back to ordering by cut-set size.
 """
 
-    def check(self, ctx):
+    def check(self, ctx: Context) -> Iterator[Diagnostic]:
         for tree in ctx.spec.faulttrees:
             known = []
             for e in tree.events:

@@ -1,8 +1,11 @@
 """AK111: a fault tree cannot be analysed within its limits."""
 
-from archkit.checks.registry import Rule, register
-from archkit.diagnostics import Severity
+from collections.abc import Iterator
+
+from archkit.checks.registry import Context, Rule, register
+from archkit.diagnostics import Diagnostic, Severity
 from archkit.faulttree import FaultTreeError, FaultTreeLimitError, analyse
+from archkit.spec.faulttrees import FaultTree
 
 
 @register
@@ -29,7 +32,7 @@ work, so results do not depend on the machine; the defaults keep `archkit check`
 2 s and 512 MiB on a 2-core machine, and the schema caps each (64M, 16M, 2M).
 """
 
-    def check(self, ctx):
+    def check(self, ctx: Context) -> Iterator[Diagnostic]:
         for tree in ctx.spec.faulttrees:
             try:
                 a = analyse(tree)
@@ -56,7 +59,9 @@ work, so results do not depend on the machine; the defaults keep `archkit check`
                     )
 
     @staticmethod
-    def _finding(ctx, tree, message: str, limit: str, value: int, severity: Severity | None = None):
+    def _finding(
+        ctx: Context, tree: FaultTree, message: str, limit: str, value: int, severity: Severity | None = None
+    ) -> Diagnostic:
         return ctx.at(
             tree,
             "limits" if "limits" in tree.model_fields_set else "id",

@@ -1,9 +1,11 @@
 """AK112: a request rate of zero where the spec states a design rate."""
 
+from collections.abc import Iterator
 from functools import cache
 
 from archkit.checks.common import all_nodes
-from archkit.checks.registry import Rule, register
+from archkit.checks.registry import Context, Rule, register
+from archkit.diagnostics import Diagnostic
 from archkit.spec.model import Node
 
 
@@ -26,7 +28,7 @@ spec looks healthy because it describes no traffic. Give the real design rate, o
 key out when it is not known.
 """
 
-    def check(self, ctx):
+    def check(self, ctx: Context) -> Iterator[Diagnostic]:
         for node in all_nodes(ctx):
             for key in _rate_fields(type(node)):
                 if getattr(node, key) == 0:

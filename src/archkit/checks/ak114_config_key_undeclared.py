@@ -1,11 +1,14 @@
 """AK114: text refers to a configuration parameter (`config:KEY`) that the config section does not declare."""
 
-from archkit.checks.registry import Rule, register
+from collections.abc import Iterator
+
+from archkit.checks.registry import Context, Rule, register
+from archkit.diagnostics import Diagnostic
 from archkit.spec.config import CONFIG_REF
 from archkit.spec.model import walk
 
 
-def _texts(value):
+def _texts(value: object) -> Iterator[str]:
     if isinstance(value, str):
         yield value
     elif isinstance(value, list):
@@ -32,7 +35,7 @@ either fails at start or runs on a constant nobody reviews. Declare the key (wit
 environment) or drop the reference.
 """
 
-    def check(self, ctx):
+    def check(self, ctx: Context) -> Iterator[Diagnostic]:
         cfg = ctx.spec.config
         declared = {p.key for p in cfg.params} if cfg is not None else set()
         for node in walk(ctx.spec):

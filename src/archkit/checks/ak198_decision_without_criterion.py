@@ -1,7 +1,9 @@
 """AK198: a decision does not say what it decides on or where that data comes from."""
 
-from archkit.checks.registry import Rule, register
-from archkit.diagnostics import Severity
+from collections.abc import Iterator
+
+from archkit.checks.registry import Context, Rule, register
+from archkit.diagnostics import Diagnostic, Severity
 
 
 @register
@@ -24,7 +26,7 @@ user:{id}:features`). Both are drawn on the control-flow diagram and carried int
 generated decision functions (the `stubs` generator).
 """
 
-    def check(self, ctx):
+    def check(self, ctx: Context) -> Iterator[Diagnostic]:
         for d in ctx.spec.controlflow.decisions:
             missing = [f for f in ("criterion", "source") if not (getattr(d, f) or "").strip()]
             if missing:

@@ -1,7 +1,10 @@
 """AK201: the P50s along a data-flow path add up to more than the end-to-end P50 budget."""
 
+from collections.abc import Iterator
+
 from archkit.checks.common import dataflow_latency, fmt_ms
-from archkit.checks.registry import Rule, register
+from archkit.checks.registry import Context, Rule, register
+from archkit.diagnostics import Diagnostic
 
 
 @register
@@ -17,7 +20,7 @@ one path already exceed the end-to-end P50 budget, the typical request misses it
 queueing or tail effect. Sync edges only: async hand-offs do not add to the caller's wait.
 """
 
-    def check(self, ctx):
+    def check(self, ctx: Context) -> Iterator[Diagnostic]:
         budget = ctx.spec.budgets.p50_ms
         if budget is None:
             return

@@ -1,8 +1,10 @@
 """AK202: the P99 budgets along a data-flow path do not fit the end-to-end P99 budget."""
 
+from collections.abc import Iterator
+
 from archkit.checks.common import dataflow_latency, fmt_ms
-from archkit.checks.registry import Rule, register
-from archkit.diagnostics import Severity
+from archkit.checks.registry import Context, Rule, register
+from archkit.diagnostics import Diagnostic, Severity
 
 
 @register
@@ -22,7 +24,7 @@ the independent estimate does (the budget cannot be met as allocated). The messa
 the stage that eats most of the budget.
 """
 
-    def check(self, ctx):
+    def check(self, ctx: Context) -> Iterator[Diagnostic]:
         budget = ctx.spec.budgets.p99_ms
         if budget is None:
             return

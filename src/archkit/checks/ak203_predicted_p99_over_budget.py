@@ -1,10 +1,12 @@
 """AK203: the queueing model predicts a P99 over budget at the declared batch settings."""
 
 import math
+from collections.abc import Iterator
 
 from archkit.checks.common import capacities, fmt_ms
-from archkit.checks.registry import Rule, register
-from archkit.diagnostics import Severity
+from archkit.checks.registry import Context, Rule, register
+from archkit.diagnostics import Diagnostic, Severity
+from archkit.spec.model import Node
 
 
 @register
@@ -29,10 +31,10 @@ judge: an error if the simulated P99 misses too (or the stage is overloaded), a 
 cheapest configuration that meets the budget.
 """
 
-    def check(self, ctx):
+    def check(self, ctx: Context) -> Iterator[Diagnostic]:
         for cap in capacities(ctx):
-            p = cap.declared
-            if p is None or cap.budget_ms is None or p.p99_ms <= cap.budget_ms + 1e-9:
+            p, model = cap.declared, cap.stage.model
+            if p is None or model is None or cap.budget_ms is None or p.p99_ms <= cap.budget_ms + 1e-9:
                 continue
             rec = cap.recommendation
             hint = ""
@@ -47,8 +49,8 @@ cheapest configuration that meets the budget.
                     if other is not None and other.met:
                         note = cap.pool_note(other)
                         hint += f"; for {fmt_ms(e2e)} ({src}): {other.reason}" + (f"; {note}" if note else "")
-            obj = cap.stage.model.batching or cap.stage.model
-            field = "max_queue_delay_us" if cap.stage.model.batching else "instances"
+            obj: Node = model.batching or model
+            field = "max_queue_delay_us" if model.batching else "instances"
             sim = cap.simulated
             sim_ok = sim is not None and sim.stable and sim.p99_ms <= cap.budget_ms
             sim_txt = (
@@ -79,6 +81,6 @@ cheapest configuration that meets the budget.
             )
 
 
-def _finite(v: float):
+def _finite(v: float) -> float | None:
     """JSON has no infinity: an overloaded stage's latency is reported as null."""
     return round(v, 1) if math.isfinite(v) else None

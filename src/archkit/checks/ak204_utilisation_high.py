@@ -1,8 +1,11 @@
 """AK204: a stage runs above 80 % utilisation (or overloaded) at the design rate."""
 
+from collections.abc import Iterator
+
 from archkit.checks.common import capacities
-from archkit.checks.registry import Rule, register
-from archkit.diagnostics import Severity
+from archkit.checks.registry import Context, Rule, register
+from archkit.diagnostics import Diagnostic, Severity
+from archkit.spec.model import Node
 
 
 @register
@@ -21,16 +24,16 @@ use λ·P50 / (concurrency × replicas). Above 0.8 is a warning, at or above 1 a
 queue grows without bound.
 """
 
-    def check(self, ctx):
+    def check(self, ctx: Context) -> Iterator[Diagnostic]:
         from archkit.perf.capacity import worker_capacities
 
         for cap in capacities(ctx):
-            p = cap.declared
-            if p is None or p.rho <= 0.8:
+            p, model = cap.declared, cap.stage.model
+            if p is None or model is None or p.rho <= 0.8:  # capacities() analyses model stages only
                 continue
             yield self._finding(
                 ctx,
-                cap.stage.model,
+                model,
                 "instances",
                 cap.stage.id,
                 p.rho,
@@ -40,7 +43,7 @@ queue grows without bound.
             if w.rho > 0.8:
                 yield self._finding(ctx, w.stage, "concurrency", w.stage.id, w.rho, f"{w.servers} workers")
 
-    def _finding(self, ctx, obj, field, sid, rho, what):
+    def _finding(self, ctx: Context, obj: Node, field: str, sid: str, rho: float, what: str) -> Diagnostic:
         sev = Severity.ERROR if rho >= 1 else Severity.WARNING
         state = "overloaded: the queue grows without bound" if rho >= 1 else "queueing delay dominates"
         return ctx.at(

@@ -1,8 +1,10 @@
 """AK205: requests give up sooner than a model reload lasts."""
 
+from collections.abc import Iterator
+
 from archkit.checks.common import fmt_ms
-from archkit.checks.registry import Rule, register
-from archkit.diagnostics import Severity
+from archkit.checks.registry import Context, Rule, register
+from archkit.diagnostics import Diagnostic, Severity
 
 
 @register
@@ -22,7 +24,7 @@ stage. If either is shorter, every model update becomes a burst of errors. (The 
 delay itself, `max_queue_delay_us`, should stay short — seed 000 §2.1 uses 1 ms.)
 """
 
-    def check(self, ctx):
+    def check(self, ctx: Context) -> Iterator[Diagnostic]:
         spec = ctx.spec
         for st in spec.dataflow.stages:
             m = st.model

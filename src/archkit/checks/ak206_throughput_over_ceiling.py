@@ -1,7 +1,10 @@
 """AK206: the throughput target exceeds what the declared instances can serve at any batch size."""
 
+from collections.abc import Iterator
+
 from archkit.checks.common import capacities
-from archkit.checks.registry import Rule, register
+from archkit.checks.registry import Context, Rule, register
+from archkit.diagnostics import Diagnostic
 
 
 @register
@@ -18,15 +21,15 @@ cannot be met by tuning; it needs more instances or a faster model. The peak rat
 when it is declared.
 """
 
-    def check(self, ctx):
+    def check(self, ctx: Context) -> Iterator[Diagnostic]:
         for cap in capacities(ctx):
-            ceiling = cap.ceiling_rps
+            ceiling, model = cap.ceiling_rps, cap.stage.model
             rate = max(x for x in (cap.arrival_rps, cap.peak_rps, 0) if x is not None)
-            if ceiling is None or rate <= 0 or rate <= ceiling:
+            if ceiling is None or model is None or rate <= 0 or rate <= ceiling:
                 continue
             what = "peak" if cap.peak_rps and rate == cap.peak_rps else "design"
             yield ctx.at(
-                cap.stage.model,
+                model,
                 "instances",
                 f"stage '{cap.stage.id}' can serve at most {ceiling:.1f} req/s "
                 f"({cap.replicas}×{cap.instances} instances, best batch size) < {what} rate {rate:g} req/s",

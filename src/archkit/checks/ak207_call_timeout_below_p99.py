@@ -1,8 +1,10 @@
 """AK207: a call's timeout is shorter than its target's own P99."""
 
+from collections.abc import Iterator
+
 from archkit.checks.common import fmt_ms
-from archkit.checks.registry import Rule, register
-from archkit.diagnostics import Severity
+from archkit.checks.registry import Context, Rule, register
+from archkit.diagnostics import Diagnostic, Severity
 
 
 @register
@@ -19,7 +21,7 @@ healthy target are cut off, retried and degraded: the timeout turns normal tail 
 into errors. Either the stage's budget or the timeout is wrong.
 """
 
-    def check(self, ctx):
+    def check(self, ctx: Context) -> Iterator[Diagnostic]:
         spec = ctx.spec
         for c in spec.controlflow.calls:
             st = spec.stage(c.target)

@@ -1,8 +1,11 @@
 """AK208: the calls on a control-flow path need more than the request deadline."""
 
+from collections.abc import Iterator
+
 from archkit.checks.common import control_latency, fmt_ms
-from archkit.checks.registry import Rule, register
-from archkit.diagnostics import Severity
+from archkit.checks.registry import Context, Rule, register
+from archkit.diagnostics import Diagnostic, Severity
+from archkit.spec.model import Node
 
 
 @register
@@ -20,18 +23,20 @@ else the end-to-end P99 budget), its slow requests are cut off by the deadline b
 they reach any degraded answer.
 """
 
-    def check(self, ctx):
+    def check(self, ctx: Context) -> Iterator[Diagnostic]:
         spec = ctx.spec
         deadline = spec.controlflow.timeout_ms or spec.budgets.p99_ms
         if deadline is None:
             return
-        where = (spec.controlflow, "timeout_ms") if spec.controlflow.timeout_ms else (spec.budgets, "p99_ms")
+        where: Node = spec.controlflow if spec.controlflow.timeout_ms else spec.budgets
+        field = "timeout_ms" if spec.controlflow.timeout_ms else "p99_ms"
         seen = set()
         for p in control_latency(ctx):
             if p.outcome == "success" and p.nominal_ms > deadline + 1e-9 and tuple(p.nodes) not in seen:
                 seen.add(tuple(p.nodes))
                 yield ctx.at(
-                    *where,
+                    where,
+                    field,
                     f"control path {' -> '.join(p.nodes)}: target P99s add up to "
                     f"{fmt_ms(p.nominal_ms)} > deadline {fmt_ms(deadline)}",
                 )

@@ -1,8 +1,10 @@
 """AK209: at the design rate the preferred batch rarely fills, so requests pay the full queue delay."""
 
+from collections.abc import Iterator
+
 from archkit.checks.common import capacities, fmt_ms
-from archkit.checks.registry import Rule, register
-from archkit.diagnostics import Severity
+from archkit.checks.registry import Context, Rule, register
+from archkit.diagnostics import Diagnostic, Severity
 
 
 @register
@@ -20,16 +22,17 @@ the timer, half full, and most requests wait the whole D for nothing. This matte
 is over 10 % of the stage's P99 budget; lower the delay (seed 000 §2.1: 1 ms) or the batch size.
 """
 
-    def check(self, ctx):
+    def check(self, ctx: Context) -> Iterator[Diagnostic]:
         for cap in capacities(ctx):
             p = cap.declared
-            if p is None or cap.batch_size <= 1 or not cap.budget_ms:
+            batching = cap.stage.model.batching if cap.stage.model else None
+            if p is None or batching is None or cap.batch_size <= 1 or not cap.budget_ms:
                 continue
             d_ms = cap.max_queue_delay_us / 1000
             expected = (cap.arrival_rps or 0) / cap.replicas * d_ms / 1000
             if expected < 0.5 * (cap.batch_size - 1) and d_ms > 0.1 * cap.budget_ms:
                 yield ctx.at(
-                    cap.stage.model.batching,
+                    batching,
                     "max_queue_delay_us",
                     f"stage '{cap.stage.id}': a replica sees {expected:.1f} more request(s) in "
                     f"{fmt_ms(d_ms)}, so batches of {cap.batch_size} leave on the timer at "

@@ -1,7 +1,9 @@
 """AK210: a model stage declares no per-batch service time, so its capacity cannot be checked."""
 
-from archkit.checks.registry import Rule, register
-from archkit.diagnostics import Severity
+from collections.abc import Iterator
+
+from archkit.checks.registry import Context, Rule, register
+from archkit.diagnostics import Diagnostic, Severity
 
 
 @register
@@ -19,7 +21,7 @@ utilisation or its ceiling, and the capacity rules stay silent. Measure batch 1 
 largest batch at least.
 """
 
-    def check(self, ctx):
+    def check(self, ctx: Context) -> Iterator[Diagnostic]:
         for st in ctx.spec.dataflow.stages:
             # an llm stage's step time is the llm section's prefill/decode model, not a batch table
             if st.model is not None and st.llm is None and not st.model.service_time:

@@ -1,7 +1,9 @@
 """AK211: a batched model has no bounded queue, so overload turns into unbounded latency."""
 
-from archkit.checks.registry import Rule, register
-from archkit.diagnostics import Severity
+from collections.abc import Iterator
+
+from archkit.checks.registry import Context, Rule, register
+from archkit.diagnostics import Diagnostic, Severity
 
 
 @register
@@ -18,7 +20,7 @@ becomes late; users refresh (seed 004 §2.1: they wait 2 s) and add more. A boun
 refuses the excess early so the rest still meet the budget.
 """
 
-    def check(self, ctx):
+    def check(self, ctx: Context) -> Iterator[Diagnostic]:
         for st in ctx.spec.dataflow.stages:
             bt = st.model.batching if st.model else None
             if bt is not None and bt.max_queue_size is None:

@@ -1,7 +1,9 @@
 """AK212: batch sizes the batcher may form lie beyond the measured service times."""
 
-from archkit.checks.registry import Rule, register
-from archkit.diagnostics import Severity
+from collections.abc import Iterator
+
+from archkit.checks.registry import Context, Rule, register
+from archkit.diagnostics import Diagnostic, Severity
 
 
 @register
@@ -19,7 +21,7 @@ beyond the largest one. The seed's own numbers show why that is risky: copy time
 largest batch the server may form.
 """
 
-    def check(self, ctx):
+    def check(self, ctx: Context) -> Iterator[Diagnostic]:
         for st in ctx.spec.dataflow.stages:
             m = st.model
             if m is None or m.batching is None or not m.service_time:

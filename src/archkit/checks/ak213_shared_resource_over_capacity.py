@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from archkit.checks.registry import Rule, register
+from archkit.checks.registry import Context, Rule, register
 from archkit.diagnostics import Diagnostic
+from archkit.spec.model import Node
 
 
 def load_model(ctx: Any) -> Any:
@@ -39,7 +40,7 @@ The peak rate is used when it is declared. A resource that only one stage uses i
 AK206 (that stage's instances, counted as the GPUs or cores they share).
 """
 
-    def check(self, ctx: Any) -> Iterator[Diagnostic]:
+    def check(self, ctx: Context) -> Iterator[Diagnostic]:
         b = ctx.spec.budgets
         rate = max(x for x in (b.throughput_rps, b.peak_throughput_rps, 0.0) if x is not None)
         if rate <= 0:
@@ -58,6 +59,7 @@ AK206 (that stage's instances, counted as the GPUs or cores they share).
             units = f"{r.units:g} {unit}"
             if r.id == "machine:cpu" and env is not None and env.cpu_cores and r.units < env.cpu_cores:
                 units = f"{env.cpu_cores:g} {unit}, {r.units:g} as the calibration measured them scale"
+            obj: Node
             if r.id == "machine:cpu" and env is not None:
                 obj, field = env, "cpu_cores"
             else:

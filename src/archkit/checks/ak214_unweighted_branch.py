@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
-from archkit.checks.registry import Rule, register
+from archkit.checks.registry import Context, Rule, register
 from archkit.diagnostics import Diagnostic, Severity
 
 
@@ -29,7 +28,7 @@ share of the source stage's traffic as the edge's `weight` (a cache miss ratio, 
 share) from a measurement or the load test's traffic mix.
 """
 
-    def check(self, ctx: Any) -> Iterator[Diagnostic]:
+    def check(self, ctx: Context) -> Iterator[Diagnostic]:
         for e in ctx.spec.dataflow.edges:
             if e.condition and e.weight is None:
                 yield ctx.at(

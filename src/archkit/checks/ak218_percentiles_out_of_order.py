@@ -1,7 +1,10 @@
 """AK218: a P50 above its P95 or P99 (or a P95 above its P99) on the same object."""
 
+from collections.abc import Iterator
+
 from archkit.checks.common import all_nodes, fields_of
-from archkit.checks.registry import Rule, register
+from archkit.checks.registry import Context, Rule, register
+from archkit.diagnostics import Diagnostic
 
 KEYS = ("p50_ms", "p95_ms", "p99_ms")
 
@@ -22,7 +25,7 @@ per stage, per environment or per load-test threshold) that says otherwise is a 
 two values swapped — and every check, alert and load-test verdict built on it is meaningless.
 """
 
-    def check(self, ctx):
+    def check(self, ctx: Context) -> Iterator[Diagnostic]:
         for node in all_nodes(ctx):
             keys = fields_of(type(node), KEYS)
             if not keys:

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from typing import Any
 
-from archkit.checks.registry import Rule, register
+from archkit.checks.registry import Context, Rule, register
 from archkit.diagnostics import Diagnostic, Severity
 
 
@@ -30,7 +29,7 @@ Set the limit below the ceiling, as the seed's 25 QPS limiter sits below its 30 
 `archkit capacity SPEC --rate A:B:STEP` shows latency and shed share on both sides of it.
 """
 
-    def check(self, ctx: Any) -> Iterator[Diagnostic]:
+    def check(self, ctx: Context) -> Iterator[Diagnostic]:
         from archkit.perf.resources import load_model
 
         rates = [

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
-from archkit.checks.registry import Rule, register
+from archkit.checks.registry import Context, Rule, register
 from archkit.diagnostics import Diagnostic, Severity
+from archkit.spec.traffic import RateLimit
 
 
 @register
@@ -29,13 +29,13 @@ expected (RFC 6585 §4 for 429, RFC 9110 §10.2.3 for 503); the load-test report
 client stubs read it. Give `rejection.retry_after_s` on every admission and rate limit.
 """
 
-    def check(self, ctx: Any) -> Iterator[Diagnostic]:
+    def check(self, ctx: Context) -> Iterator[Diagnostic]:
         limits = list(ctx.spec.traffic.admission) + list(ctx.spec.traffic.rate_limits)
         for lim in limits:
             if lim.rejection.retry_after_s is None:
                 what = (
                     f"rate limit '{lim.id}'"
-                    if hasattr(lim, "rate_rps")
+                    if isinstance(lim, RateLimit)
                     else (
                         f"admission limit of {'service' if lim.service else 'stage'} '{lim.service or lim.stage}'"
                     )

@@ -1,7 +1,9 @@
 """AK230: an environment's calibration was measured on another machine than its target."""
 
-from archkit.checks.registry import Rule, register
-from archkit.diagnostics import Severity
+from collections.abc import Iterator
+
+from archkit.checks.registry import Context, Rule, register
+from archkit.diagnostics import Diagnostic, Severity
 
 
 @register
@@ -25,7 +27,7 @@ otherwise the environment's declared `hardware`, `cpu_cores` and `device`. The f
 both machines and the command that recalibrates on the target.
 """
 
-    def check(self, ctx):
+    def check(self, ctx: Context) -> Iterator[Diagnostic]:
         from archkit.calibrate.origin import mismatches
 
         for m in mismatches(ctx.spec, ctx.file):

@@ -1,6 +1,9 @@
 """AK301: a service's GPU request differs from its GPU limit."""
 
-from archkit.checks.registry import Rule, register
+from collections.abc import Iterator
+
+from archkit.checks.registry import Context, Rule, register
+from archkit.diagnostics import Diagnostic
 
 
 @register
@@ -17,7 +20,7 @@ units. A fractional or mismatched value leaves the pod Pending or rejected. Shar
 with MIG or a memory fraction instead (AK304).
 """
 
-    def check(self, ctx):
+    def check(self, ctx: Context) -> Iterator[Diagnostic]:
         for svc in ctx.spec.topology.services:
             req, lim = svc.resources.requests.gpu, svc.resources.limits.gpu
             if req is None and lim is None:

@@ -1,7 +1,10 @@
 """AK302: a GPU model stage, or a service asking for GPUs, sits on a pool without GPUs."""
 
+from collections.abc import Iterator
+
 from archkit.checks.common import stages_by_service
-from archkit.checks.registry import Rule, register
+from archkit.checks.registry import Context, Rule, register
+from archkit.diagnostics import Diagnostic
 from archkit.spec.model import Device
 
 
@@ -18,7 +21,7 @@ on GPUs (seed 004 §2.3's table). A GPU model placed on a CPU pool either never 
 (nvidia.com/gpu is not there) or silently falls back to CPU at ten times the latency.
 """
 
-    def check(self, ctx):
+    def check(self, ctx: Context) -> Iterator[Diagnostic]:
         spec = ctx.spec
         by_svc = stages_by_service(ctx)
         for svc in spec.topology.services:

@@ -1,8 +1,10 @@
 """AK303: a service with only CPU work sits on a GPU pool."""
 
+from collections.abc import Iterator
+
 from archkit.checks.common import stages_by_service
-from archkit.checks.registry import Rule, register
-from archkit.diagnostics import Severity
+from archkit.checks.registry import Context, Rule, register
+from archkit.diagnostics import Diagnostic, Severity
 from archkit.spec.model import Device
 
 
@@ -20,7 +22,7 @@ needs, and make the expensive node pool scale for the wrong reason. Put them on 
 (and taint GPU pools with nvidia.com/gpu so they cannot land there by accident).
 """
 
-    def check(self, ctx):
+    def check(self, ctx: Context) -> Iterator[Diagnostic]:
         spec = ctx.spec
         by_svc = stages_by_service(ctx)
         for svc in spec.topology.services:

@@ -1,7 +1,9 @@
 """AK304: a multi-tenant GPU pool shares GPUs without MIG or a memory fraction."""
 
-from archkit.checks.registry import Rule, register
-from archkit.diagnostics import Severity
+from collections.abc import Iterator
+
+from archkit.checks.registry import Context, Rule, register
+from archkit.diagnostics import Diagnostic, Severity
 from archkit.spec.model import GpuSharing
 
 
@@ -20,7 +22,7 @@ torch.cuda.set_per_process_memory_fraction(0.8) (framework). A multi-tenant pool
 least MIG with a profile or a memory fraction; time slicing alone isolates nothing.
 """
 
-    def check(self, ctx):
+    def check(self, ctx: Context) -> Iterator[Diagnostic]:
         for pool in ctx.spec.topology.node_pools:
             g = pool.gpu
             if g is None or not pool.multi_tenant:

@@ -1,6 +1,9 @@
 """AK305: an NFS mount lacks soft,timeo,retrans."""
 
-from archkit.checks.registry import Rule, register
+from collections.abc import Iterator
+
+from archkit.checks.registry import Context, Rule, register
+from archkit.diagnostics import Diagnostic
 
 
 @register
@@ -17,7 +20,7 @@ A hard NFS mount retries forever: when the server or network stalls, every proce
 and `retrans=3` bounds the hang to about 3 s and returns an error instead.
 """
 
-    def check(self, ctx):
+    def check(self, ctx: Context) -> Iterator[Diagnostic]:
         for st in ctx.spec.topology.storage:
             if st.type != "nfs":
                 continue

@@ -1,7 +1,9 @@
 """AK306: a service mounts network storage without a liveness probe that times out on it."""
 
-from archkit.checks.registry import Rule, register
-from archkit.diagnostics import Severity
+from collections.abc import Iterator
+
+from archkit.checks.registry import Context, Rule, register
+from archkit.diagnostics import Diagnostic, Severity
 
 NETWORK_FS = {"nfs", "cephfs"}
 
@@ -21,7 +23,7 @@ the mount itself with a timeout — `timeout 5s ls <mount>/<file> || exit 1` —
 restarts the pod instead of leaving it hung.
 """
 
-    def check(self, ctx):
+    def check(self, ctx: Context) -> Iterator[Diagnostic]:
         spec = ctx.spec
         kinds = {s.id: s.type for s in spec.topology.storage}
         for svc in spec.topology.services:

@@ -1,6 +1,9 @@
 """AK307: a container may run as root."""
 
-from archkit.checks.registry import Rule, register
+from collections.abc import Iterator
+
+from archkit.checks.registry import Context, Rule, register
+from archkit.diagnostics import Diagnostic
 
 
 @register
@@ -17,7 +20,7 @@ internet was taken over by a miner) owns the node's GPU driver and mounts. Decla
 exempt (we do not deploy them).
 """
 
-    def check(self, ctx):
+    def check(self, ctx: Context) -> Iterator[Diagnostic]:
         for svc in ctx.spec.topology.services:
             if svc.external:
                 continue

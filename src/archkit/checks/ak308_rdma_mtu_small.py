@@ -1,7 +1,9 @@
 """AK308: an RDMA network keeps a small MTU."""
 
-from archkit.checks.registry import Rule, register
-from archkit.diagnostics import Severity
+from collections.abc import Iterator
+
+from archkit.checks.registry import Context, Rule, register
+from archkit.diagnostics import Diagnostic, Severity
 
 
 @register
@@ -18,7 +20,7 @@ with soft interrupts. The seed sets `mtu 65520` on InfiniBand (IPoIB connected m
 networks use jumbo frames (9000). Label the GPU network with its MTU on the diagram.
 """
 
-    def check(self, ctx):
+    def check(self, ctx: Context) -> Iterator[Diagnostic]:
         for net in ctx.spec.topology.networks:
             if net.kind == "rdma" and net.mtu < 9000:
                 yield ctx.at(

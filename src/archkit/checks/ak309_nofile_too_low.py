@@ -2,6 +2,7 @@
 
 import math
 from collections.abc import Iterator
+from typing import Any
 
 from pydantic import Field
 
@@ -46,7 +47,7 @@ with `ulimits.nofile` (1024 when unset). Set nofile: 65536.
         if rate <= 0:
             return
         by_svc = stages_by_service(ctx)
-        inbound: dict = {}
+        inbound: dict[str, set[str]] = {}
         for e in spec.dataflow.edges:
             inbound.setdefault(e.to, set()).add(e.transport.value)
         for svc in spec.topology.services:
@@ -59,7 +60,9 @@ with `ulimits.nofile` (1024 when unset). Set nofile: 65536.
             need = math.ceil(settings.sockets_per_rps * rate / max(1, svc.replicas))
             have = svc.ulimits.get("nofile", settings.default_nofile)
             if have < need:
-                at: tuple = svc.spec_path + (("ulimits", "nofile") if "nofile" in svc.ulimits else ("id",))
+                at: tuple[Any, ...] = svc.spec_path + (
+                    ("ulimits", "nofile") if "nofile" in svc.ulimits else ("id",)
+                )
                 yield ctx.at(
                     at,
                     None,

@@ -1,8 +1,10 @@
 """AK310: a busy or public service runs with the kernel's default accept backlog."""
 
+from collections.abc import Iterator
+
 from archkit.checks.common import stages_by_service
-from archkit.checks.registry import Rule, register
-from archkit.diagnostics import Severity
+from archkit.checks.registry import Context, Rule, register
+from archkit.diagnostics import Diagnostic, Severity
 
 KEY = "net.core.somaxconn"
 
@@ -22,7 +24,7 @@ resets and SYN retries (seconds of latency). Set net.core.somaxconn (65535 in th
 the service's sysctls or in topology.os_tuning.
 """
 
-    def check(self, ctx):
+    def check(self, ctx: Context) -> Iterator[Diagnostic]:
         spec = ctx.spec
         node_level = spec.topology.os_tuning and KEY in spec.topology.os_tuning.sysctls
         if node_level:

@@ -1,6 +1,9 @@
 """AK311: a model version is not pinned by digest."""
 
-from archkit.checks.registry import Rule, register
+from collections.abc import Iterator
+
+from archkit.checks.registry import Context, Rule, register
+from archkit.diagnostics import Diagnostic
 
 
 @register
@@ -16,7 +19,7 @@ semantic version and verify its SHA-256 before loading; rollback is then a point
 to a known hash (5 s). Declare `version` (not 'latest') and `sha256`.
 """
 
-    def check(self, ctx):
+    def check(self, ctx: Context) -> Iterator[Diagnostic]:
         for st in ctx.spec.dataflow.stages:
             m = st.model
             if m is None:

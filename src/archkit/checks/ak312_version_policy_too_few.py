@@ -1,7 +1,9 @@
 """AK312: the model server keeps fewer than two versions loaded."""
 
-from archkit.checks.registry import Rule, register
-from archkit.diagnostics import Severity
+from collections.abc import Iterator
+
+from archkit.checks.registry import Context, Rule, register
+from archkit.diagnostics import Diagnostic, Severity
 
 
 @register
@@ -20,7 +22,7 @@ on the old one, and rolling back is instant. One version means every update drop
 requests and every rollback is a reload (CUDA context rebuild, seed 000 §2.2).
 """
 
-    def check(self, ctx):
+    def check(self, ctx: Context) -> Iterator[Diagnostic]:
         for st in ctx.spec.dataflow.stages:
             m = st.model
             if m is None:

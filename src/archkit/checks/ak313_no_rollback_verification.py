@@ -1,7 +1,9 @@
 """AK313: a model has no rollback verification set."""
 
-from archkit.checks.registry import Rule, register
-from archkit.diagnostics import Severity
+from collections.abc import Iterator
+
+from archkit.checks.registry import Context, Rule, register
+from archkit.diagnostics import Diagnostic, Severity
 from archkit.engines import adapter
 
 # The seed's check: version 1 of the model is loaded (Triton's KServe v2 path).
@@ -22,7 +24,7 @@ loaded (`{_VERSION_READY}`) and runs a stored golden dataset through it
 (`verify_model.py --model v1`). Declare `rollback: {{golden_set: ..., command: ...}}`.
 """
 
-    def check(self, ctx):
+    def check(self, ctx: Context) -> Iterator[Diagnostic]:
         for st in ctx.spec.dataflow.stages:
             m = st.model
             if m is None:

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import Any
 
-from archkit.checks.registry import Rule, register
+from archkit.checks.registry import Context, Rule, register
 from archkit.diagnostics import Diagnostic
 
 # Kubernetes "Object Names and IDs" (kubernetes.io/docs/concepts/overview/working-with-objects/names):
@@ -57,7 +56,7 @@ a subdomain). A name outside that never matches a real object, and text such as 
 every value anyway). Without `name`, the service id is the name and must follow the same rule.
 """
 
-    def check(self, ctx: Any) -> Iterator[Diagnostic]:
+    def check(self, ctx: Context) -> Iterator[Diagnostic]:
         for svc in ctx.spec.topology.services:
             kube = svc.kubernetes
             if kube is None:

@@ -1,6 +1,9 @@
 """AK320: the admitted requests' worst-case memory does not fit the container's memory limit."""
 
-from archkit.checks.registry import Rule, register
+from collections.abc import Iterator
+
+from archkit.checks.registry import Context, Rule, register
+from archkit.diagnostics import Diagnostic
 
 
 @register
@@ -23,7 +26,7 @@ service caps request memory itself, memory_budget_mib); archkit compares
 `base + min(max_inflight × request_memory_mib, memory_budget_mib)` with `limits.memory_mib`.
 """
 
-    def check(self, ctx):
+    def check(self, ctx: Context) -> Iterator[Diagnostic]:
         for svc in ctx.spec.topology.services:
             adm = svc.admission
             limit = svc.resources.limits.memory_mib

@@ -1,6 +1,9 @@
 """AK330: a service with zero replicas, or a node pool with zero nodes that services are placed on."""
 
-from archkit.checks.registry import Rule, register
+from collections.abc import Iterator
+
+from archkit.checks.registry import Context, Rule, register
+from archkit.diagnostics import Diagnostic
 
 
 @register
@@ -20,7 +23,7 @@ there is one. A node pool of 0 nodes cannot host the services placed on it. Use 
 remove the service from the data flow.
 """
 
-    def check(self, ctx):
+    def check(self, ctx: Context) -> Iterator[Diagnostic]:
         topo = ctx.spec.topology
         for svc in topo.services:
             if svc.replicas == 0:

@@ -1,7 +1,9 @@
 """AK331: the services on a GPU pool ask for more whole GPUs than the pool has."""
 
-from archkit.checks.registry import Rule, register
-from archkit.diagnostics import Severity
+from collections.abc import Iterator
+
+from archkit.checks.registry import Context, Rule, register
+from archkit.diagnostics import Diagnostic, Severity
 from archkit.spec.model import GpuSharing
 
 
@@ -22,7 +24,7 @@ Grow the pool or place fewer replicas. With `max_replicas`, the autoscaler's cei
 too (a warning: it cannot scale that far).
 """
 
-    def check(self, ctx):
+    def check(self, ctx: Context) -> Iterator[Diagnostic]:
         topo = ctx.spec.topology
         for pool in topo.node_pools:
             if pool.gpu is None or pool.gpu.sharing is not GpuSharing.exclusive:

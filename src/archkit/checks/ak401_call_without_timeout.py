@@ -1,6 +1,9 @@
 """AK401: a call has no timeout."""
 
-from archkit.checks.registry import Rule, register
+from collections.abc import Iterator
+
+from archkit.checks.registry import Context, Rule, register
+from archkit.diagnostics import Diagnostic
 
 
 @register
@@ -17,7 +20,7 @@ code contract: each call becomes `context.WithTimeout(ctx, ...)` with the value 
 diagram.
 """
 
-    def check(self, ctx):
+    def check(self, ctx: Context) -> Iterator[Diagnostic]:
         for c in ctx.spec.controlflow.calls:
             if c.timeout_ms is None:
                 yield ctx.at(c, "id", f"call '{c.id}' to '{c.target}' has no timeout_ms")

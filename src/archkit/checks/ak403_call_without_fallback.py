@@ -1,6 +1,9 @@
 """AK403: a call has no fallback path."""
 
-from archkit.checks.registry import Rule, register
+from collections.abc import Iterator
+
+from archkit.checks.registry import Context, Rule, register
+from archkit.diagnostics import Diagnostic
 
 
 @register
@@ -16,7 +19,7 @@ default answer, human review. Without it the error propagates to the user and th
 diagrams cannot show the degraded path that the chaos load test (seed 000 §4.4) exercises.
 """
 
-    def check(self, ctx):
+    def check(self, ctx: Context) -> Iterator[Diagnostic]:
         for c in ctx.spec.controlflow.calls:
             if not c.on_failure:
                 yield ctx.at(c, "id", f"call '{c.id}' to '{c.target}' has no on_failure fallback")

@@ -1,8 +1,10 @@
 """AK404: a call's retries cannot finish within its caller's budget."""
 
+from collections.abc import Iterator
+
 from archkit.checks.common import call_budgets, fmt_ms
-from archkit.checks.registry import Rule, register
-from archkit.diagnostics import Severity
+from archkit.checks.registry import Context, Rule, register
+from archkit.diagnostics import Diagnostic, Severity
 
 
 @register
@@ -21,14 +23,15 @@ dependency and can never produce an answer. Shorten the timeout, drop a retry, o
 deadline.
 """
 
-    def check(self, ctx):
+    def check(self, ctx: Context) -> Iterator[Diagnostic]:
         for cb in call_budgets(ctx):
-            if cb.worst_ms is None or cb.budget_ms is None:
-                continue
-            attempts = 1 + (cb.call.retry.attempts if cb.call.retry else 0)
+            retry = cb.call.retry
+            if retry is None or cb.worst_ms is None or cb.budget_ms is None:
+                continue  # without retry there is one attempt, nothing to add up
+            attempts = 1 + retry.attempts
             if attempts > 1 and cb.worst_ms > cb.budget_ms + 1e-9:
                 yield ctx.at(
-                    cb.call.retry,
+                    retry,
                     "attempts",
                     f"call '{cb.call.id}': {attempts} attempts × {fmt_ms(cb.call.timeout_ms)} + backoff "
                     f"= {fmt_ms(cb.worst_ms)} > {cb.budget_source} {fmt_ms(cb.budget_ms)}",

@@ -1,7 +1,10 @@
 """AK405: a callee's timeout is not shorter than its caller's."""
 
+from collections.abc import Iterator
+
 from archkit.checks.common import call_budgets, fmt_ms
-from archkit.checks.registry import Rule, register
+from archkit.checks.registry import Context, Rule, register
+from archkit.diagnostics import Diagnostic
 
 
 @register
@@ -17,7 +20,7 @@ working (and retrying) for an answer nobody waits for. A nested call (`caller:`)
 timeout below its caller's; a top-level call one below the request deadline.
 """
 
-    def check(self, ctx):
+    def check(self, ctx: Context) -> Iterator[Diagnostic]:
         for cb in call_budgets(ctx):
             t = cb.call.timeout_ms
             if t is None or cb.budget_ms is None:

@@ -1,6 +1,9 @@
 """AK407: a degrade rule does not say what it acts on or where traffic goes."""
 
-from archkit.checks.registry import Rule, register
+from collections.abc import Iterator
+
+from archkit.checks.registry import Context, Rule, register
+from archkit.diagnostics import Diagnostic
 
 NEEDS_FALLBACK = {"route", "human_review", "cache_only", "default_response"}
 
@@ -18,7 +21,7 @@ default answers, cache-only and human review need a `fallback`; a fallback equal
 target degrades to the thing that is failing. Undefined ids are reported by AK103.
 """
 
-    def check(self, ctx):
+    def check(self, ctx: Context) -> Iterator[Diagnostic]:
         for r in ctx.spec.policies.degrade:
             if not r.target:
                 yield ctx.at(r, "action", f"degrade rule '{r.id}' ({r.action}) has no target")

@@ -1,6 +1,9 @@
 """AK408: a call retries a non-idempotent operation."""
 
-from archkit.checks.registry import Rule, register
+from collections.abc import Iterator
+
+from archkit.checks.registry import Context, Rule, register
+from archkit.diagnostics import Diagnostic
 
 
 @register
@@ -16,7 +19,7 @@ a queue publish without a dedup key, a review ticket) then performs it twice. Ei
 it idempotent (request ids, dedup keys) or set retry attempts to 0.
 """
 
-    def check(self, ctx):
+    def check(self, ctx: Context) -> Iterator[Diagnostic]:
         for c in ctx.spec.controlflow.calls:
             if not c.idempotent and c.retry and c.retry.attempts > 0:
                 yield ctx.at(

@@ -1,6 +1,9 @@
 """AK499: a stage that holds business logic sits in the data plane."""
 
-from archkit.checks.registry import Rule, register
+from collections.abc import Iterator
+
+from archkit.checks.registry import Context, Rule, register
+from archkit.diagnostics import Diagnostic
 from archkit.spec.model import Plane, StageKind
 
 # Kinds whose work is a business decision: a rules engine, a human review step.
@@ -29,7 +32,7 @@ to `data`: a `rules` or `human` stage names its plane, `control` for a step of t
 `policy` for rules that change at run time.
 """
 
-    def check(self, ctx):
+    def check(self, ctx: Context) -> Iterator[Diagnostic]:
         for stage in ctx.spec.dataflow.stages:
             what = BUSINESS.get(stage.kind)
             if what is None or stage.plane is not Plane.data:

@@ -1,7 +1,10 @@
 """AK501: personal or biometric data moves or rests unencrypted."""
 
+from collections.abc import Iterator
+
 from archkit.checks.common import is_sensitive
-from archkit.checks.registry import Rule, register
+from archkit.checks.registry import Context, Rule, register
+from archkit.diagnostics import Diagnostic
 
 STORES = {"store", "cache", "queue"}
 
@@ -19,7 +22,7 @@ every hop (`encryption.in_transit`) and wherever they rest: store, cache and que
 (`encryption.at_rest`) and storage volumes (`encrypted: true`).
 """
 
-    def check(self, ctx):
+    def check(self, ctx: Context) -> Iterator[Diagnostic]:
         spec = ctx.spec
         for st in spec.dataflow.stages:
             classes = is_sensitive(st.data_classes)

@@ -1,7 +1,10 @@
 """AK502: biometric data, or unlabelled personal data, leaves the trust boundary."""
 
+from collections.abc import Iterator
+
 from archkit.checks.common import SPECIAL_CATEGORY, is_sensitive, stages_by_service
-from archkit.checks.registry import Rule, register
+from archkit.checks.registry import Context, Rule, register
+from archkit.diagnostics import Diagnostic
 
 
 @register
@@ -18,7 +21,7 @@ Personal data may leave only with a documented legal basis — a compliance tag 
 stage (e.g. 'PIPL Sec.28' for the public-security registry check in seed 004 §2.1).
 """
 
-    def check(self, ctx):
+    def check(self, ctx: Context) -> Iterator[Diagnostic]:
         spec = ctx.spec
         for st in spec.dataflow.stages:
             classes = is_sensitive(st.data_classes)

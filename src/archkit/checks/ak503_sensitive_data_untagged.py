@@ -1,7 +1,10 @@
 """AK503: personal or biometric data without a compliance tag."""
 
+from collections.abc import Iterator
+
 from archkit.checks.common import SPECIAL_CATEGORY, is_sensitive
-from archkit.checks.registry import Rule, register
+from archkit.checks.registry import Context, Rule, register
+from archkit.diagnostics import Diagnostic
 
 
 @register
@@ -18,7 +21,7 @@ Biometric data needs a GDPR Art. 9 or PIPL tag specifically (separate consent, e
 no cross-border transfer).
 """
 
-    def check(self, ctx):
+    def check(self, ctx: Context) -> Iterator[Diagnostic]:
         for st in ctx.spec.dataflow.stages:
             classes = is_sensitive(st.data_classes)
             if not classes:

@@ -1,7 +1,10 @@
 """AK504: an inference service accepts connections from anywhere."""
 
+from collections.abc import Iterator
+
 from archkit.checks.common import stages_by_service
-from archkit.checks.registry import Rule, register
+from archkit.checks.registry import Context, Rule, register
+from archkit.diagnostics import Diagnostic
 
 WORLD = {"0.0.0.0/0", "::/0", "public", "*"}
 
@@ -19,7 +22,7 @@ models, expose metadata and burn GPU time. Only the gateway is public; the secur
 of an inference service admits its callers' CIDR (seed: 8000/tcp from 10.10.0.0/16).
 """
 
-    def check(self, ctx):
+    def check(self, ctx: Context) -> Iterator[Diagnostic]:
         by_svc = stages_by_service(ctx)
         for svc in ctx.spec.topology.services:
             models = [s.id for s in by_svc.get(svc.id, []) if s.model is not None]

@@ -1,6 +1,9 @@
 """AK505: a public ingress rule requires no authentication."""
 
-from archkit.checks.registry import Rule, register
+from collections.abc import Iterator
+
+from archkit.checks.registry import Context, Rule, register
+from archkit.diagnostics import Diagnostic
 
 WORLD = {"0.0.0.0/0", "::/0", "public", "*"}
 
@@ -18,7 +21,7 @@ OAuth2 or at least API keys. An anonymous inference endpoint is an open GPU and 
 door to whatever data the model can see.
 """
 
-    def check(self, ctx):
+    def check(self, ctx: Context) -> Iterator[Diagnostic]:
         for svc in ctx.spec.topology.services:
             for rule in svc.ingress:
                 if rule.from_.strip() in WORLD and rule.auth == "none":

@@ -1,6 +1,9 @@
 """AK506: raw payloads are written to logs."""
 
-from archkit.checks.registry import Rule, register
+from collections.abc import Iterator
+
+from archkit.checks.registry import Context, Rule, register
+from archkit.diagnostics import Diagnostic
 
 
 @register
@@ -16,7 +19,7 @@ image is 2.7 MB of base64). Log a hash and the size; keep the object in storage 
 up by hash when needed. List such fields in `observability.logging.never_log`.
 """
 
-    def check(self, ctx):
+    def check(self, ctx: Context) -> Iterator[Diagnostic]:
         for st in ctx.spec.dataflow.stages:
             if st.logs_payload:
                 yield ctx.at(st, "logs_payload", f"stage '{st.id}' writes raw payloads to its logs")

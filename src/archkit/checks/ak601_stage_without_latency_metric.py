@@ -1,7 +1,9 @@
 """AK601: a stage has no latency metric."""
 
-from archkit.checks.registry import Rule, register
-from archkit.diagnostics import Severity
+from collections.abc import Iterator
+
+from archkit.checks.registry import Context, Rule, register
+from archkit.diagnostics import Diagnostic, Severity
 
 
 @register
@@ -18,7 +20,7 @@ or `archkit verify` can hold the stage to it. Name the latency metric of each st
 (a histogram, or Triton's cumulative *_duration_us counters).
 """
 
-    def check(self, ctx):
+    def check(self, ctx: Context) -> Iterator[Diagnostic]:
         spec = ctx.spec
         measured = {m.stage for m in spec.observability.stages if m.latency is not None}
         for st in spec.dataflow.stages:

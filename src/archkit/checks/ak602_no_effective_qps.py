@@ -1,7 +1,9 @@
 """AK602: a model service has no effective-QPS signal."""
 
-from archkit.checks.registry import Rule, register
-from archkit.diagnostics import Severity
+from collections.abc import Iterator
+
+from archkit.checks.registry import Context, Rule, register
+from archkit.diagnostics import Diagnostic, Severity
 
 
 @register
@@ -18,7 +20,7 @@ signal of a model service counts successful answers with confidence above a floo
 second, and alerts when it drops below half its baseline.
 """
 
-    def check(self, ctx):
+    def check(self, ctx: Context) -> Iterator[Diagnostic]:
         spec = ctx.spec
         if (
             any(s.model for s in spec.dataflow.stages)

@@ -1,7 +1,9 @@
 """AK603: a model service has no cold-start signal."""
 
-from archkit.checks.registry import Rule, register
-from archkit.diagnostics import Severity
+from collections.abc import Iterator
+
+from archkit.checks.registry import Context, Rule, register
+from archkit.diagnostics import Diagnostic, Severity
 
 
 @register
@@ -18,7 +20,7 @@ hurt users. Measure it and act (warm-up requests) when it exceeds the limit (800
 seed).
 """
 
-    def check(self, ctx):
+    def check(self, ctx: Context) -> Iterator[Diagnostic]:
         spec = ctx.spec
         if (
             any(s.model for s in spec.dataflow.stages)

@@ -1,7 +1,9 @@
 """AK604: a model service has no input-drift signal."""
 
-from archkit.checks.registry import Rule, register
-from archkit.diagnostics import Severity
+from collections.abc import Iterator
+
+from archkit.checks.registry import Context, Rule, register
+from archkit.diagnostics import Diagnostic, Severity
 
 
 @register
@@ -18,7 +20,7 @@ Compare live inputs with the training distribution (KS, PSI or chi²) and open a
 ticket when the p-value falls below the threshold.
 """
 
-    def check(self, ctx):
+    def check(self, ctx: Context) -> Iterator[Diagnostic]:
         spec = ctx.spec
         if any(s.model for s in spec.dataflow.stages) and spec.observability.golden_signals.drift is None:
             yield ctx.at(

@@ -1,7 +1,10 @@
 """AK701: an LLM's weights do not fit the memory its engine may use on each GPU."""
 
+from collections.abc import Iterator
+
 from archkit.checks.common import llm_analyses
-from archkit.checks.registry import Rule, register
+from archkit.checks.registry import Context, Rule, register
+from archkit.diagnostics import Diagnostic
 
 
 @register
@@ -19,10 +22,10 @@ cannot hold one sequence's KV blocks the engine refuses to start (vLLM: "No avai
 the cache blocks"). Quantise, add tensor parallelism, or choose a larger GPU.
 """
 
-    def check(self, ctx):
+    def check(self, ctx: Context) -> Iterator[Diagnostic]:
         for a in llm_analyses(ctx):
             r = a.rep
-            if r is None or a.fits:
+            if r is None or a.device is None or a.fits:
                 continue
             m = a.memory()
             yield ctx.at(

@@ -1,7 +1,10 @@
 """AK702: the KV cache holds fewer sequences than the workload keeps running."""
 
+from collections.abc import Iterator
+
 from archkit.checks.common import llm_analyses
-from archkit.checks.registry import Rule, register
+from archkit.checks.registry import Context, Rule, register
+from archkit.diagnostics import Diagnostic
 
 
 @register
@@ -19,7 +22,7 @@ the replicas' caches hold at the mean sequence length, or when the simulation at
 preempts at all.
 """
 
-    def check(self, ctx):
+    def check(self, ctx: Context) -> Iterator[Diagnostic]:
         for a in llm_analyses(ctx):
             if a.rep is None or not a.fits:
                 continue

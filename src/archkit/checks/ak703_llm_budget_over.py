@@ -1,7 +1,10 @@
 """AK703: a predicted token-level latency, throughput or SLO attainment misses its budget."""
 
+from collections.abc import Iterator
+
 from archkit.checks.common import llm_analyses
-from archkit.checks.registry import Rule, register
+from archkit.checks.registry import Context, Rule, register
+from archkit.diagnostics import Diagnostic
 
 
 @register
@@ -20,7 +23,7 @@ max_num_seqs) and the cheapest configuration found (GPU type x tensor parallel x
 max_num_seqs x token budget) that meets every budget in simulation.
 """
 
-    def check(self, ctx):
+    def check(self, ctx: Context) -> Iterator[Diagnostic]:
         for a in llm_analyses(ctx):
             if a.summary is None:
                 continue

@@ -1,6 +1,9 @@
 """AK704: the workload's longest prompt plus output exceeds the model's context."""
 
-from archkit.checks.registry import Rule, register
+from collections.abc import Iterator
+
+from archkit.checks.registry import Context, Rule, register
+from archkit.diagnostics import Diagnostic
 
 
 @register
@@ -18,7 +21,7 @@ reaches past it produces errors, not slow answers: bound the prompt (`max_tokens
 retrieval) or raise the context.
 """
 
-    def check(self, ctx):
+    def check(self, ctx: Context) -> Iterator[Diagnostic]:
         for st in ctx.spec.dataflow.stages:
             llm = st.llm
             if llm is None:

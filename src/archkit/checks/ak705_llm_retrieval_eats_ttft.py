@@ -1,7 +1,10 @@
 """AK705: the stages before an LLM leave too little of the user's time-to-first-token budget."""
 
+from collections.abc import Iterator
+
 from archkit.checks.common import llm_analyses
-from archkit.checks.registry import Rule, register
+from archkit.checks.registry import Context, Rule, register
+from archkit.diagnostics import Diagnostic
 from archkit.perf.llm.analysis import pre_llm_ms
 
 
@@ -21,7 +24,7 @@ Without streaming (`workload.streaming: false`) the user's first token arrives w
 one, so the predicted end-to-end P99 takes the TTFT's place.
 """
 
-    def check(self, ctx):
+    def check(self, ctx: Context) -> Iterator[Diagnostic]:
         for a in llm_analyses(ctx):
             budget = a.llm.budgets.user_ttft_p99_ms
             if budget is None or a.summary is None:

@@ -1,6 +1,9 @@
 """AK706: an LLM stage whose engine, section or accelerator cannot be analysed."""
 
-from archkit.checks.registry import Rule, register
+from collections.abc import Iterator
+
+from archkit.checks.registry import Context, Rule, register
+from archkit.diagnostics import Diagnostic
 from archkit.spec.model import StageKind
 
 
@@ -18,7 +21,7 @@ either, memory, KV capacity and step times cannot be computed and every other AK
 silent. An `llm` section on a stage of another kind is ignored by the analysis.
 """
 
-    def check(self, ctx):
+    def check(self, ctx: Context) -> Iterator[Diagnostic]:
         from archkit.perf.llm.analysis import device_of
 
         for st in ctx.spec.dataflow.stages:

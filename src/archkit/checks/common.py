@@ -2,22 +2,32 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from functools import cache
+from typing import TYPE_CHECKING
 
 from archkit.spec.model import Node, Spec
 from archkit.spec.refs import class_refs, refs_of
 
+if TYPE_CHECKING:  # the analyses are imported where they are used, so `archkit check` starts fast
+    from archkit.checks.registry import Context
+    from archkit.perf.capacity import StageCapacity
+    from archkit.perf.latency import ControlPaths, PathLatency
+    from archkit.perf.llm.analysis import LlmAnalysis
+    from archkit.perf.retry import CallBudget
+    from archkit.spec.dataflow import Stage
 
-def id_namespaces(spec: Spec) -> Iterator[tuple[str, list[Node]]]:
-    """Each namespace in which ids must be unique, with its members in document order.
+
+def id_namespaces(spec: Spec) -> Iterator[tuple[str, list[tuple[str, Node]]]]:
+    """Each namespace in which ids must be unique, with its (id, member) pairs in document order.
 
     Derived from the model's `IdOf` marks (archkit.spec.refs), never listed here.
     """
-    yield from refs_of(spec).namespaces()
+    for label, members in refs_of(spec).namespaces():
+        yield label, [(m.id, m) for m in members]
 
 
-def control_successors(node) -> list[tuple[str, str]]:
+def control_successors(node: Node) -> list[tuple[str, str]]:
     """(field, target id) pairs leaving a control-flow node."""
     out: list[tuple[str, str]] = []
     for i, br in enumerate(getattr(node, "branches", []) or []):
@@ -57,13 +67,13 @@ SENSITIVE = {"biometric", "pii", "personal", "face", "voice", "health", "credent
 SPECIAL_CATEGORY = {"biometric", "face", "health"}  # GDPR Art. 9 special categories
 
 
-def all_nodes(ctx) -> list[Node]:
+def all_nodes(ctx: Context) -> list[Node]:
     """Every object of the spec, depth first in document order (as `spec.model.walk`), listed
     once per check run for the rules that look at every object (AK112, AK218)."""
 
     def build() -> list[Node]:
         out: list[Node] = []
-        todo: list = [ctx.spec]
+        todo: list[object] = [ctx.spec]
         while todo:
             node = todo.pop()
             if isinstance(node, Node):
@@ -76,7 +86,8 @@ def all_nodes(ctx) -> list[Node]:
                 todo.extend(reversed(list(node.values())))
         return out
 
-    return ctx.memo("nodes", build)
+    nodes: list[Node] = ctx.memo("nodes", build)
+    return nodes
 
 
 @cache
@@ -85,46 +96,51 @@ def fields_of(cls: type[Node], keys: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(k for k in keys if k in cls.model_fields)
 
 
-def capacities(ctx) -> list:
+def capacities(ctx: Context) -> list[StageCapacity]:
     """Capacity analysis of every model stage, computed once per check run."""
     from archkit.perf.capacity import model_capacities
 
-    return ctx.memo("capacity", lambda: model_capacities(ctx.spec, dataflow_latency(ctx)))
+    out: list[StageCapacity] = ctx.memo("capacity", lambda: model_capacities(ctx.spec, dataflow_latency(ctx)))
+    return out
 
 
-def dataflow_latency(ctx) -> list:
+def dataflow_latency(ctx: Context) -> list[PathLatency]:
     """Critical data-flow path per sink, computed once per check run."""
     from archkit.perf.latency import dataflow_paths
 
-    return ctx.memo("dataflow-paths", lambda: dataflow_paths(ctx.spec))
+    out: list[PathLatency] = ctx.memo("dataflow-paths", lambda: dataflow_paths(ctx.spec))
+    return out
 
 
-def control_latency(ctx) -> list:
+def control_latency(ctx: Context) -> ControlPaths:
     from archkit.perf.latency import control_paths
 
-    return ctx.memo("control-paths", lambda: control_paths(ctx.spec))
+    out: ControlPaths = ctx.memo("control-paths", lambda: control_paths(ctx.spec))
+    return out
 
 
-def call_budgets(ctx) -> list:
+def call_budgets(ctx: Context) -> list[CallBudget]:
     from archkit.perf.retry import call_budgets as cb
 
-    return ctx.memo("call-budgets", lambda: cb(ctx.spec))
+    out: list[CallBudget] = ctx.memo("call-budgets", lambda: cb(ctx.spec))
+    return out
 
 
-def stages_by_service(ctx) -> dict:
+def stages_by_service(ctx: Context) -> dict[str, list[Stage]]:
     """service id -> stages it runs."""
 
-    def build():
-        out: dict = {}
+    def build() -> dict[str, list[Stage]]:
+        out: dict[str, list[Stage]] = {}
         for st in ctx.spec.dataflow.stages:
             if st.service:
                 out.setdefault(st.service, []).append(st)
         return out
 
-    return ctx.memo("stages-by-service", build)
+    by_service: dict[str, list[Stage]] = ctx.memo("stages-by-service", build)
+    return by_service
 
 
-def fmt_ms(v: float) -> str:
+def fmt_ms(v: float | None) -> str:
     """Milliseconds for messages: '47 ms', '431.7 ms', 'unbounded'."""
     import math
 
@@ -133,15 +149,16 @@ def fmt_ms(v: float) -> str:
     return f"{v:.1f} ms" if abs(v - round(v)) > 0.05 else f"{round(v)} ms"
 
 
-def is_sensitive(classes) -> set:
+def is_sensitive(classes: Iterable[str]) -> set[str]:
     return {c.lower() for c in classes} & SENSITIVE
 
 
-def llm_analyses(ctx) -> list:
+def llm_analyses(ctx: Context) -> list[LlmAnalysis]:
     """The LLM analysis of every `kind: llm` stage (no rate searches), computed once per check run."""
     from pathlib import Path
 
     from archkit.perf.llm.analysis import analyse_spec
 
     base = Path(ctx.file).parent if ctx.file else None
-    return ctx.memo("llm", lambda: analyse_spec(ctx.spec, base=base, search=False))
+    out: list[LlmAnalysis] = ctx.memo("llm", lambda: analyse_spec(ctx.spec, base=base, search=False))
+    return out

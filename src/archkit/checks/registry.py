@@ -129,7 +129,7 @@ def all_rules() -> dict[str, type[Rule]]:
     return dict(sorted(_REGISTRY.items()))
 
 
-def rule_meta() -> dict[str, dict]:
+def rule_meta() -> dict[str, dict[str, str]]:
     return {
         code: {"name": r.name, "summary": r.summary(), "help": r.explain(), "severity": r.severity.value}
         for code, r in all_rules().items()
@@ -173,7 +173,7 @@ class Context:
 
     def at(
         self,
-        obj: Node | tuple,
+        obj: Node | tuple[Any, ...],
         field_name: str | None = None,
         message: str = "",
         *,

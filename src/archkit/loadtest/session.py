@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from archkit.loadtest import chaos as chaos_mod
@@ -31,6 +32,9 @@ from archkit.loadtest.safety import require_loopback
 from archkit.machine import cpu_model, load_average
 from archkit.reporting import Located, locate
 from archkit.spec.model import Level, Spec
+
+if TYPE_CHECKING:
+    from archkit.loadtest.prom import LivePrometheus
 
 FAST_ERROR_STATUSES = {"429", "503"}
 STEPS_PAST_KNEE = 2  # stress stops after this many steps broke the budgets
@@ -169,6 +173,118 @@ def failure_mode(spec: Spec, broke: dict, phases: list[dict]) -> str:
     return f"errors without back-pressure: error rate {broke.get('error_rate')} at {offered:g} req/s"
 
 
+def _chaos(
+    spec: Spec, plan: plan_mod.Plan, opts: LoadtestOptions, level: Level
+) -> tuple[chaos_mod.Injector, dict[str, chaos_mod.DelayProxy]]:
+    """A chaos level's fault injector and delay proxies (one in front of the target when a delay
+    fault names it), checked before the test starts; `plan.host` then points at the proxy."""
+    proxies: dict[str, chaos_mod.DelayProxy] = {}
+    services = {r.name: r for r in map(chaos_mod.ProcessRef.parse, opts.services)}
+    target_service = spec.loadtest.target.service if spec.loadtest else None
+    for text in opts.proxies:
+        name, _, ports = text.partition("=")
+        listen, _, upstream = ports.partition(":")
+        if not (name and listen.isdigit() and upstream.isdigit()):
+            raise chaos_mod.ChaosError(f"--proxy expects NAME=LISTEN_PORT:UPSTREAM_PORT, got {text!r}")
+        proxies[name] = chaos_mod.DelayProxy(int(upstream), int(listen))
+    if (
+        target_service is not None
+        and any(f.action == "delay" and f.target == target_service for f in level.faults)
+        and target_service not in proxies
+    ):
+        u = urlsplit(plan.host)
+        proxy = chaos_mod.DelayProxy(u.port or 80)
+        proxies[target_service] = proxy
+        plan.host = f"{u.scheme}://127.0.0.1:{proxy.port}{u.path}"
+    injector = chaos_mod.Injector(level.faults, services, proxies)
+    try:
+        injector.preflight()
+    except chaos_mod.ChaosError:
+        for p in proxies.values():
+            p.close()
+        raise
+    return injector, proxies
+
+
+def _start_prometheus(
+    opts: LoadtestOptions, rule_files: dict[str, str] | None, before: dict[str, list[scrape.Sample]]
+) -> tuple[LivePrometheus | None, list[str]]:
+    """A Prometheus that evaluates the generated alert rules during the test (`--prometheus`),
+    scraping the endpoints that answered; (it or None, notes on why alerts are not evaluated)."""
+    live_prom = None
+    alert_notes: list[str] = []
+    if opts.prometheus and rule_files and before:
+        from archkit.loadtest.prom import LivePrometheus, PrometheusError
+
+        live_prom = LivePrometheus(sorted(before), rule_files, free_port())
+        try:
+            live_prom.start()
+        except PrometheusError as exc:
+            alert_notes.append(f"Prometheus not started: {exc}")
+            live_prom = None
+    elif opts.prometheus and not rule_files:
+        alert_notes.append("no alert rules to evaluate (the prometheus generator produced none)")
+    elif opts.prometheus and not before:
+        alert_notes.append("no metrics endpoint answered (observability.scrape): alerts not evaluated")
+    return live_prom, alert_notes
+
+
+def _stop_prometheus(live_prom: LivePrometheus | None, alert_notes: list[str]) -> list[dict]:
+    """The alerts that fired during the test, after one more evaluation; rules Prometheus could
+    not evaluate go into `alert_notes`."""
+    if not live_prom:
+        return []
+    time.sleep(1.0)  # one more evaluation of what the last second caused
+    live_prom.poll()
+    alerts: list[dict] = live_prom.results()
+    for bad in live_prom.rule_health():
+        alert_notes.append(f"rule {bad['rule']} is {bad['health']}: {bad['error']}")
+    live_prom.stop()
+    return alerts
+
+
+def _measured(
+    spec: Spec,
+    plan: plan_mod.Plan,
+    opts: LoadtestOptions,
+    data: RunData,
+    before: dict[str, list[scrape.Sample]],
+    after: dict[str, list[scrape.Sample]],
+    injector: chaos_mod.Injector | None,
+    level: Level,
+    target_host: str,
+) -> dict:
+    """What the run measured, end to end and per scenario, second and phase, with the stages'
+    decomposition from the metrics, the stress and chaos analyses and the model's prediction."""
+    seconds_run = min(data.wall_s, plan.duration_s) or plan.duration_s
+    if data.phases:
+        seconds_run = min(seconds_run, sum(p["duration_s"] for p in data.phases)) or seconds_run
+    e2e = data.total.stats(seconds_run)
+    measured: dict = {
+        "kind": plan.kind,
+        "level": plan.level,
+        "offered_rps": max((p.rate_rps or 0) for p in plan.phases) or None,
+        "duration_s": seconds_run,
+        "end_to_end": e2e,
+        "scenarios": {k: b.stats(seconds_run) for k, b in sorted(data.scenarios.items())},
+        "seconds": data.seconds,
+        "phases": data.phases,
+        "stopped": data.stopped,
+    }
+    gen = generator_mod.assess(plan, data.phases, data.generator, data.lag)
+    if gen is not None:
+        gen["from_send"] = e2e.get("from_send")  # both latencies side by side in the report
+        measured["generator"] = gen
+    measured["decomposition"] = scrape.decompose(spec, before, after, e2e) if after else {}
+    measured["stages"] = measured["decomposition"].get("stages", {}) if measured["decomposition"] else {}
+    if plan.kind == "stress":
+        measured["stress"] = analyse_stress(spec, data.phases, level)
+    if plan.kind == "chaos" and injector:
+        measured["chaos"] = chaos_mod.analyse(injector.records, data.seconds, spec, plan.duration_s)
+    measured["predicted"] = compare_mod.compare(spec, measured, opts.env, target_host)
+    return measured
+
+
 def execute(
     spec: Spec,
     spec_file: str,
@@ -194,51 +310,11 @@ def execute(
     plan.locustfile, plan.payload_root = str(lf), str(root)
 
     level = plan_mod.find_level(spec, opts.level)
-    injector = None
-    proxies: dict[str, chaos_mod.DelayProxy] = {}
-    if plan.kind == "chaos":
-        services = {r.name: r for r in map(chaos_mod.ProcessRef.parse, opts.services)}
-        target_service = spec.loadtest.target.service if spec.loadtest else None
-        for text in opts.proxies:
-            name, _, ports = text.partition("=")
-            listen, _, upstream = ports.partition(":")
-            if not (name and listen.isdigit() and upstream.isdigit()):
-                raise chaos_mod.ChaosError(f"--proxy expects NAME=LISTEN_PORT:UPSTREAM_PORT, got {text!r}")
-            proxies[name] = chaos_mod.DelayProxy(int(upstream), int(listen))
-        if (
-            target_service is not None
-            and any(f.action == "delay" and f.target == target_service for f in level.faults)
-            and target_service not in proxies
-        ):
-            u = urlsplit(plan.host)
-            proxy = chaos_mod.DelayProxy(u.port or 80)
-            proxies[target_service] = proxy
-            plan.host = f"{u.scheme}://127.0.0.1:{proxy.port}{u.path}"
-        injector = chaos_mod.Injector(level.faults, services, proxies)
-        try:
-            injector.preflight()
-        except chaos_mod.ChaosError:
-            for p in proxies.values():
-                p.close()
-            raise
+    injector, proxies = _chaos(spec, plan, opts, level) if plan.kind == "chaos" else (None, {})
 
     urls = scrape.endpoints(spec, target_host, list(opts.metrics))
     before = scrape.snapshot(urls)
-    live_prom = None
-    alert_notes: list[str] = []
-    if opts.prometheus and rule_files and before:
-        from archkit.loadtest.prom import LivePrometheus, PrometheusError
-
-        live_prom = LivePrometheus(sorted(before), rule_files, free_port())
-        try:
-            live_prom.start()
-        except PrometheusError as exc:
-            alert_notes.append(f"Prometheus not started: {exc}")
-            live_prom = None
-    elif opts.prometheus and not rule_files:
-        alert_notes.append("no alert rules to evaluate (the prometheus generator produced none)")
-    elif opts.prometheus and not before:
-        alert_notes.append("no metrics endpoint answered (observability.scrape): alerts not evaluated")
+    live_prom, alert_notes = _start_prometheus(opts, rule_files, before)
 
     def on_start(_wall: float) -> None:
         if injector:
@@ -271,42 +347,10 @@ def execute(
             injector.stop()
         for p in proxies.values():
             p.close()
-        alerts: list[dict] = []
-        if live_prom:
-            time.sleep(1.0)  # one more evaluation of what the last second caused
-            live_prom.poll()
-            alerts = live_prom.results()
-            for bad in live_prom.rule_health():
-                alert_notes.append(f"rule {bad['rule']} is {bad['health']}: {bad['error']}")
-            live_prom.stop()
+        alerts = _stop_prometheus(live_prom, alert_notes)
     after = scrape.snapshot(urls)
 
-    seconds_run = min(data.wall_s, plan.duration_s) or plan.duration_s
-    if data.phases:
-        seconds_run = min(seconds_run, sum(p["duration_s"] for p in data.phases)) or seconds_run
-    e2e = data.total.stats(seconds_run)
-    measured: dict = {
-        "kind": plan.kind,
-        "level": plan.level,
-        "offered_rps": max((p.rate_rps or 0) for p in plan.phases) or None,
-        "duration_s": seconds_run,
-        "end_to_end": e2e,
-        "scenarios": {k: b.stats(seconds_run) for k, b in sorted(data.scenarios.items())},
-        "seconds": data.seconds,
-        "phases": data.phases,
-        "stopped": data.stopped,
-    }
-    gen = generator_mod.assess(plan, data.phases, data.generator, data.lag)
-    if gen is not None:
-        gen["from_send"] = e2e.get("from_send")  # both latencies side by side in the report
-        measured["generator"] = gen
-    measured["decomposition"] = scrape.decompose(spec, before, after, e2e) if after else {}
-    measured["stages"] = measured["decomposition"].get("stages", {}) if measured["decomposition"] else {}
-    if plan.kind == "stress":
-        measured["stress"] = analyse_stress(spec, data.phases, level)
-    if plan.kind == "chaos" and injector:
-        measured["chaos"] = chaos_mod.analyse(injector.records, data.seconds, spec, plan.duration_s)
-    measured["predicted"] = compare_mod.compare(spec, measured, opts.env, target_host)
+    measured = _measured(spec, plan, opts, data, before, after, injector, level, target_host)
     verdicts = judge_mod.judge(spec, measured) + judge_llm.judge(spec, measured)
     b = spec.budgets
     budgets = {

@@ -223,6 +223,203 @@ def _spans(phases: list[Phase]) -> list[arrivals.Span]:
     return [arrivals.Span(p.start_s, p.duration_s, p.rate_rps or 0.0) for p in phases]
 
 
+class WorkerRun:
+    """One load-generator process's test: the locust runner, the pacer and the tickers that
+    report each second and phase, and how the test stops (duration, request bound, signal)."""
+
+    def __init__(self, plan: Plan, role: str, master_host: str, master_port: int, rec: Recorder, rt: Runtime):
+        self.plan, self.role, self.rec, self.rt = plan, role, rec, rt
+        self.phases = plan.phases
+        self.is_open = plan.arrival in arrivals.ARRIVALS and all(p.rate_rps for p in plan.phases)
+        # At the end no new request starts and the ones in flight may finish (up to DRAIN_S):
+        # cutting them off would drop exactly the slowest requests and bias the percentiles low.
+        env = Environment(
+            user_classes=[rt.user_class()], events=locust.events, host=plan.host, stop_timeout=DRAIN_S
+        )
+        self.env = env
+        self.pacer: OpenPacer | None = None
+        if self.is_open:
+            self.pacer = OpenPacer(rec.on_sent, rec.on_drop)
+            rt.use_pacer(self.pacer)
+            rec.pacer = self.pacer
+        elif isinstance(rt.pacer, ClosedPacer):
+            steps = [(p.start_s, p.rate_rps or 0.0) for p in self.phases] if len(self.phases) > 1 else []
+            rt.pacer.configure(self.phases[0].rate_rps or 0, plan.users, steps)
+        # every user at once: an open model's users are slots, not a ramp
+        self.spawn_rate = max(plan.users, 1) * (50 if self.is_open else 1)
+        self.deadline = time.monotonic() + plan.duration_s + DRAIN_S + 10.0 + SPAWN_WAIT_S
+        self.why = "duration"  # why the test stopped
+        self.share = 1.0  # this process's share of the offered rate (distributed runs)
+        self.started: list[gevent.Greenlet] = []
+        self.cpu0 = resource.getrusage(resource.RUSAGE_SELF)
+        self.runner: Any
+        if role == "master":
+            self.runner = env.create_master_runner("127.0.0.1", master_port)
+        elif role == "worker":
+            self.runner = env.create_worker_runner(master_host, master_port)
+        else:
+            self.runner = env.create_local_runner()
+
+    def quit(self, why: str, drain_s: float = DRAIN_S) -> None:
+        if self.why == "duration":
+            self.why = why
+        self.rt.pacer.close()
+        if self.pacer is not None:  # let the answers in flight arrive, then free the parked users
+            self.pacer.drain(drain_s)
+            self.pacer.release()
+        self.runner.quit()
+
+    def rate_of_second(self, index: int) -> float | None:
+        """The offered rate in the middle of second `index` (the one a tick reports on)."""
+        mid = index + 0.5
+        rate = None
+        for p in self.phases:
+            if p.start_s <= mid:
+                rate = p.rate_rps
+        return rate
+
+    def on_request(self, **kw: Any) -> None:
+        self.rec.on_request(**kw)
+        if self.rec.total >= self.plan.max_requests and not self.rt.pacer.closed:
+            self.rt.pacer.close()  # the request bound (per process): nothing new is sent
+            if self.why == "duration":
+                self.why = "max_requests"
+            if self.role == "local":
+                gevent.spawn(self.quit, "max_requests")
+
+    def wait_spawned(self) -> None:
+        """Open model: start the schedule once this process's users exist (stable count)."""
+        end = time.monotonic() + SPAWN_WAIT_S
+        last, stable_since = -1, time.monotonic()
+        while time.monotonic() < end:
+            n = self.runner.user_count
+            if self.role == "local" and n >= self.plan.users:
+                break
+            if n != last:
+                last, stable_since = n, time.monotonic()
+            elif n > 0 and time.monotonic() - stable_since > 0.3:
+                break
+            gevent.sleep(0.02)
+        # in a distributed run each process sends its users' share of the rate
+        self.share = min(1.0, max(self.runner.user_count, 1) / max(self.plan.users, 1))
+
+    def tickers(self) -> None:
+        """Report each second and each phase; phases and seconds are timed from the start of the
+        test on this process."""
+        rec, phases = self.rec, self.phases
+        if self.is_open:
+            self.wait_spawned()
+        t0 = time.monotonic()
+        self.rt.pacer.start(t0)
+        rec.t0 = t0
+        rec.emit(Started())
+        if self.pacer is not None:
+            times = arrivals.send_times(
+                _spans(phases), self.plan.arrival, self.plan.seed + os.getpid(), self.share
+            )
+            gevent.spawn(self.pacer.run, times, t0)
+        next_sec = t0 + 1.0
+        bounds = [t0 + p.start_s + p.duration_s for p in phases]
+        i = 0
+        while time.monotonic() < self.deadline:
+            now = time.monotonic()
+            wake = min(next_sec, bounds[i] if i < len(bounds) else next_sec)
+            gevent.sleep(max(0.0, wake - now))
+            now = time.monotonic()
+            if now >= next_sec - 1e-4:
+                rec.flush_second(self.runner.user_count, self.rate_of_second(rec.sec_index))
+                next_sec += 1.0
+            if i < len(bounds) and now >= bounds[i] - 1e-4:
+                rec.flush_phase(i, phases[i].rate_rps)
+                i += 1
+                if i == len(bounds):
+                    self.rt.pacer.close()  # the planned time is over: nothing new is sent
+                    if self.pacer is not None:
+                        self.pacer.drain(DRAIN_S)
+                        self.pacer.release()
+                    if self.role == "local":
+                        self.quit("duration")
+                    return
+
+    def on_test_start(self, **_kw: Any) -> None:
+        if not self.started:
+            self.started.append(gevent.spawn(self.tickers))
+
+    def start_master(self, expect_workers: int) -> bool:
+        """Wait for the locust workers, start them, and stop the test at its end; False when too
+        few connected."""
+        runner, rec = self.runner, self.rec
+        end = time.monotonic() + 30.0
+        while len(runner.clients.ready) < expect_workers and time.monotonic() < end:
+            gevent.sleep(0.1)
+        if len(runner.clients.ready) < expect_workers:
+            rec.emit(
+                Failure(
+                    f"only {len(runner.clients.ready)} of {expect_workers} locust workers connected within 30 s"
+                )
+            )
+            runner.quit()
+            return False
+        runner.start(self.plan.users, spawn_rate=self.spawn_rate)
+        rec.emit(Started())
+
+        def stop_at_end() -> None:
+            gevent.sleep(self.plan.duration_s + 0.5 + (SPAWN_WAIT_S if self.is_open else 0.0))
+            self.quit("duration")
+
+        gevent.spawn(stop_at_end)
+        return True
+
+    def run(self, expect_workers: int) -> int:
+        """Run the test to its end; the process's exit code."""
+        plan, role, runner = self.plan, self.role, self.runner
+        # signal handlers run on the hub, which must not wait: the quit runs in its own greenlet
+        gevent.signal_handler(signal.SIGTERM, lambda: gevent.spawn(self.quit, "stopped by the runner"))
+        gevent.signal_handler(signal.SIGINT, lambda: gevent.spawn(self.quit, "interrupted", 0.0))
+        gevent.spawn_later(plan.duration_s + DRAIN_S + 10.0 + SPAWN_WAIT_S, self.quit, "deadline", 0.0)
+        self.env.events.request.add_listener(self.on_request)
+        if role in ("local", "worker"):
+            self.env.events.test_start.add_listener(self.on_test_start)
+        if role == "master":
+            if not self.start_master(expect_workers):
+                return 2
+        elif role == "local":
+            runner.start(plan.users, spawn_rate=self.spawn_rate)
+        runner.greenlet.join()
+        if self.started:
+            self.started[0].kill(block=False)
+            # a partial last second (users stopping) would read as a drop in the plots: not reported
+            # per second, but its requests are in the scenario totals
+        self.finish()
+        return 0
+
+    def finish(self) -> None:
+        """The final message: the totals, this process's CPU and wall time, the open model's counts."""
+        plan, rec, pacer = self.plan, self.rec, self.pacer
+        if rec.raw is not None:
+            rec.raw.close()
+        cpu1 = resource.getrusage(resource.RUSAGE_SELF)
+        cpu0 = self.cpu0
+        cpu_s = round(cpu1.ru_utime + cpu1.ru_stime - cpu0.ru_utime - cpu0.ru_stime, 3)
+        wall_s = round(time.monotonic() - rec.t0, 3) if rec.t0 else 0.0
+        open_counts = None
+        if pacer is not None:
+            open_counts = OpenCounts(
+                arrival=plan.arrival,
+                scheduled=arrivals.counts(
+                    _spans(self.phases), plan.arrival, plan.seed + os.getpid(), self.share
+                ),
+                handed=pacer.handed,
+                dropped=pacer.dropped,
+                lag=hist.encode(pacer.lag),
+                max_inflight=self.runner.user_count or plan.users,
+            )
+        if self.role != "master":
+            rec.final(self.why, cpu_s, wall_s, open_counts)
+        else:
+            rec.emit(Final(self.why, recording=False))
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m archkit.loadtest.worker")
     ap.add_argument("--plan", required=True)
@@ -242,182 +439,11 @@ def main(argv: list[str] | None = None) -> int:
     raw = open(f"{raw_path}.{os.getpid()}", "w", encoding="utf-8") if raw_path else None  # noqa: SIM115 - open for the run
     rec = Recorder(out, raw)
     rec.multi_phase = len(plan.phases) > 1
-    is_open = plan.arrival in arrivals.ARRIVALS and all(p.rate_rps for p in plan.phases)
-
     rt = runtime_of(load_locustfile(plan.locustfile))
     if rt is None:
         rec.emit(Failure(f"{plan.locustfile} has no RUNTIME (not a locustfile archkit generated)"))
         return 2
-    # At the end no new request starts and the ones in flight may finish (up to DRAIN_S): cutting
-    # them off would drop exactly the slowest requests and bias the percentiles low.
-    env = Environment(
-        user_classes=[rt.user_class()], events=locust.events, host=plan.host, stop_timeout=DRAIN_S
-    )
-    phases = plan.phases
-    pacer: OpenPacer | None = None
-    if is_open:
-        pacer = OpenPacer(rec.on_sent, rec.on_drop)
-        rt.use_pacer(pacer)
-        rec.pacer = pacer
-    elif isinstance(rt.pacer, ClosedPacer):
-        steps = [(p.start_s, p.rate_rps or 0.0) for p in phases] if len(phases) > 1 else []
-        rt.pacer.configure(phases[0].rate_rps or 0, plan.users, steps)
-    # every user at once: an open model's users are slots, not a ramp
-    spawn_rate = max(plan.users, 1) * (50 if is_open else 1)
-    deadline = time.monotonic() + plan.duration_s + DRAIN_S + 10.0 + SPAWN_WAIT_S
-    stopped = {"why": "duration"}
-    cpu0 = resource.getrusage(resource.RUSAGE_SELF)
-
-    runner: Any
-    if args.role == "master":
-        runner = env.create_master_runner("127.0.0.1", args.master_port)
-    elif args.role == "worker":
-        runner = env.create_worker_runner(args.master_host, args.master_port)
-    else:
-        runner = env.create_local_runner()
-
-    def quit_(why: str, drain_s: float = DRAIN_S) -> None:
-        if stopped["why"] == "duration":
-            stopped["why"] = why
-        rt.pacer.close()
-        if pacer is not None:  # let the answers in flight arrive, then free the parked users
-            pacer.drain(drain_s)
-            pacer.release()
-        runner.quit()
-
-    # signal handlers run on the hub, which must not wait: the quit runs in its own greenlet
-    gevent.signal_handler(signal.SIGTERM, lambda: gevent.spawn(quit_, "stopped by the runner"))
-    gevent.signal_handler(signal.SIGINT, lambda: gevent.spawn(quit_, "interrupted", 0.0))
-    gevent.spawn_later(plan.duration_s + DRAIN_S + 10.0 + SPAWN_WAIT_S, quit_, "deadline", 0.0)
-
-    def rate_of_second(index: int) -> float | None:
-        """The offered rate in the middle of second `index` (the one a tick reports on)."""
-        mid = index + 0.5
-        rate = None
-        for p in phases:
-            if p.start_s <= mid:
-                rate = p.rate_rps
-        return rate
-
-    def on_request(**kw: Any) -> None:
-        rec.on_request(**kw)
-        if rec.total >= plan.max_requests and not rt.pacer.closed:
-            rt.pacer.close()  # the request bound (per process): nothing new is sent
-            if stopped["why"] == "duration":
-                stopped["why"] = "max_requests"
-            if args.role == "local":
-                gevent.spawn(quit_, "max_requests")
-
-    share = {"v": 1.0}
-
-    def wait_spawned() -> None:
-        """Open model: start the schedule once this process's users exist (stable count)."""
-        end = time.monotonic() + SPAWN_WAIT_S
-        last, stable_since = -1, time.monotonic()
-        while time.monotonic() < end:
-            n = runner.user_count
-            if args.role == "local" and n >= plan.users:
-                break
-            if n != last:
-                last, stable_since = n, time.monotonic()
-            elif n > 0 and time.monotonic() - stable_since > 0.3:
-                break
-            gevent.sleep(0.02)
-        # in a distributed run each process sends its users' share of the rate
-        share["v"] = min(1.0, max(runner.user_count, 1) / max(plan.users, 1))
-
-    def tickers() -> None:
-        # Phases and seconds are timed from the start of the test on this process.
-        if is_open:
-            wait_spawned()
-        t0 = time.monotonic()
-        rt.pacer.start(t0)
-        rec.t0 = t0
-        rec.emit(Started())
-        if pacer is not None:
-            times = arrivals.send_times(_spans(phases), plan.arrival, plan.seed + os.getpid(), share["v"])
-            gevent.spawn(pacer.run, times, t0)
-        next_sec = t0 + 1.0
-        bounds = [t0 + p.start_s + p.duration_s for p in phases]
-        i = 0
-        while time.monotonic() < deadline:
-            now = time.monotonic()
-            wake = min(next_sec, bounds[i] if i < len(bounds) else next_sec)
-            gevent.sleep(max(0.0, wake - now))
-            now = time.monotonic()
-            if now >= next_sec - 1e-4:
-                rec.flush_second(runner.user_count, rate_of_second(rec.sec_index))
-                next_sec += 1.0
-            if i < len(bounds) and now >= bounds[i] - 1e-4:
-                rec.flush_phase(i, phases[i].rate_rps)
-                i += 1
-                if i == len(bounds):
-                    rt.pacer.close()  # the planned time is over: nothing new is sent
-                    if pacer is not None:
-                        pacer.drain(DRAIN_S)
-                        pacer.release()
-                    if args.role == "local":
-                        quit_("duration")
-                    return
-
-    env.events.request.add_listener(on_request)
-    started: list[gevent.Greenlet] = []
-    if args.role in ("local", "worker"):
-
-        def on_test_start(**_kw: Any) -> None:
-            if not started:
-                started.append(gevent.spawn(tickers))
-
-        env.events.test_start.add_listener(on_test_start)
-
-    if args.role == "master":
-        end = time.monotonic() + 30.0
-        while len(runner.clients.ready) < args.expect_workers and time.monotonic() < end:
-            gevent.sleep(0.1)
-        if len(runner.clients.ready) < args.expect_workers:
-            rec.emit(
-                Failure(
-                    f"only {len(runner.clients.ready)} of {args.expect_workers} "
-                    "locust workers connected within 30 s"
-                )
-            )
-            runner.quit()
-            return 2
-        runner.start(plan.users, spawn_rate=spawn_rate)
-        rec.emit(Started())
-
-        def stop_at_end() -> None:
-            gevent.sleep(plan.duration_s + 0.5 + (SPAWN_WAIT_S if is_open else 0.0))
-            quit_("duration")
-
-        gevent.spawn(stop_at_end)
-    elif args.role == "local":
-        runner.start(plan.users, spawn_rate=spawn_rate)
-    runner.greenlet.join()
-    if started:
-        started[0].kill(block=False)
-        # a partial last second (users stopping) would read as a drop in the plots: not reported
-        # per second, but its requests are in the scenario totals
-    if raw is not None:
-        raw.close()
-    cpu1 = resource.getrusage(resource.RUSAGE_SELF)
-    cpu_s = round(cpu1.ru_utime + cpu1.ru_stime - cpu0.ru_utime - cpu0.ru_stime, 3)
-    wall_s = round(time.monotonic() - rec.t0, 3) if rec.t0 else 0.0
-    open_counts = None
-    if pacer is not None:
-        open_counts = OpenCounts(
-            arrival=plan.arrival,
-            scheduled=arrivals.counts(_spans(phases), plan.arrival, plan.seed + os.getpid(), share["v"]),
-            handed=pacer.handed,
-            dropped=pacer.dropped,
-            lag=hist.encode(pacer.lag),
-            max_inflight=runner.user_count or plan.users,
-        )
-    if args.role != "master":
-        rec.final(stopped["why"], cpu_s, wall_s, open_counts)
-    else:
-        rec.emit(Final(stopped["why"], recording=False))
-    return 0
+    return WorkerRun(plan, args.role, args.master_host, args.master_port, rec, rt).run(args.expect_workers)
 
 
 if __name__ == "__main__":

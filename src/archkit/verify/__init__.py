@@ -10,18 +10,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from archkit.spec import Spec, file_of
-from archkit.verify.findings import (
-    CODES,
-    Finding,
-    Recorder,
-    Status,
-    VerifyReport,
-    to_json,
-    to_junit,
-    to_sarif,
-    to_text,
-)
+from archkit.verify.findings import Finding, Recorder, Status
 from archkit.verify.registry import Providers, Reading, Source, sources
+from archkit.verify.report import CODES, VerifyReport, to_json, to_junit, to_sarif, to_text
 from archkit.verify.state import (
     ClusterState,
     StateError,

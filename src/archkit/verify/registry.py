@@ -17,10 +17,10 @@ from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from archkit.errors import ArchkitError
+from archkit.verify.findings import Code, Finding  # a check's Code is declared with the findings it reports
 
 if TYPE_CHECKING:
     from archkit.spec.model import Spec
-    from archkit.verify.findings import Finding
 
 CODE_RE = re.compile(r"^V[A-Z][1-9][0-9]{2}$")
 # The sources shipped with archkit, in report order; entry-point sources follow them.
@@ -39,22 +39,6 @@ ENTRY_POINTS = "archkit.verify_sources"
 
 class DuplicateCodeError(ArchkitError, RuntimeError):
     """Two verify checks (or sources) claim the same code or name."""
-
-
-@dataclass(frozen=True)
-class Code:
-    """One verify code: what it checks, why it matters, where the rule comes from."""
-
-    id: str
-    title: str
-    rationale: str
-    source: str = ""
-
-    def explain(self, area: str) -> str:
-        body = [f"{self.id} {self.title} (verify, {area})", "", self.rationale]
-        if self.source:
-            body += ["", f"Source: {self.source}"]
-        return "\n".join(body) + "\n"
 
 
 class Check:
