@@ -56,6 +56,7 @@ def _run(
     hist_lo: float,
     inv_log_ratio: float,
     nbins: int,
+    max_work: int,  # stop after this much work (iterations, running sequences, group scans): issue 28
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     np.random.seed(seed)
     n = arrival.shape[0]
@@ -92,9 +93,10 @@ def _run(
     max_running = 0
     busy = 0.0
     out_tokens = 0
+    work = 0
     for i in range(n):
         target[i] = prompt[i]
-    while done < n:
+    while done < n and work < max_work:
         while nxt < n and arrival[nxt] <= now:
             wq[tail] = nxt
             tail += 1
@@ -141,6 +143,7 @@ def _run(
                                 break
                         if evicted:
                             continue
+                        work += 1 + (ng >> 4)  # a scan of the groups: ~1/16 of a sequence's step
                         # preempt the newest running sequence (recompute)
                         v = run[nrun - 1]
                         nrun -= 1
@@ -205,6 +208,7 @@ def _run(
                                 evicted = True
                                 break
                         if not evicted:
+                            work += 1 + (ng >> 4)  # a scan of the groups: ~1/16 of a sequence's step
                             break
                     if want > free:
                         break
@@ -241,6 +245,7 @@ def _run(
         end = now + dt
         busy += dt
         iters += 1
+        work += 1 + nrun
         # ---- advance every scheduled sequence
         for j in range(ns):
             r = sched[j]
@@ -299,7 +304,7 @@ def _run(
                 k += 1
         nrun = k
         now = end
-    stats = np.array([iters, preemptions, max_running, busy, out_tokens, now], dtype=np.float64)
+    stats = np.array([iters, preemptions, max_running, busy, out_tokens, now, work], dtype=np.float64)
     return ttft, finish, npre, hist, stats
 
 
