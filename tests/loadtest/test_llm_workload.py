@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import ast
-import random
 import statistics
 
+import numpy as np
 import pytest
 
 from archkit import api
@@ -60,8 +60,48 @@ def test_the_locustfile_carries_the_stage_workload_as_a_literal() -> None:
     }
 
 
+WORKLOADS = {
+    "fixed": {"distribution": "fixed", "mean_tokens": 64},
+    "uniform": {"distribution": "uniform", "min_tokens": 3, "max_tokens": 600},
+    "normal": {"distribution": "normal", "mean_tokens": 100, "std_tokens": 30, "min_tokens": 5},
+    "lognormal": {"distribution": "lognormal", "mean_tokens": 200, "std_tokens": 50, "max_tokens": 1000},
+    "empirical": {"distribution": "empirical", "cdf": [[10, 0.0], [30, 0.5], [300, 1.0]]},
+}
+
+
+@pytest.mark.parametrize("name", sorted(WORKLOADS))
+def test_the_load_generator_draws_what_the_simulation_draws_for_the_same_seed(name: str) -> None:
+    """One sampler (`archkit.llm_lengths`): the spec's TokenLengths as the simulation reads it and
+    the locustfile's literal copy of it, drawn one request at a time from the same seed, give the
+    same lengths as the simulation's vectorised draw."""
+    from archkit import llm_lengths
+    from archkit.spec.llm import TokenLengths
+
+    spec_side = TokenLengths.model_validate(WORKLOADS[name])
+    literal = Lengths.of(spec_side.model_dump(exclude_none=True))
+    rng = np.random.default_rng(42)
+    live = [literal.draw(rng) for _ in range(500)]
+    offline = llm_lengths.draw(spec_side, 500, np.random.default_rng(42))
+    assert live == offline.tolist()
+    assert len(set(live)) > (1 if name != "fixed" else 0)
+
+
+def test_the_load_generator_imports_no_pydantic() -> None:
+    """The locust process draws lengths without the spec model: importing the runtime's LLM bodies
+    loads numpy and archkit.llm_lengths, not pydantic or archkit.spec."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, archkit.loadtest.runtime.llm; "
+        "print(sorted(m for m in ('pydantic', 'archkit.spec', 'archkit.llm_lengths') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "['archkit.llm_lengths']"
+
+
 def test_lengths_follow_their_distributions() -> None:
-    rng = random.Random(1)
+    rng = np.random.default_rng(1)
     assert Lengths("fixed", 1, mean_tokens=64).draw(rng) == 64
     uni = [Lengths("uniform", 3, max_tokens=6).draw(rng) for _ in range(2000)]
     assert set(uni) == {3, 4, 5, 6}
@@ -80,12 +120,12 @@ def test_a_completions_body_has_the_prompt_and_every_request_one_prefix() -> Non
     load = LlmLoad(
         "gen", "m", Lengths("fixed", 1, mean_tokens=30), Lengths("fixed", 1, mean_tokens=5), 3, 20, 1.0
     )
-    bodies = [load.body("/v1/completions", random.Random(i)) for i in range(60)]
+    bodies = [load.body("/v1/completions", np.random.default_rng(i)) for i in range(60)]
     assert all(b["max_tokens"] == 5 and b["ignore_eos"] and b["temperature"] == 0 for b in bodies)
     prompts = [b["prompt"] for b in bodies]
     assert {p[:2] for p in prompts} == {"0:", "1:", "2:"}
     assert all(p.count(" a") == 18 + 10 for p in prompts)  # 20-token prefix (18 words + "g:"), 10 more
-    chat = load.body("/v1/chat/completions", random.Random(0), {"model": "override"})
+    chat = load.body("/v1/chat/completions", np.random.default_rng(0), {"model": "override"})
     assert chat["model"] == "override" and chat["messages"][0]["role"] == "user"
 
 

@@ -180,3 +180,45 @@ def test_a_stage_queue_limit_is_the_same_m_m_1_k_counted_as_failures(tmp_path):
     (pt,) = rep.curve["points"]
     assert pt["shed_share"] == 0
     assert pt["failed_share"] == pytest.approx(q.mmck_loss(10, 0.08, 1, 5), rel=0.05)
+
+
+# A gateway on one core admits 8 requests in flight; each admitted request costs 10 ms of HTTP
+# exchange (its ingress stage) and 100 ms of work, each refused one the same 10 ms exchange.
+REFUSAL_COST = """apiVersion: archkit/v1
+metadata: {name: refusals}
+budgets: {throughput_rps: 5, p99_ms: 5000}
+dataflow:
+  stages:
+    - {id: gate, kind: ingress, service: gw, cpu_ms: 10, p50_ms: 10, service_distribution: deterministic}
+    - {id: work, kind: postprocess, service: gw, cpu_ms: 100, p50_ms: 100, service_distribution: deterministic}
+  edges:
+    - {from: gate, to: work}
+topology:
+  node_pools: [{id: cpu, cpu_cores: 1}]
+  services:
+    - {id: gw, pool: cpu, resources: {limits: {cpu_cores: 1}}}
+traffic:
+  admission:
+    - {service: gw, max_inflight: 8}
+"""
+
+
+def test_each_refusal_costs_its_http_exchange_on_the_shared_core(tmp_path):
+    """By hand, at λ = 50 req/s on the one core (always busy: 8 in flight): admitted X req/s cost
+    110 ms each and the refused 50 − X cost 10 ms each, so 0.110 X + 0.010 (50 − X) = 1 gives
+    X = 5 req/s and a shed share of 0.9. Refusing for free would answer 1 / 0.110 = 9.09 req/s
+    and shed 0.818: the quiet fidelity run's shed share missed by that kind of gap."""
+    spec = tmp_path / "refusals.yaml"
+    spec.write_text(REFUSAL_COST, encoding="utf-8")
+    rep = api.capacity(spec, rates=[50], requests=40_000)
+    assert rep.curve is not None
+    (pt,) = rep.curve["points"]
+    assert pt["shed_share"] == pytest.approx(0.9, abs=0.005)
+    assert pt["throughput_rps"] == pytest.approx(5.0, rel=0.03)
+    # a gateway stage without processor time (a delay) makes refusals free again: 1 / 0.100 s
+    free = tmp_path / "free.yaml"
+    free.write_text(REFUSAL_COST.replace("cpu_ms: 10, ", ""), encoding="utf-8")
+    rep = api.capacity(free, rates=[50], requests=40_000)
+    assert rep.curve is not None
+    (pt,) = rep.curve["points"]
+    assert pt["shed_share"] == pytest.approx(0.8, abs=0.005)

@@ -104,3 +104,58 @@ def test_the_example_rag_chat_is_simulated_end_to_end() -> None:
     assert stages["generate"].p50_ms > 1_000
     assert sim.p50_ms > stages["generate"].p50_ms
     assert sum(x.p50_ms for x in sim.stages if x.stage != "generate") < 0.1 * sim.p50_ms
+
+
+def test_user_ttft_is_the_time_before_the_engine_plus_its_ttft_by_hand() -> None:
+    """The user's first token: the gateway's 10 ms plus the engine's TTFT. The engine's TTFT is its
+    512-token prefill iteration P for the requests it starts at once, and the whole pass S of the
+    request ahead plus P for the one that waits (arrivals 0, 0, 100 s)."""
+    spec = _spec(RAG)
+    applied, lm = prepare(spec)
+    st = spec.stage("generate")
+    assert st is not None and st.llm is not None
+    dev = device_of(spec, st)
+    assert dev is not None
+    rep = replica(st.llm, dev)
+    p_ms = 1000 * rep.iteration_s(512, rep.attn_flops(512, 0), 0)
+    s_ms = 1000 * _engine_pass_s(spec)
+    sim = simulate_pipeline(applied, lm, 0.0, arrivals=[0.0, 0.0, 100.0])
+    (ft,) = sim.first_token
+    assert (ft.stage, ft.visits) == ("generate", 3)
+    # nearest-rank percentiles of three: P50 the 2nd, P95 and P99 the 3rd
+    assert ft.upstream_ms == pytest.approx({"p50": 10.0, "p95": 10.0, "p99": 10.0}, rel=1e-9)
+    assert ft.stage_ms == pytest.approx({"p50": p_ms, "p95": s_ms + p_ms, "p99": s_ms + p_ms}, rel=1e-9)
+    assert ft.user_ms == pytest.approx(
+        {"p50": 10 + p_ms, "p95": 10 + s_ms + p_ms, "p99": 10 + s_ms + p_ms}, rel=1e-9
+    )
+
+
+def test_user_ttft_is_judged_against_its_budget_in_capacity(tmp_path) -> None:
+    """`capacity` reports the user's TTFT (text and JSON) against `llm.budgets.user_ttft_p99_ms` and
+    exits 1 when the simulated P99 is over it. The toy at 1 req/s: 10 ms + a ~19 ms prefill, so a
+    budget of 1,000 ms is met and one of 20 ms is not (the analytic AK705 check uses the same field)."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from archkit.cli import _load_commands, app
+
+    _load_commands()
+
+    def run(budget: int, fmt: str) -> tuple[int, str]:
+        text = RAG.replace("output_tokens: {mean_tokens: 16}", "output_tokens: {mean_tokens: 16}\n"
+                           f"        budgets: {{user_ttft_p99_ms: {budget}}}")  # fmt: skip
+        path = tmp_path / f"rag-{budget}.yaml"
+        path.write_text(text, encoding="utf-8")
+        res = CliRunner().invoke(app, ["capacity", str(path), "--format", fmt])
+        return res.exit_code, res.stdout
+
+    code, out = run(1000, "json")
+    (u,) = json.loads(out)["pipeline"]["user_ttft"]
+    assert code == 0 and u["stage"] == "generate" and u["budget_p99_ms"] == 1000 and u["met"] is True
+    assert u["user_ms"]["p50"] == pytest.approx(u["upstream_ms"]["p50"] + u["engine_ms"]["p50"], abs=0.01)
+    assert 10 <= u["upstream_ms"]["p50"] < 10.01  # the gateway's fixed 10 ms; nothing queues at 1 req/s
+    code, out = run(20, "text")
+    assert code == 1
+    line = next(x for x in out.splitlines() if "simulated user TTFT at generate" in x)
+    assert line.endswith("user_ttft_p99_ms 20: OVER BUDGET"), line

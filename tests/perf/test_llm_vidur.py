@@ -125,8 +125,8 @@ def _llama2_70b(efficiency: dict[str, float], chunked: bool, budget: int) -> Rep
     return replica(stage, ACCELERATORS["A100-80GB"])
 
 
-def _rows(name: str) -> list[dict[str, str]]:
-    with (HERE / f"vidur_{name}.csv").open() as f:
+def _rows(name: str, folder: Path = HERE) -> list[dict[str, str]]:
+    with (folder / f"vidur_{name}.csv").open() as f:
         return list(csv.DictReader(f))
 
 
@@ -172,17 +172,18 @@ def _slow_share(hist: np.ndarray) -> float:
 SLOW_S = 0.13  # between the two modes of the ITL: pure decode steps (~65 ms), steps with a chunk (~200 ms)
 
 
-def _compare(sched: str, rate: float) -> dict[str, tuple[float, float]]:
-    """(archkit, Vidur) per metric, in ms or per second, on Vidur's own arrival times."""
+def compare(sched: str, rate: float, folder: Path = HERE) -> dict[str, tuple[float, float]]:
+    """(archkit, Vidur) per metric, in ms or per second, on Vidur's own arrival times: those recorded
+    in `folder` by tests/data/vidur/run_vidur.py (this folder's committed run, or a live one)."""
     chunked, budget = RUNS[(sched, rate)]
     name = f"{sched}_qps{rate}"
-    rows = _rows(f"{name}_requests")
+    rows = _rows(f"{name}_requests", folder)
     arrival = np.array([float(r["arrival_s"]) for r in rows])
     v_ttft = np.array([float(r["ttft_s"]) for r in rows])
     v_e2e = np.array([float(r["e2e_s"]) for r in rows])
     tbt = {
         round(float(r["cdf"]), 2): float(r["decode_token_execution_plus_preemption_time"])
-        for r in _rows(f"{name}_tbt_cdf")
+        for r in _rows(f"{name}_tbt_cdf", folder)
     }
     n = len(arrival)
     rep = _llama2_70b(VIDUR_FIT, chunked, budget)
@@ -215,7 +216,8 @@ TOLERANCE = {
 }  # fmt: skip
 
 
-def _off(got: dict[str, tuple[float, float]], tolerance: dict[str, float]) -> dict[str, str]:
+def off(got: dict[str, tuple[float, float]], tolerance: dict[str, float]) -> dict[str, str]:
+    """The metrics whose archkit/Vidur ratio is outside its tolerance, with both values."""
     return {
         k: f"archkit {got[k][0]:.1f} vs Vidur {got[k][1]:.1f}"
         for k, tol in tolerance.items()
@@ -225,8 +227,8 @@ def _off(got: dict[str, tuple[float, float]], tolerance: dict[str, float]) -> di
 
 @pytest.mark.parametrize(("sched", "rate"), [("vllm", 2), ("sarathi", 2), ("vllm", 2.5)])
 def test_simulation_matches_vidur(sched: str, rate: float) -> None:
-    got = _compare(sched, rate)
-    assert not _off(got, TOLERANCE)
+    got = compare(sched, rate)
+    assert not off(got, TOLERANCE)
     assert got["preemptions"] == (0.0, 0.0)  # the cache never fills at these rates, in either
 
 
@@ -235,14 +237,14 @@ def test_simulation_near_vidur_at_90_percent_load() -> None:
     so the ITL P50 sits in the gap between the two modes (Vidur's 103 ms is an interpolation across
     it) and is not compared; the share of tokens in the slow mode is (archkit 0.40, Vidur 0.46: archkit's
     pure decode steps are ~7 % faster than Vidur's at this batch size, so it runs more of them)."""
-    got = _compare("sarathi", 3)
-    assert not _off(got, {k: v for k, v in TOLERANCE.items() if k != "itl_p50"})
+    got = compare("sarathi", 3)
+    assert not off(got, {k: v for k, v in TOLERANCE.items() if k != "itl_p50"})
     assert abs(got["slow_token_share"][0] - got["slow_token_share"][1]) < 0.10
 
 
 def vidur_table() -> list[dict[str, Any]]:
     """The comparison as rows (for docs/benchmarks.md): `python -m tests.perf.test_llm_vidur`."""
-    return [{"run": f"{s} {r} req/s", **_compare(s, r)} for s, r in RUNS]
+    return [{"run": f"{s} {r} req/s", **compare(s, r)} for s, r in RUNS]
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,4 +1,4 @@
-"""The one token-length sampler (archkit.spec.llm_lengths) against hand-computed cases."""
+"""The one token-length sampler (archkit.llm_lengths) against hand-computed cases."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from archkit.spec import llm_lengths
+from archkit import llm_lengths
 from archkit.spec.llm import TokenLengths
 
 

@@ -5,8 +5,10 @@ folder). When that environment is applied, each calibrated model stage gets a `s
 table from the file — per batch size, the median compute input (copy), infer (compute) and
 output (overhead) times — in place of the environment's or the stage's own; each stage measured
 from the service's own stage histograms (`stages`: a gateway's decode, crop, cache, ...) gets the
-`cpu_ms` whose distribution has its measured mean (`median_of_mean`), and the ingress stage the
-time a client sees beyond the service's whole-request histogram; a one-machine environment
+its measured median as `cpu_ms` and the P99 of its measured spread as `cpu_p99_ms`
+(`stage_times`; an older file's mean becomes the median of the budgets' spread,
+`median_of_mean`), and the ingress stage the time a client sees beyond the service's
+whole-request histogram; a one-machine environment
 (`cpu_cores`) gets the cores its concurrency sweep shows the machine delivers (`effective_cores`);
 each calibrated LLM stage (the file's `llm` entries, `archkit calibrate --llm-url`) gets the
 measured `llm.efficiency` figures in place of the declared defaults, and the engine's measured KV
@@ -112,17 +114,20 @@ def with_calibration(spec: Spec, file: str, env: str | None, override: str | Non
         ov.service_time = table
     for sid, entry in (doc.get("stages") or {}).items():
         st = clone.stage(str(sid))
-        mean = entry.get("mean_ms") if isinstance(entry, dict) else None
-        outside = isinstance(entry, dict) and entry.get("outside") is True
-        if st is None or not isinstance(mean, int | float):
+        if st is None or not isinstance(entry, dict):
             continue
+        outside = entry.get("outside") is True
         if not (stage_calibratable(st) or (outside and st.kind.value in ("ingress", "gateway"))):
             continue
         ov = next((o for o in ce.stages if o.stage == st.id), None)
+        median, p99 = stage_times(st, ov or StageOverride(stage=st.id), entry)
+        if median is None:
+            continue
         if ov is None:
             ov = StageOverride(stage=st.id)
             ce.stages.append(ov)
-        ov.cpu_ms = round(median_of_mean(st, ov, float(mean)), 4)
+        ov.cpu_ms = round(median, 4)
+        ov.cpu_p99_ms = None if p99 is None else round(p99, 4)
     _llm_efficiency(clone, doc.get("llm"))
     if ce.cpu_cores is not None:
         clone._effective_cores = effective_cores(doc, ce.cpu_cores)
@@ -150,6 +155,37 @@ def effective_cores(doc: dict, cores: float) -> float | None:
             eff = min(1.0, float(speedup) / c)
             best = eff if best is None else max(best, eff)
     return None if best is None else round(cores * best, 3)
+
+
+Z95 = 1.6448536269514722  # standard normal 95th percentile
+
+
+def _num(entry: dict, key: str) -> float | None:
+    value = entry.get(key)
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def stage_times(st: Stage, ov: StageOverride, entry: dict) -> tuple[float | None, float | None]:
+    """(median, P99) of a calibrated stage's processor time (ms) from its calibration entry.
+
+    An entry with per-request percentiles (`p50_ms`, `p95_ms`: `calibrate.sweep.robust_stage`)
+    gives the median itself and the P99 of the log-normal through its P50 and P95 (σ = ln(P95 /
+    P50) / z95): the sample's own P99 is, over 30 requests, their maximum, which one slow request
+    sets. An older entry with only the mean gives the median of the budgets' spread with that mean
+    (`median_of_mean`) and no P99. A stage that is not log-normal keeps its distribution's spread
+    (no P99). (None, None): nothing usable.
+    """
+    p50, p95 = _num(entry, "p50_ms"), _num(entry, "p95_ms")
+    if p50 is not None and p95 is not None:
+        if st.service_distribution != "lognormal":
+            return p50, None
+        if p95 <= p50 or p50 <= 0:
+            return p50, p50  # no measured spread: the same time every request
+        from archkit.perf.resources import Z99
+
+        return p50, p50 * math.exp(math.log(p95 / p50) / Z95 * Z99)
+    mean = _num(entry, "mean_ms")
+    return (median_of_mean(st, ov, mean), None) if mean is not None else (None, None)
 
 
 def median_of_mean(st: Stage, ov: StageOverride, mean_ms: float) -> float:

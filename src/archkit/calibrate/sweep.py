@@ -212,13 +212,57 @@ def _fingerprint(spec: Spec, triton: str, service: str | None) -> dict:
     return fingerprint(service_runtime(spec, service), {"triton": version} if version else None)
 
 
-def stage_point(spec: Spec, service: str, requests: int, root: Path) -> dict[str, dict]:
-    """Each non-model stage's time from the service's own histograms over `requests` sequential requests.
+def order_stat(values: list[float], p: float) -> float:
+    """The nearest-rank P-th percentile (an order statistic of the sample; p in (0, 1])."""
+    srt = sorted(values)
+    return srt[min(len(srt) - 1, max(0, int(np.ceil(p * len(srt))) - 1))]
 
-    One request at a time through the spec's first scenario with a file payload (its headers,
-    e.g. a cache bypass), so a CPU-bound stage's wall time is its processor time; the mean is the
-    histogram's exact sum / count (its percentiles are only bucket-interpolated). {} when the
-    service exposes no stage histograms or the spec has no such scenario.
+
+def robust_stage(samples: list[float]) -> dict[str, float]:
+    """One stage's per-request times (ms) as calibration statistics that one slow request cannot move.
+
+    P50 and P95 are order statistics: among 30 requests one 50x outlier is the largest and moves
+    neither (it moves the mean by 1.6x and the P99, the maximum of 30 draws, all the way), so the
+    model takes the median as `cpu_ms` and its spread from P50 -> P95 (`spread_p99_ms`). The mean
+    and P99 are recorded for comparison only.
+    """
+    arr = np.asarray(samples, dtype=float)
+    return {
+        "p50_ms": round(order_stat(samples, 0.50), 4),
+        "p95_ms": round(order_stat(samples, 0.95), 4),
+        "p99_ms": round(order_stat(samples, 0.99), 4),
+        "mean_ms": round(float(arr.mean()), 4),
+    }
+
+
+def _scenario_files(spec: Spec, root: Path) -> tuple[Any, list[Path]]:
+    """The spec's first scenario with a file payload and its files (None, [] without one)."""
+    lt = spec.loadtest
+    sc = next(
+        (s for s in (lt.scenarios if lt else []) if s.payload and (s.payload.file or s.payload.folder)), None
+    )
+    if sc is None or sc.payload is None:
+        return None, []
+    files = (
+        [root / sc.payload.file]
+        if sc.payload.file
+        else sorted(p for p in (root / str(sc.payload.folder)).glob(sc.payload.glob) if p.is_file())
+    )
+    return sc, files
+
+
+def stage_point(spec: Spec, service: str, requests: int, root: Path, warmup: int = 3) -> dict[str, dict]:
+    """Each non-model stage's time from the service's own histograms, request by request.
+
+    `warmup` requests first, discarded (the first requests after a restart or a test suite pay for
+    cold caches and lazily built objects), then `requests` sequential requests through the spec's
+    first scenario with a file payload (its headers, e.g. a cache bypass), so a CPU-bound stage's
+    wall time is its processor time. The histograms are read before and after each request: the
+    exact sum / count of that request's observations is one sample (the histogram's own
+    percentiles are only bucket-interpolated), and the samples give `robust_stage`'s statistics.
+    An ingress or gateway stage gets what its whole-request histogram does not see, per request:
+    the client's round trip minus the handler's time. {} when the service exposes no stage
+    histograms or the spec has no such scenario.
     """
     import itertools
 
@@ -228,51 +272,43 @@ def stage_point(spec: Spec, service: str, requests: int, root: Path) -> dict[str
     from archkit.loadtest.safety import require_loopback
 
     require_loopback(service, "service")
-    lt = spec.loadtest
-    sc = next(
-        (s for s in (lt.scenarios if lt else []) if s.payload and (s.payload.file or s.payload.folder)), None
-    )
-    if sc is None or sc.payload is None:
-        return {}
-    files = (
-        [root / sc.payload.file]
-        if sc.payload.file
-        else sorted(p for p in (root / str(sc.payload.folder)).glob(sc.payload.glob) if p.is_file())
-    )
-    if not files:
+    sc, files = _scenario_files(spec, root)
+    if sc is None or not files:
         return {}
     urls = scrape.endpoints(spec, service)
-    before = scrape.snapshot(urls)
     target = service.rstrip("/") + (sc.path or "/")
     headers = {**sc.headers, "Content-Type": sc.payload.content_type or "application/octet-stream"}
-    client_ms = []
-    for path in itertools.islice(itertools.cycle(files), requests):
+    samples: dict[str, list[float]] = {}
+    metric: dict[str, str] = {}
+    for k, path in enumerate(itertools.islice(itertools.cycle(files), warmup + requests)):
         body = path.read_bytes()
+        before = scrape.snapshot(urls)
         t0 = time.perf_counter()
         # the endpoint policy's opener: the judged loopback address, no redirect off it, no proxy
         with open_url(target, (), timeout=60, headers=headers, data=body, method=sc.method) as resp:
             resp.read()
-        client_ms.append((time.perf_counter() - t0) * 1000)
-    after = scrape.snapshot(urls)
-    stages = scrape.decompose(spec, before, after, {}).get("stages", {})
-    out = {}
-    for sid, got in stages.items():
-        st = spec.stage(sid)
-        if st is None or got.get("mean_ms") is None:
+        client_ms = (time.perf_counter() - t0) * 1000
+        if k < warmup:
             continue
-        if stage_calibratable(st):
-            out[sid] = {"mean_ms": got["mean_ms"], "count": got.get("count"), "metric": got.get("metric")}
-        elif st.kind.value in ("ingress", "gateway") and client_ms:
-            # what the whole-request histogram does not see: the HTTP exchange around the handler
-            # (parsing, the body, the response, the loopback hop), on the same cores as the rest
-            client = sum(client_ms) / len(client_ms)
-            out[sid] = {
-                "mean_ms": round(max(0.0, client - got["mean_ms"]), 3),
-                "count": len(client_ms),
-                "metric": f"client round trip - {got.get('metric')}",
-                "outside": True,
-                "client_mean_ms": round(client, 3),
-            }
+        got = scrape.decompose(spec, before, scrape.snapshot(urls), {}).get("stages", {})
+        for sid, one in got.items():
+            st = spec.stage(sid)
+            if st is None or one.get("mean_ms") is None:
+                continue
+            if stage_calibratable(st):
+                samples.setdefault(sid, []).append(float(one["mean_ms"]))
+            elif st.kind.value in ("ingress", "gateway"):
+                # what the whole-request histogram does not see: the HTTP exchange around the handler
+                # (parsing, the body, the response, the loopback hop), on the same cores as the rest
+                samples.setdefault(sid, []).append(max(0.0, client_ms - float(one["mean_ms"])))
+                metric[sid] = f"client round trip - {one.get('metric')}"
+                continue
+            metric.setdefault(sid, str(one.get("metric")))
+    out: dict[str, dict] = {}
+    for sid, values in samples.items():
+        out[sid] = {**robust_stage(values), "count": len(values), "warmup": warmup, "metric": metric[sid]}
+        if metric[sid].startswith("client round trip"):
+            out[sid]["outside"] = True
     return out
 
 
@@ -296,7 +332,9 @@ def calibrate(spec: Spec, opts: Options, progress: Callable[[str], None] | None 
         "method": (
             f"{opts.requests} sequential requests per batch size after {opts.warmup} warm-up; per-request "
             "deltas of Triton's inference statistics (compute input + infer + output = service time); "
-            f"concurrency points of {opts.seconds:g} s each at batch 1"
+            f"concurrency points of {opts.seconds:g} s each at batch 1; service stages: per-request deltas "
+            "of the service's stage histograms after the same warm-up, their median as cpu_ms and "
+            "the P50 -> P95 spread"
         ),
         "models": {},
     }
@@ -347,9 +385,12 @@ def calibrate(spec: Spec, opts: Options, progress: Callable[[str], None] | None 
     if service and opts.stage_root is not None:
         say(f"service stages: {opts.requests} sequential requests through {service}")
         try:
-            doc["stages"] = stage_point(spec, service, opts.requests, opts.stage_root)
+            doc["stages"] = stage_point(spec, service, opts.requests, opts.stage_root, opts.warmup)
         except OSError as exc:  # the service is optional: the models are calibrated without it
             say(f"service stages not measured: {exc}")
         for sid, got in (doc.get("stages") or {}).items():
-            say(f"stage {sid}: mean {got['mean_ms']} ms over {got['count']} requests ({got['metric']})")
+            say(
+                f"stage {sid}: P50 {got['p50_ms']} ms, P95 {got['p95_ms']} ms, mean {got['mean_ms']} ms "
+                f"over {got['count']} requests after {got['warmup']} warm-up ({got['metric']})"
+            )
     return doc

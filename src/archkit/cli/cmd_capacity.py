@@ -153,10 +153,29 @@ def _pipeline(p: dict | None) -> list[str]:
         f"  simulated end to end at {_f(p['rate_rps'])} req/s: {e2e}"
         + (f" ({'; '.join(extra)})" if extra else "")
     )
+    out += _user_ttft(p.get("user_ttft") or [])
     out.append(f"  ({p['method']})")
     if p.get("budget_note"):
         out.append(f"  budget: {p['budget_note']}")
     return out + [""]
+
+
+def _user_ttft(rows: list) -> list[str]:
+    """Each LLM stage's first token as the user sees it: the stages before it plus the engine's TTFT."""
+
+    def pcts(d) -> str:
+        return f"P50 {_ms(d['p50'])} / P95 {_ms(d['p95'])} / P99 {_ms(d['p99'])} ms"
+
+    out = []
+    for u in rows:
+        verdict = ""
+        if u["met"] is not None:
+            verdict = f"; user_ttft_p99_ms {u['budget_p99_ms']:g}: {'meets' if u['met'] else 'OVER BUDGET'}"
+        out.append(
+            f"  simulated user TTFT at {u['stage']} ({u['visits']:,} visits): {pcts(u['user_ms'])}{verdict}"
+        )
+        out.append(f"    = before it {pcts(u['upstream_ms'])} + engine TTFT {pcts(u['engine_ms'])}")
+    return out
 
 
 def _ms(v) -> str:

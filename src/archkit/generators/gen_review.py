@@ -66,6 +66,23 @@ def _budget_row(name: str, budget: Any, figures: dict[str, float], extra: dict[s
     return {"name": clean(name), "cells": cells, "over": bool(over), **extra}
 
 
+def load_curve(data: Any) -> Markup | None:
+    """The predicted latency-vs-load curve a load-test result recorded (`predicted.curve`), with the
+    run's measured steps on it, as the load-test report draws it (`perf.curve.overlay_svg`); None
+    when the result has no curve (a report from before curves, or not a load test's). A
+    result.json keeps the run under `measured`; a measured.json is the run itself."""
+    from archkit.perf.curve import overlay_svg
+
+    if not isinstance(data, dict):
+        return None
+    run = data.get("measured") if isinstance(data.get("measured"), dict) else data
+    try:
+        svg = overlay_svg(run)
+    except (TypeError, ValueError, KeyError, AttributeError):  # not the shape a load test writes
+        return None
+    return inline_svg(svg, "lc", "latency vs load") if svg else None
+
+
 def review_view(ctx: RenderContext) -> dict[str, Any]:
     spec = ctx.spec
     sources: dict[str, str] = {
@@ -183,6 +200,7 @@ def review_view(ctx: RenderContext) -> dict[str, Any]:
             measured and measured.about.get("spec") and measured.about["spec"] != spec.metadata.name
         ),
         "over_count": sum(1 for r in stage_rows if r["over"]) + (1 if e2e_row["over"] else 0),
+        "load_curve": load_curve(ctx.measured),
         # predicted vs measured (the prediction loop): off by more than 15 % is marked
         "fidelity": [
             {

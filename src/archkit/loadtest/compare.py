@@ -116,23 +116,11 @@ def predicted_curve(spec: Spec, measured: dict, ceiling_rps: float | None) -> di
     return sweep(spec, rates, requests=CURVE_REQUESTS).as_dict()
 
 
-def measured_points(measured: dict) -> list:
-    """Each step (phase) of the run as a `perf.curve.MeasuredPoint`: its offered rate, P50 and P99."""
-    from archkit.perf.curve import MeasuredPoint
-
-    return [
-        MeasuredPoint(float(p["offered_rps"]), p.get("p50_ms"), p.get("p99_ms"), f"step {i + 1}")
-        for i, p in enumerate(measured.get("phases") or [])
-        if p.get("offered_rps") and p.get("requests")
-    ]
-
-
 def curve_overlay(measured: dict) -> str | None:
     """The SVG of the predicted curve with this run's measured points on it (None without a curve)."""
-    from archkit.perf.curve import curve_svg, load_curve
+    from archkit.perf.curve import overlay_svg
 
-    data = (measured.get("predicted") or {}).get("curve")
-    return curve_svg(load_curve(data), measured_points(measured)) if data else None
+    return overlay_svg(measured)
 
 
 FOREIGN = "from a calibration of another machine"
@@ -155,6 +143,11 @@ def _predicted_from(spec: Spec, sid: str) -> str:
         and env.calibration
         and any(o.stage == sid and o.cpu_ms is not None for o in env.stages)
     )
+    if st.cpu_ms is not None and calibrated and st.cpu_p99_ms is not None:
+        return (
+            f"cpu_ms {st.cpu_ms:g} ms from the calibration (the stage's median over sequential requests "
+            f"after a warm-up), its P99 {st.cpu_p99_ms:g} ms from the calibration's P50 -> P95 spread, {shared}"
+        )
     if st.cpu_ms is not None and calibrated:
         return (
             f"cpu_ms {st.cpu_ms:g} ms from the calibration (the stage's mean over sequential requests "

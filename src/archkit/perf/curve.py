@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field
 from html import escape
+from typing import Any
 
 from archkit.errors import InputError
 from archkit.perf.pipeline import (
@@ -335,3 +336,20 @@ def load_curve(data: dict[str, object]) -> LoadCurve:
     raw = dict(data)
     pts = [CurvePoint(**p) for p in raw.pop("points", [])]  # type: ignore[arg-type, attr-defined]
     return LoadCurve(**raw, points=pts)  # type: ignore[arg-type]
+
+
+def measured_points(measured: dict[str, Any]) -> list[MeasuredPoint]:
+    """Each step (phase) of a load-test run (`measured` of its result.json) as a `MeasuredPoint`:
+    its offered rate, P50 and P99."""
+    return [
+        MeasuredPoint(float(p["offered_rps"]), p.get("p50_ms"), p.get("p99_ms"), f"step {i + 1}")
+        for i, p in enumerate(measured.get("phases") or [])
+        if p.get("offered_rps") and p.get("requests")
+    ]
+
+
+def overlay_svg(measured: dict[str, Any]) -> str | None:
+    """The SVG of the predicted curve a load test recorded (`predicted.curve`) with its measured
+    steps on it; None without a curve. The load-test report and the review page both draw it."""
+    data = (measured.get("predicted") or {}).get("curve")
+    return curve_svg(load_curve(data), measured_points(measured)) if data else None

@@ -15,7 +15,10 @@
   beyond both is refused at once (the reference gateway's fast 429). The event loop
   (`pipesim_kernel`) keeps these counts. A stage's `max_queue` bounds its own queue (as a
   batcher's `max_queue_size` does); a call it refuses fails the request (the server's error,
-  or the call's fallback), counted as failed rather than shed.
+  or the call's fallback), counted as failed rather than shed. A refusal costs the processor time
+  of the service's ingress stage (`refusal_stage`); the simulation charges it as a steady load on
+  that stage's cores (`pipesim`: the refused rate times the stage's mean work, taken off the cores
+  the admitted requests share, to a fixed point).
 - Closed form (`admitted_rps`): the fluid bound, min(offered, limit) per bucket, which is what
   a long run at a constant rate above the limit admits.
 """
@@ -42,6 +45,22 @@ class AdmissionGroup:
     max_queue: int
     status: int
     retry_after_s: float | None
+    refusal_stage: str | None = None  # the stage whose work a refusal repeats (`refusal_stage`)
+
+
+def refusal_stage(spec: Spec, service: str) -> str | None:
+    """The stage whose processor time each refusal by `service` costs: its ingress or gateway stage
+    with `cpu_ms` (the HTTP exchange: request, body, response; `archkit calibrate` measures it as the
+    client's round trip beyond the handler). A refusal is not free: the reference gateway reads the
+    whole body before it counts the requests in flight (reference_service/gateway.py, step 3), and
+    the 429 goes back over the same exchange. The quiet fidelity run of issue 29 showed the cost:
+    at 22.8 req/s offered the answered rate fell from 14.7 to 14.15 req/s while 8.6 req/s were
+    refused, and a model that refused for free predicted a shed share 5.7 points low. None: the
+    service declares no such stage, so refusals cost nothing."""
+    for st in spec.dataflow.stages:
+        if st.service == service and st.kind.value in ("ingress", "gateway") and st.cpu_ms:
+            return st.id
+    return None
 
 
 def admission_groups(spec: Spec) -> list[AdmissionGroup]:
@@ -50,11 +69,18 @@ def admission_groups(spec: Spec) -> list[AdmissionGroup]:
     for a in spec.traffic.admission:
         if a.service is not None and a.max_inflight is not None and a.service not in out:
             out[a.service] = AdmissionGroup(
-                a.service, a.max_inflight, a.max_queue, a.rejection.status, a.rejection.retry_after_s
+                a.service,
+                a.max_inflight,
+                a.max_queue,
+                a.rejection.status,
+                a.rejection.retry_after_s,
+                refusal_stage(spec, a.service),
             )
     for svc in spec.topology.services:
         if svc.admission is not None and svc.id not in out:
-            out[svc.id] = AdmissionGroup(svc.id, svc.admission.max_inflight, 0, 429, None)
+            out[svc.id] = AdmissionGroup(
+                svc.id, svc.admission.max_inflight, 0, 429, None, refusal_stage(spec, svc.id)
+            )
     return list(out.values())[:MAX_GROUPS]
 
 

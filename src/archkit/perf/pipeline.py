@@ -19,7 +19,7 @@ import math
 from dataclasses import asdict, dataclass, replace
 
 from archkit.perf.limits import admitted_rps
-from archkit.perf.pipesim import PipelineSim, simulate_pipeline
+from archkit.perf.pipesim import FirstToken, PipelineSim, simulate_pipeline
 from archkit.perf.resources import LoadModel, load_model
 from archkit.spec.model import Spec
 
@@ -64,6 +64,20 @@ class ResourcePrediction:
 
 
 @dataclass(frozen=True)
+class UserTtft:
+    """An LLM stage's time to first token as the user sees it, simulated (`pipesim.FirstToken`: the
+    stages before it plus the engine's TTFT, ms P50/P95/P99), against `llm.budgets.user_ttft_p99_ms`."""
+
+    stage: str
+    visits: int
+    upstream_ms: dict[str, float]  # request sent -> arrival at the engine (gateway, retrieval, queues)
+    engine_ms: dict[str, float]  # the engine's own TTFT (its queue, the prefill, the first token)
+    user_ms: dict[str, float]  # the two together, per request
+    budget_p99_ms: float | None  # the stage's user_ttft_p99_ms
+    met: bool | None  # None: no budget
+
+
+@dataclass(frozen=True)
 class PipelinePrediction:
     """End-to-end and per-stage predictions for one spec at one request rate."""
 
@@ -91,6 +105,7 @@ class PipelinePrediction:
     sim_work: int = 0  # simulated events spent (prediction and knee search), of `sim_budget`
     sim_budget: int = SIM_BUDGET
     budget_note: str | None = None  # set when the budget stopped the simulation or the knee search
+    user_ttft: tuple[UserTtft, ...] = ()  # per LLM stage: first token as the user sees it (simulated)
 
     def stage(self, stage_id: str) -> StagePrediction | None:
         return next((s for s in self.stages if s.stage == stage_id), None)
@@ -260,6 +275,14 @@ def knee_search(
     return KneeSearch(lo, (lo, hi), runs, spent)
 
 
+def _user_ttft(spec: Spec, ft: FirstToken) -> UserTtft:
+    st = spec.stage(ft.stage)
+    budget = st.llm.budgets.user_ttft_p99_ms if st is not None and st.llm is not None else None
+    p99 = ft.user_ms["p99"]
+    met = None if budget is None else bool(math.isfinite(p99) and p99 <= budget)
+    return UserTtft(ft.stage, ft.visits, ft.upstream_ms, ft.stage_ms, ft.user_ms, budget, met)
+
+
 def _assemble(
     spec: Spec, env: str | None, lm: LoadModel, sim: PipelineSim, rate: float, requests: int, seed: int
 ) -> PipelinePrediction:
@@ -308,6 +331,7 @@ def _assemble(
         resources=resources,
         requests=sim.requests,
         seed=seed,
+        user_ttft=tuple(_user_ttft(spec, ft) for ft in sim.first_token),
         method=(
             f"demand model (processor sharing on {len(resources)} shared resource(s)); "
             f"percentiles from a whole-pipeline simulation of {sim.requests:,} Poisson requests, seed {seed}"

@@ -6,7 +6,7 @@ What it simulates (every choice is the spec's or stated here):
   taken with its `weight` (unset: always), in topological order, one after the other. Async
   hand-offs are off the request's path and are not simulated.
 - Other stages: a time drawn from a log-normal with median `cpu_ms` (else the P50) and the
-  spread of the stage's P50 → P99 (`resources.lognormal_sigma`): work on the shared cores
+  stage's measured spread, else its P50 → P99 budgets' (`resources.service_sigma`): work on the shared cores
   when the stage declares `cpu_ms`, else a delay; with `concurrency`, each replica has that
   many workers and a FIFO queue, otherwise every visit starts at once.
 - Model stages: a visit sends ⌈items / items_per_call⌉ calls at once (a fan-out of
@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -67,6 +67,20 @@ class StageSim:
 
 
 @dataclass(frozen=True)
+class FirstToken:
+    """A streaming stage's first output as the user sees it (ms, P50/P95/P99 over the visits that
+    reached it): from the request's arrival at the service to the stage's first token, i.e. the
+    time before the stage (gateway, retrieval, their queues: `upstream_ms`) plus the stage's own
+    time to first token (an LLM engine's TTFT, queueing in it included: `stage_ms`)."""
+
+    stage: str
+    visits: int
+    upstream_ms: dict[str, float]
+    stage_ms: dict[str, float]
+    user_ms: dict[str, float]
+
+
+@dataclass(frozen=True)
 class PipelineSim:
     """End-to-end results of one simulated run."""
 
@@ -87,6 +101,7 @@ class PipelineSim:
     shed: int = 0  # refused by an admission or rate limit (`spec.traffic`): a fast 429/503
     work: int = 0  # events plus the jobs and replicas they scanned (the unit of `max_work`)
     cut_short: bool = False  # the work budget ran out before every request was answered
+    first_token: tuple[FirstToken, ...] = ()  # per co-simulated streaming stage (an LLM's user TTFT)
 
 
 def _routes(spec: Spec, steps: dict[str, Step]) -> tuple[list[list[str]], list[float]]:
@@ -244,16 +259,59 @@ def simulate_pipeline(
         t_in = t_lim[run]
     if kernel.bound() != service_models.HANDLERS:
         kernel.bind(service_models.HANDLERS)
-    loop = _loop(spec, order, res_units, compiled)
     noise = rng.random(max(4 * n, 1 << 16))
     rr = route_of[run].astype(np.int64)
     budget = _EVENTS_PER_REQUEST * n if max_work is None else max(1, int(max_work))
     args = (t_in, rr, route_len, route_stage, batch_s, over_s, work[:, run], items[:, run], noise, budget)
-    out = loop(*args)
     cosim = [k for k, sp in enumerate(order) if sp.cosim]
-    if cosim:
-        out = _cosimulate(spec, order, cosim, loop, args, out, seed)
-    return _result(spec, order, res_ids, res_units, arr, run, out, rate_rps, arrivals is None, seed)
+    refusal = refusal_load(spec, order, len(res_units))
+    units = used = list(res_units)
+    first: list[FirstToken] = []
+    for _ in range(_REFUSAL_ROUNDS if refusal is not None else 1):
+        used = units
+        loop = _loop(spec, order, used, compiled)
+        out = loop(*args)
+        if cosim:
+            first = []  # this round's first tokens only
+            out = _cosimulate(spec, order, cosim, loop, args, out, seed, arr[run], first)
+        if refusal is None:
+            break
+        # refusals are a steady load on their cores: those left to the admitted requests are fewer,
+        # which refuses more (a fixed point, reached within a few rounds: the load is a small share)
+        refused_rps = int((out[1] == 4).sum()) / max(float(t_in[-1] - t_in[0]), 1e-12) if t_in.size else 0.0
+        if refused_rps == 0:
+            break
+        units = [
+            max(u * _MIN_UNITS_LEFT, u - refused_rps * c) for u, c in zip(res_units, refusal, strict=True)
+        ]
+    res = _result(spec, order, res_ids, res_units, arr, run, out, rate_rps, arrivals is None, seed, used)
+    return replace(res, first_token=tuple(first)) if first else res
+
+
+# Rounds of the refusal-cost fixed point: the first runs with the whole cores, each later one with
+# the cores the previous round's refusals left; the refused load is a few per cent of the cores, so
+# the shed share moves by well under a point after the third.
+_REFUSAL_ROUNDS = 4
+_MIN_UNITS_LEFT = 0.05  # refusals never take more than 95 % of a resource
+
+
+def refusal_load(spec: Spec, order: list[Step], n_res: int) -> list[float] | None:
+    """Processor-seconds per refused request on each resource (`limits.refusal_stage`: the mean work
+    of the refusing service's ingress stage), None when no refusal costs anything.
+
+    Every refusal is charged to the first admission group with such a stage; with one group (the
+    reference gateway) that is the one that refused it."""
+    from archkit.perf.resources import service_mean_ms
+
+    cost = [0.0] * n_res
+    for g in admission_groups(spec):
+        st = spec.stage(g.refusal_stage) if g.refusal_stage else None
+        sp = next((x for x in order if st is not None and x.stage == st.id), None)
+        if st is None or sp is None or sp.resource < 0:
+            continue
+        cost[sp.resource] += service_mean_ms(st) / 1000
+        break  # the first group's: see the docstring
+    return cost if any(c > 0 for c in cost) else None
 
 
 def _draws(order: list[Step], rng: np.random.Generator, n: int) -> tuple[np.ndarray, ...]:
@@ -334,12 +392,17 @@ def _cosimulate(
     args: tuple[Any, ...],
     out: Any,
     seed: int,
+    sent_s: np.ndarray,
+    first: list[FirstToken],
 ) -> Any:
     """The second pass: co-simulated stages' visits get the latencies their own model gives them.
 
     A visit's arrival at stage k is when the first pass (stage k instantaneous) finished it: the
     request's completion less the later stages' visits on its route (exact when those stages do
-    not retry). The other inputs are the first pass's, so the stages before k see the same draws."""
+    not retry). The other inputs are the first pass's, so the stages before k see the same draws.
+    A stage whose model also gives each visit's first output adds a `FirstToken` to `first`: its
+    time before the stage runs from the request's sending (`sent_s`, before any rate limit's delay)
+    to that same arrival, the one the stage's own simulation was given."""
     rr, route_len, route_stage = args[1], args[2], args[3]
     work = args[6].copy()
     done_at, lat = out[0], out[2]
@@ -360,16 +423,19 @@ def _cosimulate(
         assert st is not None
         took = service_models.model_for(st).visits(spec, st, at, seed)
         if took is not None:
-            work[k, seen] = took
+            work[k, seen] = took.latency_s
+            if took.first_s is not None:
+                first.append(_first_token(order[k].stage, at - sent_s[seen], took.first_s))
     second = loop(*args[:6], work, *args[7:])
     return (*second[:4], second[4] + out[4], second[5])  # the work of both passes
 
 
 def _result(
     spec: Spec, order: list[Step], res_ids: list[str], res_units: list[float], arr: np.ndarray,
-    run: np.ndarray, out: Any, rate_rps: float, poisson: bool, seed: int,
+    run: np.ndarray, out: Any, rate_rps: float, poisson: bool, seed: int, left: list[float] | None = None,
 ) -> PipelineSim:  # fmt: skip
-    """Percentiles, counts, utilisation and stability of one run."""
+    """Percentiles, counts, utilisation and stability of one run (`left`: the units the admitted
+    requests had, the rest being refusals' work)."""
     done_in, status_in, lat_in, busy, work_done, end = out
     n = arr.shape[0]
     cut_short = bool((status_in == 0).any())
@@ -399,9 +465,14 @@ def _result(
         else completed + nfail + nshed >= n and completed > 0
     )  # too few to compare
     end = max(float(end), 1e-12)
-    util = {rid: float(busy[j]) / (res_units[j] * end) for j, rid in enumerate(res_ids)}
+    left = left or list(res_units)
+    # a resource's busy share counts the refusals' work; saturation is the admitted work's alone
+    util = {
+        rid: (float(busy[j]) / end + res_units[j] - left[j]) / res_units[j] for j, rid in enumerate(res_ids)
+    }
+    admitted = [float(busy[j]) / (left[j] * end) for j in range(len(res_ids))]
     # a saturated processor is overload too, whatever the latencies did (timeouts cap them)
-    stable = bool(stable) and max(util.values(), default=0.0) < 0.995
+    stable = bool(stable) and max(admitted, default=0.0) < 0.995
     stage_out = []
     for k, sp in enumerate(order):
         v = lat[k][~np.isnan(lat[k])] * 1000
@@ -431,6 +502,16 @@ def _result(
         nshed,
         int(work_done),
         cut_short,
+    )
+
+
+def _first_token(stage: str, upstream_s: np.ndarray, first_s: np.ndarray) -> FirstToken:
+    def pcts(seconds: np.ndarray) -> dict[str, float]:
+        ms = np.sort(1000 * seconds)
+        return {"p50": _pct_np(ms, 0.5), "p95": _pct_np(ms, 0.95), "p99": _pct_np(ms, 0.99)}
+
+    return FirstToken(
+        stage, int(first_s.shape[0]), pcts(upstream_s), pcts(first_s), pcts(upstream_s + first_s)
     )
 
 

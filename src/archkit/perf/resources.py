@@ -22,7 +22,8 @@ The model (printed by `archkit capacity`, stated in docs/checks.md):
   item (for a model on a GPU its copy + compute time: the per-batch overhead runs on the
   host), with a model's time per item taken at the batch the batcher forms under load (the
   target batch, whole requests of `items_per_call` items) and a worker stage's at the mean
-  of a log-normal with median `cpu_ms` and the spread of its P50 → P99 (`service_mean_ms`).
+  of a log-normal with median `cpu_ms` and its measured spread (`cpu_p99_ms`), else the
+  spread of its P50 → P99 budgets (`service_mean_ms`).
 - **Ceiling.** The request rate at which the first resource, or the first stage's own
   instances, reach 100 %: min over resources of units / demand and over stages of
   servers / (reach × items × time per item). That resource or stage is the bottleneck.
@@ -150,6 +151,14 @@ def lognormal_sigma(p50_ms: float | None, p99_ms: float | None) -> float:
     return math.log(min(p99_ms / p50_ms, _MAX_SPREAD)) / Z99
 
 
+def service_sigma(stage: Stage) -> float:
+    """σ of a non-model stage's log-normal work: its measured spread (`cpu_ms` → `cpu_p99_ms`, which
+    `archkit calibrate` records) when it has one, else the spread of its P50 → P99 budgets."""
+    if stage.cpu_ms and stage.cpu_p99_ms:
+        return lognormal_sigma(stage.cpu_ms, stage.cpu_p99_ms)
+    return lognormal_sigma(stage.p50_ms, stage.p99_ms)
+
+
 def service_median_ms(stage: Stage) -> float:
     """Median time of one item of a non-model stage: its `cpu_ms` when it declares one, else its P50."""
     return stage.cpu_ms if stage.cpu_ms is not None else (stage.p50_ms or 0.0)
@@ -158,7 +167,7 @@ def service_median_ms(stage: Stage) -> float:
 def service_mean_ms(stage: Stage) -> float:
     """Mean time of one item, by `service_distribution` around that median.
 
-    Log-normal (the default): the spread of the stage's P50 → P99, mean = median·e^(σ²/2);
+    Log-normal (the default): the spread of `service_sigma`, mean = median·e^(σ²/2);
     exponential: mean = median / ln 2; deterministic: the median.
     """
     med = service_median_ms(stage)
@@ -166,7 +175,7 @@ def service_mean_ms(stage: Stage) -> float:
         return med / math.log(2)
     if stage.service_distribution == "deterministic":
         return med
-    s = lognormal_sigma(stage.p50_ms, stage.p99_ms)
+    s = service_sigma(stage)
     return med * math.exp(s * s / 2)
 
 

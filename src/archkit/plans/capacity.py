@@ -53,11 +53,13 @@ class CapacityReport:
 
     @property
     def missed(self) -> bool:
-        """True when a model stage's predicted P99 misses its budget or a worker pool is overloaded."""
+        """True when a model stage's predicted P99 misses its budget, a worker pool is overloaded, or
+        an LLM stage misses a token budget (its simulated user TTFT P99 included)."""
         return (
             any(s["declared"] and not s["declared"]["meets"] for s in self.stages)
             or any(w["rho"] >= 1 for w in self.workers)
             or any(not b["met"] for row in self.llm for b in row["budgets"])
+            or any(u["met"] is False for u in (self.pipeline or {}).get("user_ttft", []))
         )
 
     def as_dict(self) -> dict[str, Any]:

@@ -216,6 +216,11 @@ class Stage(Node):
         description="processor time one item of a non-model stage takes on its service's cores (median); "
         "unset: its latency is waiting (I/O, a remote call), not work on shared cores",
     )
+    cpu_p99_ms: Ms | None = Field(
+        None,
+        description="the 99th percentile of that processor time: with cpu_ms, the log-normal's spread "
+        "(archkit calibrate measures it); unset: the spread of the stage's P50 -> P99 budgets",
+    )
     service_distribution: Literal["lognormal", "exponential", "deterministic"] = Field(
         "lognormal",
         description="shape of a non-model stage's service time around its median (cpu_ms, else p50_ms): "

@@ -90,6 +90,9 @@ class StageOverride(Node):
         description="a non-model stage's processor time per item on this hardware (replaces the stage's "
         "cpu_ms; archkit calibrate measures it from the service's stage histograms)",
     )
+    cpu_p99_ms: Ms | None = Field(
+        None, description="the P99 of that processor time on this hardware (replaces the stage's cpu_p99_ms)"
+    )
 
 
 class Environment(Node):
@@ -233,6 +236,8 @@ class Spec(Node):
             st = clone.stage(ov.stage)
             if st is not None and ov.cpu_ms is not None:
                 st.cpu_ms = ov.cpu_ms
+            if st is not None and ov.cpu_p99_ms is not None:
+                st.cpu_p99_ms = ov.cpu_p99_ms
         if env.device is not None:
             for st in clone.dataflow.stages:
                 if st.model is not None:

@@ -1,11 +1,15 @@
 """Run Vidur (microsoft/vidur, MIT) once on the cross-check workload and keep its request metrics.
 
-Not part of the test suite: the recorded outputs in this folder are what `tests/perf/test_llm_vidur.py`
-compares archkit's simulator with. Vidur is not an archkit dependency; it runs from its own virtual
-environment (`pip install vidur==0.0.26` there):
+The recorded outputs in this folder are what `tests/perf/test_llm_vidur.py` compares archkit's
+simulator with offline; `tests/perf/test_llm_vidur_live.py` runs this script in the same test run
+and compares with what it records (RECORD_DIR, default this folder). Vidur is not an archkit
+dependency; it runs from its own virtual environment (mk/vidur.mk, pins in requirements.txt):
 
-    /work/venvs/vidur/bin/python tests/data/vidur/run_vidur.py OUT_DIR vllm 4.0
-    /work/venvs/vidur/bin/python tests/data/vidur/run_vidur.py OUT_DIR sarathi 4.0
+    $ARCHKIT_VIDUR_PYTHON tests/data/vidur/run_vidur.py OUT_DIR vllm 2 [RECORD_DIR]
+    $ARCHKIT_VIDUR_PYTHON tests/data/vidur/run_vidur.py OUT_DIR sarathi 2 [RECORD_DIR]
+
+Runs that share OUT_DIR share Vidur's cache of trained predictors (OUT_DIR/cache): the second run
+skips the training, most of the ~20 s of CPU.
 
 Vidur 0.0.26 downloads its profiles from Hugging Face datasets; nothing outside this machine is
 reachable here, so its two input hooks are pointed at the profile files in this folder (the
@@ -29,6 +33,7 @@ TP, BATCH_CAP, TOKENS_IN_BATCH, CHUNK = 2, 128, 4096, 512
 
 def main() -> None:
     out, scheduler, qps = sys.argv[1], sys.argv[2], float(sys.argv[3])
+    record = Path(sys.argv[4]) if len(sys.argv) > 4 else HERE
     os.environ["HF_HUB_OFFLINE"] = "1"
     from vidur.execution_time_predictor import sklearn_execution_time_predictor as skl
 
@@ -97,14 +102,15 @@ def main() -> None:
     from vidur.main import main as vidur_main
 
     vidur_main()
-    _record(Path(out), f"{scheduler}_qps{qps:g}")
+    _record(Path(out), f"{scheduler}_qps{qps:g}", record)
 
 
-def _record(out: Path, name: str) -> None:
+def _record(out: Path, name: str, record: Path) -> None:
     """Keep what the cross-check reads, small: per request, the per-token TBT CDF, per batch."""
     import pandas as pd
 
-    run = next(p for p in out.iterdir() if p.is_dir() and p.name != "cache")
+    # Vidur names its run folder by the clock; the newest is this run's (OUT_DIR may hold earlier ones)
+    run = max((p for p in out.iterdir() if p.is_dir() and p.name != "cache"), key=lambda p: p.name)
     plots = run / "plots"
     req = pd.read_csv(run / "request_metrics.csv").sort_values("Request Id")
     arr = pd.read_csv(plots / "request_arrival_time_series.csv", index_col=0)
@@ -115,9 +121,9 @@ def _record(out: Path, name: str) -> None:
             "e2e_s": req["request_e2e_time"].to_numpy(),
             "restarts": req["request_num_restarts"].to_numpy(),
         }
-    ).to_csv(HERE / f"vidur_{name}_requests.csv", index=False, float_format="%.6f")
+    ).to_csv(record / f"vidur_{name}_requests.csv", index=False, float_format="%.6f")
     tbt = pd.read_csv(plots / "decode_token_execution_plus_preemption_time.csv", index_col=0)
-    tbt.to_csv(HERE / f"vidur_{name}_tbt_cdf.csv", index=False, float_format="%.6f")
+    tbt.to_csv(record / f"vidur_{name}_tbt_cdf.csv", index=False, float_format="%.6f")
     cols = {
         "batch_execution_time": "time_s",
         "batch_size": "size",
@@ -128,7 +134,7 @@ def _record(out: Path, name: str) -> None:
     batches = pd.concat(parts, axis=1).rename(columns=cols)
     # one row per distinct batch shape: the step-time table archkit's efficiencies are fitted to
     table = batches.groupby(["size", "tokens", "prefill_tokens"]).time_s.agg(["mean", "count"])
-    table.reset_index().to_csv(HERE / f"vidur_{name}_batches.csv", index=False, float_format="%.6f")
+    table.reset_index().to_csv(record / f"vidur_{name}_batches.csv", index=False, float_format="%.6f")
 
 
 if __name__ == "__main__":

@@ -6,22 +6,22 @@ prefix group, and sends an OpenAI-compatible body with `max_tokens` = the output
 `ignore_eos` (llama.cpp, vLLM) so the server generates exactly that many tokens. No tokenizer
 runs here: a prompt of n tokens is n repetitions of a one-token word (" a"); the server's
 `usage.prompt_tokens` says what it really counted (its chat template adds a few).
-The distributions follow archkit.perf's definitions (lognormal from its mean and standard
-deviation; an empirical CDF interpolated), drawn with the standard library's seeded `random`.
+Lengths come from the one sampler the offline simulation uses (`archkit.llm_lengths`, numpy
+only: no pydantic in the locust process), drawn from the caller's seeded numpy generator.
 """
 
 from __future__ import annotations
 
-import bisect
-import math
 import os
-import random
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
+from archkit import llm_lengths
+
 WORD = " a"  # one token in the BPE vocabularies of GPT-2-style tokenizers (SmolLM2, Llama 3)
-MAX_TOKENS = 10_000_000
 
 
 @dataclass(frozen=True)
@@ -54,31 +54,9 @@ class Lengths:
             cdf=cdf,
         )
 
-    def draw(self, rng: random.Random) -> int:
-        """One length, rounded and clipped to [min_tokens, max_tokens]."""
-        d, m = self.distribution, float(self.mean_tokens or 1)
-        hi = self.max_tokens if self.max_tokens is not None else MAX_TOKENS
-        if d == "fixed":
-            x = m
-        elif d == "uniform":
-            x = rng.randint(self.min_tokens, hi)
-        elif d == "normal":
-            x = rng.gauss(m, float(self.std_tokens or 0))
-        elif d == "lognormal":
-            sigma2 = math.log(1 + (float(self.std_tokens or 0) / m) ** 2)
-            x = rng.lognormvariate(math.log(m) - sigma2 / 2, math.sqrt(sigma2))
-        else:  # empirical: the CDF inverted by linear interpolation
-            u = rng.random()
-            probs = [p for _, p in self.cdf]
-            i = bisect.bisect_left(probs, u)
-            if i == 0:
-                x = self.cdf[0][0]
-            elif i >= len(self.cdf):
-                x = self.cdf[-1][0]
-            else:
-                (t0, p0), (t1, p1) = self.cdf[i - 1], self.cdf[i]
-                x = t0 + (t1 - t0) * ((u - p0) / (p1 - p0) if p1 > p0 else 0.0)
-        return int(min(max(round(x), self.min_tokens), hi))
+    def draw(self, rng: np.random.Generator) -> int:
+        """One length, rounded and clipped to [min_tokens, max_tokens] (`llm_lengths.draw`)."""
+        return int(llm_lengths.draw(self, 1, rng)[0])
 
 
 @dataclass(frozen=True)
@@ -111,19 +89,19 @@ class LlmLoad:
             slo_tpot_ms=slo.get("tpot_ms"),
         )
 
-    def prompt_text(self, rng: random.Random) -> str:
+    def prompt_text(self, rng: np.random.Generator) -> str:
         """A prompt of the drawn length; with shared prefixes, a share of them start with one of the groups'."""
         n = self.prompt.draw(rng)
         head = ""
         if self.prefix_groups and rng.random() < self.prefix_share:
-            g = rng.randrange(self.prefix_groups)
+            g = int(rng.integers(self.prefix_groups))
             # each group's prefix differs from its first token on, so a prefix cache tells them apart
             head = f"{g}:" + WORD * max(0, self.prefix_tokens - 2)
             n = max(1, n - self.prefix_tokens)
         return head + WORD * n
 
     def body(
-        self, path: str | None, rng: random.Random, base: Mapping[str, Any] | None = None
+        self, path: str | None, rng: np.random.Generator, base: Mapping[str, Any] | None = None
     ) -> dict[str, Any]:
         """One request body: chat messages (or a completions prompt), max_tokens, greedy, ignore_eos."""
         out: dict[str, Any] = {"model": self.model, **(base or {})}

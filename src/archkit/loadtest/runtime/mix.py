@@ -15,6 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from archkit.loadtest.runtime.llm import LlmLoad
 
 
@@ -98,7 +100,7 @@ class Mix:
         self.weights = [s.weight for s in self.scenarios]
         self.root = root
         self._bodies: dict[str, list[bytes]] = {}
-        self._rng: random.Random | None = None
+        self._rng: np.random.Generator | None = None
 
     def payload_root(self) -> str:
         """Where payload paths are relative to: ARCHKIT_PAYLOAD_ROOT, else the current directory."""
@@ -135,7 +137,7 @@ class Mix:
         body = random.choice(self.bodies(sc))
         if sc.llm is not None:
             if self._rng is None:  # seeded from the process's seed (the worker seeds `random`)
-                self._rng = random.Random(random.getrandbits(64))
+                self._rng = np.random.default_rng(random.getrandbits(64))
             base = json.loads(body) if body.strip() else {}
             body = json.dumps(sc.llm.body(sc.path, self._rng, base), separators=(",", ":")).encode("utf-8")
         return sc, body

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import numpy as np
 
+from archkit import llm_lengths
 from archkit.perf.llm import sim_kernel
 from archkit.perf.llm.model import Replica
-from archkit.spec import llm_lengths
 from archkit.spec.llm import Arrivals, LlmWorkload, TokenLengths
 
 # ITL histogram: log-spaced bins from 10 us, each 0.5 % wider than the last, up to ~10^3 s.

@@ -90,6 +90,15 @@ class StageLatency:
 
 
 @dataclass(frozen=True)
+class Visits:
+    """A co-simulated stage's visits (`ServiceModel.visits`), in the order of their arrival times."""
+
+    latency_s: np.ndarray  # each visit's time in the stage (s): its work in the second pass
+    # a streaming stage's time to its first output (an LLM engine's TTFT, s), or None
+    first_s: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
 class Handler:
     """An event-loop handler: plain functions in the subset of Python that numba compiles.
 
@@ -131,9 +140,10 @@ class ServiceModel(ABC):
     def predict(self, spec: Spec, stage: Stage, arrival_rps: float, replicas: int) -> StageLatency | None:
         """Closed-form latency at `arrival_rps` items/s over `replicas` replicas (None: unknown)."""
 
-    def visits(self, spec: Spec, stage: Stage, arrival_s: np.ndarray, seed: int) -> np.ndarray | None:
-        """A co-simulated stage (its `Step.cosim`): each visit's latency (s) from the visits' arrival
-        times at the stage (s, any order), by a simulation of its own; None: the handler serves it."""
+    def visits(self, spec: Spec, stage: Stage, arrival_s: np.ndarray, seed: int) -> Visits | None:
+        """A co-simulated stage (its `Step.cosim`): each visit's latency (s), and its first output's
+        when it streams, from the visits' arrival times at the stage (s, any order), by a simulation
+        of its own; None: the handler serves it."""
         return None
 
 

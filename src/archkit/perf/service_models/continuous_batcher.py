@@ -6,8 +6,9 @@ and a visit's time depends on every other sequence in the KV cache. So the stage
 (`ServiceModel.visits`): the pipeline runs once with the stage instantaneous, which gives the time
 each visit reaches it; the LLM simulation (`archkit.perf.llm.sim`, one engine per replica behind a
 random load balancer, prompt and output lengths drawn from the stage's `llm.workload`) turns those
-arrivals into each visit's end-to-end time; the pipeline runs again with those times as the visits'
-work, so the stages after it see when each answer really leaves. The stage holds no shared
+arrivals into each visit's end-to-end time and TTFT; the pipeline runs again with those times as the
+visits' work, so the stages after it see when each answer really leaves, and the TTFT plus the time
+before the stage is the user's TTFT (`pipesim.FirstToken`). The stage holds no shared
 processor of the pipeline's (its GPUs are its own), and it has no closed-form latency here: the
 LLM section of `archkit capacity` (`archkit.perf.llm.analysis`) is its analytic view.
 """
@@ -18,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from archkit.perf.service_models import Demand, ServiceModel, StageLatency, Step, register
+from archkit.perf.service_models import Demand, ServiceModel, StageLatency, Step, Visits, register
 from archkit.perf.service_models.worker_pool import HANDLER, WorkerPool
 from archkit.spec.model import Spec, Stage
 
@@ -57,7 +58,7 @@ class ContinuousBatcher(ServiceModel):
     def predict(self, spec: Spec, stage: Stage, arrival_rps: float, replicas: int) -> StageLatency | None:
         return None
 
-    def visits(self, spec: Spec, stage: Stage, arrival_s: np.ndarray, seed: int) -> np.ndarray | None:
+    def visits(self, spec: Spec, stage: Stage, arrival_s: np.ndarray, seed: int) -> Visits | None:
         from archkit.perf.llm import sim
         from archkit.perf.llm.analysis import device_of
         from archkit.perf.llm.model import replica
@@ -69,7 +70,7 @@ class ContinuousBatcher(ServiceModel):
         replicas = llm.parallelism.replicas or (svc.replicas if svc and svc.replicas else 1)
         order = np.argsort(arrival_s, kind="stable")
         req = sim.for_arrivals(llm.workload, np.asarray(arrival_s, dtype=np.float64)[order], seed=seed)
-        _, e2e = sim.per_request(replica(llm, dev), req, replicas, seed=seed)
-        out = np.empty(len(order))
-        out[order] = e2e
-        return out
+        ttft, e2e = sim.per_request(replica(llm, dev), req, replicas, seed=seed)
+        latency, first = np.empty(len(order)), np.empty(len(order))
+        latency[order], first[order] = e2e, ttft
+        return Visits(latency, first)

@@ -80,7 +80,8 @@ class DynamicBatcher(ServiceModel):
 
     @classmethod
     def applies(cls, stage: Stage) -> bool:
-        return stage.model is not None
+        # an LLM stage that also names its `model` (version, hash) is the continuous batcher's
+        return stage.model is not None and stage.llm is None
 
     def demand(self, spec: Spec, stage: Stage) -> Demand:
         from archkit.perf.resources import busy_table_of, table_of, target_batch

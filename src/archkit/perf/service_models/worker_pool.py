@@ -76,7 +76,7 @@ class WorkerPool(ServiceModel):
         return Demand(kind, 1, per_replica, item_s, item_s, stage.cpu_ms is not None)
 
     def step(self, spec: Spec, stage: Stage, common: dict[str, Any]) -> Step | None:
-        from archkit.perf.resources import lognormal_sigma, service_median_ms
+        from archkit.perf.resources import service_median_ms, service_sigma
 
         if service_median_ms(stage) <= 0:
             return None
@@ -86,7 +86,7 @@ class WorkerPool(ServiceModel):
             delay_s=0.0,
             max_queue=0,
             p50_s=service_median_ms(stage) / 1000,
-            sigma=lognormal_sigma(stage.p50_ms, stage.p99_ms),
+            sigma=service_sigma(stage),
             dist=stage.service_distribution,
             **common,
         )

@@ -3,7 +3,9 @@
 The offline simulation (archkit.perf.llm.sim) and the live load generator
 (archkit.loadtest.runtime.llm) draw prompt and output lengths from the same spec section; both call
 `draw`, so a lognormal or an empirical CDF means the same thing in a prediction and in the load
-that checks it. Lognormal takes the distribution's own mean and standard deviation (not the
+that checks it, and the same seeded generator gives both the same lengths. It lives outside
+`archkit.spec` and imports only numpy and the standard library: the load generator's process
+(locust, gevent) must not pull in pydantic and the spec model to draw a length. Lognormal takes the distribution's own mean and standard deviation (not the
 underlying normal's); an empirical CDF is inverted by linear interpolation; every draw is rounded
 and clipped to [min_tokens, max_tokens].
 """
