@@ -30,6 +30,7 @@ _HIST_BINS = 4_700
 # (the `check` rules' prediction) is its largest part. ~CPU s per 10^8 on this machine: see
 # docs/benchmarks.md. A run that spends it stops; its unfinished requests stay unanswered (NaN).
 RUN_WORK = 24_000_000
+_UNLIMITED = 2**62
 
 
 @dataclass(frozen=True)
@@ -116,10 +117,12 @@ def dense_groups(group: np.ndarray, group_tokens: np.ndarray) -> tuple[np.ndarra
 
 
 def simulate(
-    rep: Replica, req: Requests, *, seed: int = 0, kv_blocks: int | None = None, max_work: int = RUN_WORK
+    rep: Replica, req: Requests, *, seed: int = 0, kv_blocks: int | None = None, max_work: int | None = None
 ) -> SimRun:
     """Run the iteration-level scheduler of one replica over `req`, stopping after `max_work` units
-    of work (`SimRun.truncated`)."""
+    of work (`SimRun.truncated`; None: no limit, for a caller that sized the run itself, such as a
+    benchmark; the capacity analysis and the pipeline pass theirs)."""
+    max_work = _UNLIMITED if max_work is None else max_work
     block = rep.block_size
     group, group_tokens = dense_groups(req.group, req.group_tokens)
     gt = (group_tokens // block) * block
