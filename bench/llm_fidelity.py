@@ -107,9 +107,9 @@ def _archkit(*args: str) -> None:
     subprocess.run([str(exe), *args], cwd=ROOT, check=True)
 
 
-def predict(out: Path, fractions: list[float], reuse: bool = False) -> dict:
+def predict(out: Path, fractions: list[float], reuse: bool = False, rates: list[float] | None = None) -> dict:
     from archkit.calibrate.apply import with_calibration
-    from archkit.calibrate.llm import efficiency
+    from archkit.calibrate.llm import efficiency, fit_decode
     from archkit.perf.llm import analysis, sim
     from archkit.spec import load_file
 
@@ -119,9 +119,15 @@ def predict(out: Path, fractions: list[float], reuse: bool = False) -> dict:
     if reuse and cal.exists():  # the measured fits kept; their efficiency figures derived again
         doc = json.loads(cal.read_text())
         entry = doc["llm"][STAGE]
+        entry["decode"] = fit_decode(
+            [(int(c), float(x), float(ms)) for c, x, ms in entry["samples"]["decode"]]
+        )
         llm = spec.stage(STAGE).llm  # type: ignore[union-attr]
         file_bytes = entry["efficiency"].get("file_bytes") or entry["efficiency"].get("weight_bytes")
-        entry["efficiency"] = efficiency(llm, entry["prefill"], entry["decode"], file_bytes)  # type: ignore[arg-type]
+        assert llm is not None
+        entry["efficiency"] = efficiency(
+            llm, entry["prefill"], entry["decode"], file_bytes, entry.get("per_request")
+        )
         cal.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
     else:
         with Service(out / "service.log") as svc:
@@ -133,6 +139,8 @@ def predict(out: Path, fractions: list[float], reuse: bool = False) -> dict:
     a = analysis.analyse(spec, stage, base=SPEC.parent, search=True)
     assert a.rep is not None and a.knee_rps
     ttft_slo, tpot_slo = stage.llm.budgets.ttft_p99_ms, stage.llm.budgets.tpot_ms
+    if rates:  # a later calibration predicts the rates measured levels offered
+        fractions = [r / a.knee_rps for r in rates]
     levels = {}
     for f in fractions:
         rate = a.knee_rps * f
@@ -305,11 +313,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--reuse", action="store_true", help="predict: keep --out's calibration, re-derive its efficiency"
     )
+    ap.add_argument("--rates", help="predict: at these req/s (comma-separated) instead of --fractions")
     args = ap.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     if args.phase == "predict":
         print(
-            json.dumps(predict(args.out, [float(x) for x in args.fractions.split(",")], args.reuse), indent=2)
+            json.dumps(
+                predict(
+                    args.out,
+                    [float(x) for x in args.fractions.split(",")],
+                    args.reuse,
+                    [float(x) for x in args.rates.split(",")] if args.rates else None,
+                ),
+                indent=2,
+            )
         )
     elif args.phase == "level":
         if args.fraction is None:

@@ -51,7 +51,7 @@ llm-runbook: setup
 
 .PHONY: llm-fidelity
 # issue 31's fidelity run end to end (bench/llm_fidelity.sh): calibrate, predict the knee, stream the
-# spec's workload at fractions of it, compare TTFT/ITL and the knee; ~15 min, wants a quiet machine
+# spec's workload at 30/60/85/130/170 % of it, compare TTFT/ITL and the knee; ~25 min, wants a quiet machine
 # (MEASURE=<wrapper> runs each phase under it).
 llm-fidelity: setup reference-venv
 	PYTHON=$(abspath $(BIN)/python) bench/llm_fidelity.sh out/llm-fidelity

@@ -17,6 +17,7 @@ from archkit.calibrate.llm import (
     fit_prefill,
     kv_capacity_llamacpp,
     kv_capacity_vllm,
+    per_request,
 )
 from archkit.calibrate.sweep import CalibrationError
 from archkit.spec import load_file
@@ -99,17 +100,19 @@ def test_a_calibration_replaces_the_llm_stages_declared_efficiency(tmp_path) -> 
     spec_file = tmp_path / "llm.yaml"
     probe = "environments:\n  - id: probe\n    calibration: llm.cpu.json\n"
     spec_file.write_text(SPEC.read_text().replace("environments:\n", probe, 1))
-    doc = {
-        "kind": "calibration",
-        "models": {},
-        "llm": {
-            "generate": {"efficiency": {"prefill_mfu": 0.3, "decode_bandwidth": 0.6, "step_overhead_ms": 1.5}}
-        },
+    eff = {
+        "prefill_mfu": 0.3,
+        "decode_bandwidth": 0.6,
+        "step_overhead_ms": 1.5,
+        "request_overhead_ms": 0.0,  # measured as none: kept as a measurement
+        "client_overhead_ms": 4.25,
     }
+    doc = {"kind": "calibration", "models": {}, "llm": {"generate": {"efficiency": eff}}}
     (tmp_path / "llm.cpu.json").write_text(json.dumps(doc))
     spec = _load(spec_file)
     out = with_calibration(spec, str(spec_file), "probe").stage("generate").llm.efficiency
     assert (out.prefill_mfu, out.decode_bandwidth, out.step_overhead_ms) == (0.3, 0.6, 1.5)
+    assert (out.request_overhead_ms, out.client_overhead_ms) == (0.0, 4.25)
     assert spec.stage("generate").llm.efficiency.prefill_mfu == 0.5  # the loaded spec is untouched
 
 
@@ -143,3 +146,67 @@ def test_a_calibration_gives_the_capacity_model_the_engines_kv_and_slots(tmp_pat
     assert after.rep is not None and after.rep.kv_tokens == 2048
     assert (after.concurrency, after.concurrency_binds) == (2, "max_num_seqs")
     assert spec.stage("generate").llm.engine.max_num_seqs == 8  # the loaded spec is untouched
+
+
+def test_per_request_costs_from_cached_prompts() -> None:
+    """Three streamed requests whose slot held 58 of their 59 prompt tokens, by hand: one decode step
+    at context 59 is 6.8 + 0.0088 x 59 = 7.3192 ms, so the engine's per-request set-up is prompt_ms -
+    7.3192 (4.2498, 3.6428, 5.0358; median 4.2498) and the client's share is TTFT - prompt_ms (11.411,
+    5.138, 10.935; median 10.935). A request with 3 uncached tokens also pays 2 x 4 ms of prefill."""
+    timings = [
+        (22.98, {"prompt_n": 1, "cache_n": 58, "prompt_ms": 11.569}),
+        (16.1, {"prompt_n": 1, "cache_n": 58, "prompt_ms": 10.962}),
+        (31.29, {"prompt_n": 3, "cache_n": 56, "prompt_ms": 12.355 + 8.0}),
+    ]
+    got = per_request(timings, {"ms_per_token": 4.0}, {"base_ms": 6.8, "per_context_token_ms": 0.0088})
+    assert got["request_overhead_ms"] == pytest.approx(4.2498, abs=1e-3)
+    assert got["client_overhead_ms"] == pytest.approx(10.935, abs=1e-3)
+    assert got["points"] == 3
+    fast = per_request([(5.0, {"prompt_n": 1, "cache_n": 0, "prompt_ms": 6.0})], {"ms_per_token": 4.0},
+                       {"base_ms": 7.0})  # fmt: skip
+    assert (fast["request_overhead_ms"], fast["client_overhead_ms"]) == (0.0, 0.0)  # never below 0
+
+
+def test_efficiency_carries_the_per_request_costs() -> None:
+    llm = _load(SPEC).stage("generate").llm
+    per = {"request_overhead_ms": 2.5, "client_overhead_ms": 4.5}
+    eff = efficiency(llm, {"ms_per_token": 2.0, "fixed_ms": 1.0}, {"base_ms": 11.0}, None, per)
+    assert (eff["request_overhead_ms"], eff["client_overhead_ms"]) == (2.5, 4.5)
+    assert (
+        efficiency(llm, {"ms_per_token": 2.0, "fixed_ms": 1.0}, {"base_ms": 11.0}, None)["client_overhead_ms"]
+        is None
+    )
+
+
+def test_a_large_prefill_intercept_leaves_the_measured_decode_step_intact() -> None:
+    """The 10:28 fidelity calibration: prefill 22.9 ms + 4.87 ms per token, decode 8.2585 ms + 0.0128169
+    ms per context token. Half the decode base (4.129 ms) as overhead left 5.40 ms at the mean context
+    (99 tokens: 9.527 ms step) for the 84.1 MB of weights, more than 13 GB/s allows (6.47 ms); the
+    overhead is cut to 9.527 - 6.47 = 3.06 ms, the bandwidth share is 1 and the step is the measured one."""
+    from archkit.perf.llm.model import replica
+
+    llm = _load(SPEC).stage("generate").llm
+    decode = {"base_ms": 8.2585, "per_context_token_ms": 0.0128169}
+    eff = efficiency(llm, {"ms_per_token": 4.86949, "fixed_ms": 22.8891}, decode, 96_576_768)
+    step = 8.2585 + 0.0128169 * 99
+    floor = 134.5e6 * 20 / 32 / 13e9 * 1000
+    assert eff["step_overhead_ms"] == pytest.approx(step - floor, abs=1e-3)
+    assert eff["decode_bandwidth"] == pytest.approx(1.0, abs=1e-3)
+    tuned = llm.model_copy(deep=True)
+    for key in ("decode_bandwidth", "step_overhead_ms", "prefill_mfu"):
+        setattr(tuned.efficiency, key, eff[key])
+    assert replica(tuned, llm.accelerator.resolve(None)).decode_step_s(1, 0) * 1000 == pytest.approx(
+        step, rel=2e-3
+    )
+
+
+def test_per_request_set_up_against_the_measured_one_sequence_step() -> None:
+    """With the probe's own one-sequence step (7.52 ms at context 56) moved to context 59 along the
+    fit's slope (7.52 + 3 x 0.0128169 = 7.55845 ms), a cached prompt answered in 7.9 ms leaves
+    0.34155 ms of set-up, where the fit's straight line (8.2585 + 59 x 0.0128169 = 9.0147 ms) would say none."""
+    decode = {"base_ms": 8.2585, "per_context_token_ms": 0.0128169}
+    sample = [(11.2, {"prompt_n": 1, "cache_n": 58, "prompt_ms": 7.9})]
+    got = per_request(sample, {"ms_per_token": 4.87}, decode, (7.52, 56.0))
+    assert got["request_overhead_ms"] == pytest.approx(0.34155, abs=1e-3)
+    assert got["client_overhead_ms"] == pytest.approx(3.3, abs=1e-3)
+    assert per_request(sample, {"ms_per_token": 4.87}, decode)["request_overhead_ms"] == 0.0

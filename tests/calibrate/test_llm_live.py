@@ -20,7 +20,13 @@ pytestmark = pytest.mark.live
 
 
 def test_calibrate_probes_the_engine(tmp_path) -> None:
-    opts = LlmOptions(prefill_tokens=(32, 128, 384), decode_tokens=16, context_tokens=(32, 384), repeats=2)
+    opts = LlmOptions(
+        prefill_tokens=(32, 128, 384),
+        decode_tokens=16,
+        context_tokens=(32, 384),
+        repeats=2,
+        request_repeats=4,
+    )
     spec = load_file(SPEC).spec
     assert spec is not None
     with engine(tmp_path) as url:
@@ -38,3 +44,8 @@ def test_calibrate_probes_the_engine(tmp_path) -> None:
     eff = entry["efficiency"]
     assert 0 < eff["prefill_mfu"] <= 1 and 0 < eff["decode_bandwidth"] <= 1
     assert doc["kind"] == "calibration" and doc["environment"]["cores"]
+    # the per-request probe: three cached-prompt requests after the one that fills the slot, and a
+    # client share above zero (the HTTP request and the stream's first write take time)
+    per = entry["per_request"]
+    assert per["points"] == 3 and per["client_overhead_ms"] > 0 and per["request_overhead_ms"] >= 0
+    assert eff["client_overhead_ms"] == per["client_overhead_ms"]

@@ -142,3 +142,27 @@ def test_a_fixed_kv_cache_counts_whole_blocks() -> None:
     rep = _rep(engine={"name": "vllm", "kv_capacity_tokens": 411_520 + 15})
     assert rep.kv_blocks == 25_720 and rep.kv_tokens == 411_520
     assert rep.max_concurrency(768) == (256, "max_num_seqs")
+
+
+def test_first_token_alone_adds_the_per_request_costs_to_the_prefill() -> None:
+    from dataclasses import replace
+
+    rep = replace(_rep(), request_overhead_s=0.0025, client_overhead_s=0.0045)
+    assert rep.first_token_s(512) == pytest.approx(rep.prefill_s(512) + 0.007, rel=1e-12)
+
+
+def test_capacity_counts_the_engines_per_request_set_up() -> None:
+    """At the capacity's fixed point the admissions' set-up (rate x step x 3 ms per step) is in the
+    step: lambda = B / (output x tau (1 + lambda x 3 ms)), checked by hand from the returned rate."""
+    from dataclasses import replace
+
+    from archkit.perf.llm.analysis import capacity_rps
+
+    base = _rep()
+    costly = replace(base, request_overhead_s=0.003)
+    prompt, output = 1.0, 512.0  # one prompt token, fewer than one admitted per step: no prefill in it
+    lam0, lam = capacity_rps(base, prompt, output), capacity_rps(costly, prompt, output)
+    b, _ = base.max_concurrency(int(prompt + output))
+    tau0 = b / (output * lam0)  # the step without set-up, from the first fixed point
+    assert lam == pytest.approx(b / (output * tau0 * (1 + lam * 0.003)), rel=1e-3)
+    assert lam < lam0

@@ -113,3 +113,34 @@ def test_summary_goodput_and_attainment() -> None:
     tight = sim.summarise([run], slo_ttft_ms=s.ttft_ms["p50"])
     assert tight.slo_attainment == pytest.approx(0.5, abs=0.02)
     assert s.itl_ms["p50"] <= s.itl_ms["p99"]
+
+
+def test_per_request_costs_add_to_ttft_end_to_end_and_engine_time() -> None:
+    """A request alone: the engine's per-request set-up lengthens the iteration that admits it and the
+    share outside the engine is added to TTFT and end to end, so both grow by their sum (3 + 5 ms)
+    and the engine is busy 3 ms longer per request; the gaps between tokens do not change."""
+    from dataclasses import replace
+
+    base = _rep(max_num_seqs=1)
+    costly = replace(base, request_overhead_s=0.003, client_overhead_s=0.005)
+    req = sim.Requests.plain(np.array([0.0, 100.0, 200.0]), np.full(3, 512), np.full(3, 8))
+    a, b = sim.simulate(base, req), sim.simulate(costly, req)
+    assert a.ttft_s[0] == pytest.approx(base.iteration_s(512, base.attn_flops(512, 0), 0), rel=1e-12)
+    assert b.ttft_s - a.ttft_s == pytest.approx(np.full(3, 0.008), abs=1e-12)
+    assert b.e2e_s - a.e2e_s == pytest.approx(np.full(3, 0.008), abs=1e-12)
+    assert b.busy_s - a.busy_s == pytest.approx(3 * 0.003, abs=1e-12)
+    assert np.array_equal(a.itl_hist, b.itl_hist)
+
+
+def test_an_admission_holds_up_the_running_sequences_decode() -> None:
+    """Two slots: B arrives while A decodes. B's admission lengthens the one iteration that admits it,
+    so A's end to end grows by its own admission (3 ms) + B's (3 ms) + the client share (5 ms)."""
+    from dataclasses import replace
+
+    base = _rep(max_num_seqs=2)
+    costly = replace(base, request_overhead_s=0.003, client_overhead_s=0.005)
+    req = sim.Requests.plain(np.array([0.0, 0.05]), np.array([16, 16]), np.array([200, 2]))
+    a, b = sim.simulate(base, req), sim.simulate(costly, req)
+    # B joins a later iteration of A's by up to one step: A's contexts shift by a token (~40 ns a step)
+    assert b.e2e_s[0] - a.e2e_s[0] == pytest.approx(0.011, abs=1e-5)
+    assert b.busy_s - a.busy_s == pytest.approx(0.006, abs=1e-5)

@@ -213,10 +213,20 @@ def stage_calibratable(st: Stage) -> bool:
     return st.model is None and st.service is not None and st.kind.value not in ("ingress", "gateway")
 
 
+_LLM_EFFICIENCY = (
+    "prefill_mfu",
+    "decode_bandwidth",
+    "step_overhead_ms",
+    "request_overhead_ms",
+    "client_overhead_ms",
+)
+
+
 def _llm_efficiency(spec: Spec, entries: object) -> None:
-    """Measured prefill MFU, decode bandwidth share and step overhead replace an LLM stage's declared
-    ones; the engine's measured KV capacity (`kv_capacity.tokens`) and sequence slots
-    (`kv_capacity.slots`: llama.cpp's --parallel) replace `engine.kv_capacity_tokens` and
+    """Measured prefill MFU, decode bandwidth share, step overhead and the per-request overheads
+    (engine set-up, client share) replace an LLM stage's declared ones; the engine's measured KV
+    capacity (`kv_capacity.tokens`) and sequence slots (`kv_capacity.slots`: llama.cpp's
+    --parallel) replace `engine.kv_capacity_tokens` and
     `engine.max_num_seqs`, so that the predicted concurrency before requests queue is the engine's."""
     if not isinstance(entries, dict):
         return
@@ -225,10 +235,12 @@ def _llm_efficiency(spec: Spec, entries: object) -> None:
         if st is None or st.llm is None or not isinstance(entry, dict):
             continue
         eff = entry.get("efficiency")
-        for field in ("prefill_mfu", "decode_bandwidth", "step_overhead_ms"):
+        for field in _LLM_EFFICIENCY:
             value = eff.get(field) if isinstance(eff, dict) else None
             # a measured overhead of 0 ms is a measurement (the fit found none), not a missing one
-            if isinstance(value, int | float) and (value > 0 or (field == "step_overhead_ms" and value == 0)):
+            if isinstance(value, int | float) and (
+                value > 0 or (field.endswith("overhead_ms") and value == 0)
+            ):
                 setattr(st.llm.efficiency, field, float(value))
         kv = entry.get("kv_capacity")
         for key, field in (("tokens", "kv_capacity_tokens"), ("slots", "max_num_seqs")):

@@ -10,7 +10,12 @@ loopback, for each LLM stage the spec serves with llama.cpp:
    `timings.predicted_per_token_ms` is one decode step with c sequences running at that context,
    fitted as `step = base + per_sequence x (c - 1) + per_context_token x context`;
 3. KV capacity: llama.cpp's `/slots` (context per slot, summed); vLLM's
-   `vllm:cache_config_info` (num_gpu_blocks x block_size) where the engine is vLLM.
+   `vllm:cache_config_info` (num_gpu_blocks x block_size) where the engine is vLLM;
+4. per request: the same short chat prompt streamed several times, each answered with the
+   workload's mean output length, so that the slot holds all of it but the last token and trims
+   the previous answer; the server's `prompt_ms` beyond one decode step is the engine's set-up
+   per request, and the client's time to the first content delta beyond `prompt_ms` is the share
+   outside the engine (`per_request`).
 The measured figures are also expressed as the spec's `llm.efficiency` (prefill MFU, decode
 bandwidth share, step overhead) so that `environments[].calibration` can replace the declared
 defaults. The machine is recorded beside them: `archkit.machine.fingerprint` with the engine
@@ -19,11 +24,13 @@ and its build as the serving software (a calibration from another machine is the
 
 from __future__ import annotations
 
+import http.client
 import json
 import re
 import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -53,6 +60,7 @@ class LlmOptions:
     decode_tokens: int = 48  # output tokens per decode request
     context_tokens: tuple[int, ...] = (32, 256, 640)  # prompt lengths for the context sweep (c = 1)
     repeats: int = 3
+    request_repeats: int = 8  # streamed requests of the per-request probe (the first fills the cache)
     timeout_s: float = 60.0
     budget_s: float = 120.0
     seed: int = 1
@@ -117,6 +125,82 @@ class LlamaCpp:
             )
         return dict(doc["timings"])
 
+    def chat_stream(self, content: str, max_tokens: int, seed: int) -> tuple[float, dict]:
+        """One streamed chat completion, the prompt cache on: the client's time to the first
+        non-empty content delta (ms, from the send) and the server's `timings` (the last chunk's)."""
+        u = urllib.parse.urlsplit(self.url)
+        body = json.dumps({
+            "messages": [{"role": "user", "content": content}], "max_tokens": max_tokens,
+            "stream": True, "temperature": 0, "seed": seed, "ignore_eos": True,
+        }).encode()  # fmt: skip
+        conn = http.client.HTTPConnection(u.hostname or "127.0.0.1", u.port or 80, timeout=self.timeout_s)
+        try:
+            t0 = time.perf_counter()
+            conn.request("POST", self.ep.extra["chat"], body, {"Content-Type": "application/json"})
+            resp = conn.getresponse()
+            if resp.status != 200:
+                raise CalibrationError(f"{self.url}{self.ep.extra['chat']} answered {resp.status}")
+            first, timings = None, None
+            for raw in resp:
+                line = raw.strip()
+                if not line.startswith(b"data:") or line == b"data: [DONE]":
+                    continue
+                chunk = json.loads(line[5:])
+                choices = chunk.get("choices") or [{}]
+                if first is None and (choices[0].get("delta") or {}).get("content"):
+                    first = (time.perf_counter() - t0) * 1000
+                timings = chunk.get("timings") or timings
+        except (OSError, ValueError) as exc:
+            raise CalibrationError(f"{self.url}{self.ep.extra['chat']}: {exc}") from None
+        finally:
+            conn.close()
+        if first is None or not isinstance(timings, dict):
+            raise CalibrationError(f"{self.url}{self.ep.extra['chat']}: no content delta or no timings")
+        return first, dict(timings)
+
+
+def per_request(
+    samples: list[tuple[float, dict]], prefill: dict, decode: dict, step: tuple[float, float] | None = None
+) -> dict:
+    """The per-request costs from streamed requests whose prompt the slot had cached but for a token.
+
+    llama-server's `timings.prompt_ms` for such a request is one engine step at its context plus what
+    the engine does once per request (slot selection, prompt-cache trim, sampler set-up): the
+    request overhead is prompt_ms - the one-sequence step at that context - the prefill fit's
+    per-token time for any further uncached token. The step is `step` = (measured ms, at context)
+    moved along the decode fit's context slope, else the decode fit itself (its straight line over
+    1..slots sequences and long contexts can miss a short context's step by more than the overhead).
+    The client's TTFT - prompt_ms is the share outside the engine (HTTP, chat template,
+    tokenisation, the first SSE write). Medians, at least 0.
+    """
+    engine, client = [], []
+    slope = max(decode.get("per_context_token_ms", 0.0), 0.0)
+    for ttft_ms, t in samples:
+        n, cached = int(t.get("prompt_n", 1)), int(t.get("cache_n", 0))
+        if step is None:
+            one = decode["base_ms"] + slope * (n + cached)
+        else:
+            one = step[0] + slope * (n + cached - step[1])
+        extra = max(n - 1, 0) * max(prefill["ms_per_token"], 0.0)
+        engine.append(float(t["prompt_ms"]) - one - extra)
+        client.append(ttft_ms - float(t["prompt_ms"]))
+    return {
+        "request_overhead_ms": round(max(float(np.median(engine)), 0.0), 3),
+        "client_overhead_ms": round(max(float(np.median(client)), 0.0), 3),
+        "points": len(samples),
+        "samples": [[round(a, 3), round(b, 3)] for a, b in zip(engine, client, strict=True)],
+        # as measured: client TTFT, server prompt_ms, prompt_n, cache_n (to derive them again)
+        "measured": [
+            [
+                round(ttft, 3),
+                round(float(t["prompt_ms"]), 3),
+                int(t.get("prompt_n", 1)),
+                int(t.get("cache_n", 0)),
+            ]
+            for ttft, t in samples
+        ],
+    }
+
 
 def kv_capacity_llamacpp(props: dict, slots: list[dict]) -> dict:
     """llama.cpp's KV capacity: every slot's context (tokens), summed; one slot is one sequence."""
@@ -171,16 +255,24 @@ def fit_decode(points: list[tuple[int, float, float]]) -> dict:
     a = np.vstack([np.ones_like(y), running - 1, ctx]).T
     (base, per_seq, per_ctx), *_ = np.linalg.lstsq(a, y, rcond=None)
     pred = a @ np.array([base, per_seq, per_ctx])
+    alone = sorted({p[1] for p in points if p[0] == 1})
     return {
         "base_ms": round(float(base), 4),
         "per_sequence_ms": round(float(per_seq), 4),
         "per_context_token_ms": round(float(per_ctx), 7),
         "max_relative_error": round(float(np.max(np.abs(pred - y) / y)), 4),
         "points": len(points),
+        # the measured one-sequence step (median) at each context: what the fit's straight line
+        # over 1..slots sequences and long contexts can miss at a short one (efficiency reads it)
+        "one_sequence": [
+            [c, round(float(np.median([p[2] for p in points if p[0] == 1 and p[1] == c])), 4)] for c in alone
+        ],
     }
 
 
-def efficiency(llm: LlmStage, prefill: dict, decode: dict, weight_bytes: float | None) -> dict | None:
+def efficiency(
+    llm: LlmStage, prefill: dict, decode: dict, weight_bytes: float | None, per_req: dict | None = None
+) -> dict | None:
     """The measured fits as the spec's `llm.efficiency` figures for this accelerator.
 
     Expressed against what the capacity model itself computes (archkit.perf.llm.model), so that
@@ -191,7 +283,10 @@ def efficiency(llm: LlmStage, prefill: dict, decode: dict, weight_bytes: float |
     llama_decode call's scheduling, sampling and launch work). The step is taken at the mean
     context (prompt + output / 2) because the engine's measured cost per context token (llama.cpp
     on a CPU: ~9 us) is several times the roofline's KV read, and the mean context is where the
-    load test's tokens are decoded. `weight_bytes` (the served file's size) is recorded beside.
+    load test's tokens are decoded; the step there is interpolated between the measured
+    one-sequence medians when the mean context lies between them (the fit's straight line is not
+    straight on a CPU: 7.5 ms at context 56, 13.8 at 280, 16.0 at 664), else the fit's. `weight_bytes` (the served file's size) is recorded beside.
+    The per-request costs (`per_request`) are carried as they were measured.
     """
     from archkit.perf.llm.model import replica
 
@@ -202,10 +297,16 @@ def efficiency(llm: LlmStage, prefill: dict, decode: dict, weight_bytes: float |
     weights = replica(llm, dev).weight_bytes
     per_token_s = prefill["ms_per_token"] / 1000.0
     mfu = 2 * arch.parameters / (per_token_s * dev.bf16_tflops * 1e12) if per_token_s > 0 else None
-    overhead = max(min(prefill["fixed_ms"], decode["base_ms"] * 0.5), 0.0)
     wl = llm.workload
     ctx = float(wl.prompt_tokens.mean_tokens or 0) + float(wl.output_tokens.mean_tokens or 0) / 2
     step_ms = decode["base_ms"] + max(decode.get("per_context_token_ms", 0.0), 0.0) * ctx
+    alone = decode.get("one_sequence") or []
+    if len(alone) >= 2 and alone[0][0] <= ctx <= alone[-1][0]:  # between measured contexts: theirs
+        step_ms = float(np.interp(ctx, [c for c, _ in alone], [ms for _, ms in alone]))
+    # at most what leaves the weights' streaming at peak bandwidth inside the measured step: a larger
+    # overhead (a noisy prefill intercept) would clip the bandwidth share at 1 and the step come out long
+    floor_ms = weights / (dev.bandwidth_gb_s * 1e9) * 1000
+    overhead = max(min(prefill["fixed_ms"], decode["base_ms"] * 0.5, step_ms - floor_ms), 0.0)
     streaming_s = (step_ms - overhead) / 1000.0
     bw = weights / (streaming_s * dev.bandwidth_gb_s * 1e9) if streaming_s > 0 else None
     return {
@@ -216,6 +317,8 @@ def efficiency(llm: LlmStage, prefill: dict, decode: dict, weight_bytes: float |
         "prefill_mfu": round(min(mfu, 1.0), 4) if mfu else None,
         "decode_bandwidth": round(min(bw, 1.0), 4) if bw else None,
         "step_overhead_ms": round(overhead, 3),
+        "request_overhead_ms": per_req["request_overhead_ms"] if per_req else None,
+        "client_overhead_ms": per_req["client_overhead_ms"] if per_req else None,
     }
 
 
@@ -293,6 +396,16 @@ def calibrate_llm(spec: Spec, opts: LlmOptions, progress: Callable[[str], None] 
             decode_pts.append((1, n + opts.decode_tokens / 2, float(t["predicted_per_token_ms"])))
         say(f"decode at context {n}: {np.median([p[2] for p in decode_pts[-opts.repeats :]]):.2f} ms/step")
     prefill, decode = fit_prefill(prefill_pts), fit_decode(decode_pts)
+    # each answer as long as the workload's mean: the next request's set-up trims it from the slot
+    answer = int(llm.workload.output_tokens.mean_tokens or opts.decode_tokens)
+    streamed = [eng.chat_stream(FILLER.strip(), answer, opts.seed) for _ in range(opts.request_repeats)][1:]
+    alone = [p for p in decode_pts if p[0] == 1 and p[1] == decode_pts[0][1]]
+    step = (float(np.median([p[2] for p in alone])), alone[0][1]) if alone else None
+    per_req = per_request(streamed, prefill, decode, step)
+    say(
+        f"per request: {per_req['request_overhead_ms']:.2f} ms in the engine, "
+        f"{per_req['client_overhead_ms']:.2f} ms outside it"
+    )
     try:
         meta = eng.get(eng.ep.models or "")["data"][0]["meta"]
         weight_bytes = float(meta["size"])
@@ -311,7 +424,9 @@ def calibrate_llm(spec: Spec, opts: LlmOptions, progress: Callable[[str], None] 
         "method": (
             f"server-side timings of llama-server: prefill of {list(opts.prefill_tokens)} tokens x {opts.repeats}; "
             f"{opts.decode_tokens} output tokens with 1..{n_slots} running sequences and at contexts "
-            f"{list(opts.context_tokens)}; prompt cache off, greedy"
+            f"{list(opts.context_tokens)}; prompt cache off, greedy; per request: one chat prompt "
+            f"streamed {opts.request_repeats} times with {answer}-token answers, the prompt cache on "
+            "(the first fills it)"
         ),
         "models": {},
         "llm": {
@@ -320,11 +435,12 @@ def calibrate_llm(spec: Spec, opts: LlmOptions, progress: Callable[[str], None] 
                 "kv_capacity": kv,
                 "prefill": prefill,
                 "decode": decode,
+                "per_request": per_req,
                 "samples": {
                     "prefill": [[n, round(ms, 3)] for n, ms in prefill_pts],
                     "decode": [[c, ctx, round(ms, 4)] for c, ctx, ms in decode_pts],
                 },
-                "efficiency": efficiency(llm, prefill, decode, weight_bytes),
+                "efficiency": efficiency(llm, prefill, decode, weight_bytes, per_req),
             }
         },
     }

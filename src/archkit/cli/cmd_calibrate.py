@@ -134,6 +134,7 @@ def calibrate(
             f"{stage_id}: prefill {pf['ms_per_token']} ms/token + {pf['fixed_ms']} ms ({pf['tokens_per_s']} tokens/s); "
             f"decode step {dc['base_ms']} ms + {dc['per_sequence_ms']} ms per further sequence + "
             f"{dc['per_context_token_ms']} ms per context token; KV {kv['tokens']} tokens ({kv['slots']} slots)"
+            + _per_request_text(e.get("per_request"))
         )
     for name, m in doc["models"].items():
         for b in m["batches"]:
@@ -149,3 +150,12 @@ def calibrate(
             )
     typer.echo(f"calibration: {out}")
     typer.echo(f"use it: environments[].calibration: {os.path.relpath(out, spec.resolve().parent)}")
+
+
+def _per_request_text(pr: object) -> str:
+    if not isinstance(pr, dict):
+        return ""
+    return (
+        f"; per request {pr['request_overhead_ms']} ms in the engine + {pr['client_overhead_ms']} ms "
+        f"outside it ({pr['points']} requests)"
+    )

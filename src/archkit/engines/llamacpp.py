@@ -31,6 +31,7 @@ LLAMACPP = register(
                 "slots": "/slots",
                 "tokenize": "/tokenize",
                 "completion": "/completion",
+                "chat": "/v1/chat/completions",  # OpenAI-compatible, SSE with `timings` in the last chunk
             },  # /slots: unless --no-slots
         ),
         measures={

@@ -368,6 +368,21 @@ class LlmEfficiency(Node):
         0.7,
         description="share of interconnect bandwidth a tensor-parallel all-reduce achieves (sources.md E4)",
     )
+    request_overhead_ms: Ms = Field(
+        0.0,
+        description=(
+            "engine time per admitted request, added to the iteration that admits it: slot selection, "
+            "prompt-cache trim, sampler set-up (llama.cpp); measured by `archkit calibrate --llm-url`"
+        ),
+    )
+    client_overhead_ms: Ms = Field(
+        0.0,
+        description=(
+            "time per request between the client and the engine that holds no engine: HTTP, chat "
+            "template, tokenisation, the first SSE write; adds to TTFT and end to end; measured by "
+            "`archkit calibrate --llm-url`"
+        ),
+    )
 
 
 class LlmStage(Node):

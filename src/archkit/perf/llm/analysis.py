@@ -222,7 +222,8 @@ def capacity_rps(rep: Replica, prompt: float, output: float) -> float:
     """Steady-state requests/s of one replica with every slot busy: a fixed point of the iteration time.
 
     B sequences decode (B = KV- or max_num_seqs-bound concurrency) while prefill tokens arrive at
-    rate x prompt; each request needs output / tokens-per-step decode iterations.
+    rate x prompt, each arriving request adding the engine's per-request set-up to the iteration
+    that admits it; each request needs output / tokens-per-step decode iterations.
     """
     b, _ = rep.max_concurrency(int(prompt + output))
     if b <= 0:
@@ -235,6 +236,7 @@ def capacity_rps(rep: Replica, prompt: float, output: float) -> float:
         tau += rep.iteration_s(int(pre), rep.attn_flops(int(prompt), 0) * pre / max(prompt, 1), 0) - (
             rep.step_overhead_s + rep.allreduce_s(0)
         )
+        tau += lam * tau * rep.request_overhead_s
         lam = b * rep.tokens_per_step / (output * tau)
     return lam
 
@@ -330,6 +332,12 @@ def _binding(a: LlmAnalysis) -> str:
     ttft = b.ttft_p50_ms if b.ttft_p50_ms is not None else b.ttft_p99_ms
     if ttft is not None and a.prefill_ms > ttft:
         return f"prefill compute: the mean prompt alone takes {a.prefill_ms:.0f} ms"
+    fixed = (rep.request_overhead_s + rep.client_overhead_s) * 1000
+    if ttft is not None and a.prefill_ms + fixed > ttft:
+        return (
+            f"per-request overhead: {fixed:.1f} ms per request (engine set-up and client) on top of the "
+            f"mean prompt's {a.prefill_ms:.1f} ms prefill"
+        )
     itl = [v for v in a.missed if v.name in ("itl_p99_ms", "itl_p50_ms")]
     chunk = min(rep.max_num_batched_tokens, int(a.prompt_mean))
     mixed = rep.iteration_s(chunk, rep.attn_flops(chunk, 0), 0) * 1000
@@ -410,7 +418,7 @@ def _could_meet(rep: Replica, llm: LlmStage, prompt: float) -> bool:
     if per_token and step > min(per_token):
         return False
     ttft = b.ttft_p50_ms if b.ttft_p50_ms is not None else b.ttft_p99_ms
-    return ttft is None or rep.prefill_s(int(prompt)) * 1000 <= ttft
+    return ttft is None or rep.first_token_s(int(prompt)) * 1000 <= ttft
 
 
 def _means(llm: LlmStage, base: Path | None) -> tuple[float, float]:

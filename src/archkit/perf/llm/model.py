@@ -63,6 +63,10 @@ class Replica:
     # the engine's KV cache in tokens when it is fixed (llama.cpp --ctx-size) or measured
     # (`archkit calibrate --llm-url`, llm.<stage>.kv_capacity.tokens); None: sized from memory
     kv_tokens_fixed: int | None = None
+    # per request (llm.efficiency, measured by `archkit calibrate --llm-url`): engine time added to
+    # the iteration that admits it, and time outside the engine added to its TTFT and end to end
+    request_overhead_s: float = 0.0
+    client_overhead_s: float = 0.0
 
     # ---- memory
     @property
@@ -193,6 +197,11 @@ class Replica:
             done += c
         return t
 
+    def first_token_s(self, prompt: int) -> float:
+        """TTFT of one prompt alone: its prefill, the engine's per-request set-up and the time
+        outside the engine (client, HTTP, tokenisation), which no batching shares."""
+        return self.prefill_s(prompt) + self.request_overhead_s + self.client_overhead_s
+
     def decode_step_s(self, batch: int, context: int) -> float:
         """One decode iteration of `batch` sequences each holding `context` tokens."""
         tokens = batch * self.tokens_verified
@@ -258,4 +267,6 @@ def replica(llm: LlmStage, device: AcceleratorSpec) -> Replica:
         chunked_prefill=eng.chunked_prefill,
         prefix_caching=eng.prefix_caching,
         kv_tokens_fixed=eng.kv_capacity_tokens,
+        request_overhead_s=eff.request_overhead_ms / 1000,
+        client_overhead_s=eff.client_overhead_ms / 1000,
     )
