@@ -105,3 +105,18 @@ def test_ak203_searches_once_for_eleven_copies_of_one_stage():
     assert len(ak203) == 11 and len({d.hint for d in ak203}) == 1
     searches = batching._recommend.cache_info()
     assert (searches.misses, searches.hits) == (1, 10), searches
+
+
+def test_ak705_with_a_zero_user_ttft_budget_reports_instead_of_crashing() -> None:
+    """The schema-valid fuzz run of issue 28: `user_ttft_p99_ms: 0` (schema-valid) divided by
+    zero in AK705's message (an AK199 rule crash); now it is the finding it should be."""
+    doc = yaml.safe_load(
+        (Path(__file__).parents[2] / "examples" / "rag-chat.yaml").read_text(encoding="utf-8")
+    )
+    stage = next(s for s in doc["dataflow"]["stages"] if s.get("llm"))
+    stage["llm"]["budgets"]["user_ttft_p99_ms"] = 0
+    res = load_text(yaml.safe_dump(doc, sort_keys=False), "zero.yaml")
+    assert res.spec is not None
+    diags = run_rules(res.spec, select=["AK705"])
+    assert [d.code for d in diags] == ["AK705"], [d.message for d in diags]
+    assert "(the budget is 0 ms)" in diags[0].message

@@ -4,6 +4,12 @@ fault-tree analysis and a sample of renders, within time and memory bounds.
 `make test` runs a few; `make fuzz` (the `fuzz` profile) runs ARCHKIT_FUZZ_VALID specs (default
 5,000), renders every RENDER_EVERY-th, writes `summary-valid.json` beside the mutation run's
 summary, and fails on any traceback or run over the bounds (reproducers under .cache/fuzz/).
+
+The long run is sharded so that its count accumulates across sessions (issue 28: 5,000 specs take
+~3 hours of an idle core here): each run is one batch, Hypothesis seeded with the batch number
+(ARCHKIT_FUZZ_BATCH; default the next one after the ledger's last), and appends one JSON line to
+`valid-ledger.jsonl` (batch, specs, failures, CPU s, load, commit) when it ends, at its count or at
+ARCHKIT_FUZZ_DEADLINE. `summary-valid.json` carries the ledger's totals (`tests.fuzz.ledger`).
 """
 
 from __future__ import annotations
@@ -15,9 +21,10 @@ import resource
 import time
 
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 
+from tests.fuzz import ledger
 from tests.fuzz.harness import REPRODUCERS
 from tests.fuzz.schema_valid import schema_valid_spec
 from tests.fuzz.valid_harness import BOUNDS_S, MAX_RSS_MIB, ValidTally, run_valid
@@ -62,6 +69,8 @@ def test_long_schema_valid_run() -> None:
     start = time.time()
     REPRODUCERS.mkdir(parents=True, exist_ok=True)
     summary = REPRODUCERS / "summary-valid.json"
+    book = REPRODUCERS / ledger.LEDGER
+    batch = int(os.environ.get("ARCHKIT_FUZZ_BATCH") or ledger.next_batch(book))
     load = os.getloadavg()
 
     def report(final: bool) -> dict:
@@ -82,7 +91,11 @@ def test_long_schema_valid_run() -> None:
             "load_at_end": [round(x, 1) for x in os.getloadavg()],
             "reproducers": sorted(p.name for p in tally.failures),
             "final": final,
+            "batch": batch,
         }
+        if final:
+            ledger.append(book, data)
+        data["ledger"] = ledger.totals(book)
         summary.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
         return data
 
@@ -93,6 +106,7 @@ def test_long_schema_valid_run() -> None:
         phases=[Phase.generate],
         suppress_health_check=list(HealthCheck),
     )
+    @seed(batch)  # the batch number: a batch is reproducible, and the next one explores new specs
     @given(st.data())
     def run(data: st.DataObject) -> None:
         text = data.draw(schema_valid_spec())

@@ -59,3 +59,42 @@ def test_capacity_on_extreme_service_times_does_bounded_work(tmp_path, monkeypat
     assert not report.diagnostics or all(d.severity.value != "error" for d in report.diagnostics)
     # before the bound: ~1.9 million calls (every n below the batch size, for each of ~1,800 sums)
     assert calls < 100_000, calls
+
+
+def _day_long_spec(tmp_path: Path, max_batch: int) -> Path:
+    """The fuzz campaign's second class: a stage whose batch-1 service time is a day (86,400,000
+    ms, the schema's maximum) at the example's design rate of thousands of items/s."""
+    doc = yaml.safe_load((ROOT / "examples" / "industrial-inspection.yaml").read_text(encoding="utf-8"))
+    model = next(s for s in doc["dataflow"]["stages"] if s["id"] == "detect")["model"]
+    model["batching"] = {"max_batch_size": max_batch, "max_queue_delay_us": 100_000}
+    model["service_time"] = [{"batch_size": 1, "compute_ms": 86_400_000}]
+    if max_batch > 1:
+        model["service_time"].append({"batch_size": max_batch, "compute_ms": 86_400_000})
+    out = tmp_path / f"day-{max_batch}.yaml"
+    out.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+    return out
+
+
+@pytest.mark.parametrize("max_batch", [1, 1024])
+def test_a_day_long_batch_1_service_time_does_bounded_work(tmp_path, monkeypatch, max_batch) -> None:
+    """Work counted, not timed: the pipeline simulation within its event budget, the Poisson tail
+    sums bounded as above, and `check` answers with findings, no rule crash."""
+    from archkit.perf.pipeline import SIM_BUDGET
+
+    calls = 0
+    cdf = queueing.poisson_cdf
+
+    def counted(k: int, mean: float) -> float:
+        nonlocal calls
+        calls += 1
+        return cdf(k, mean)
+
+    monkeypatch.setattr(queueing, "poisson_cdf", counted)
+    path = _day_long_spec(tmp_path, max_batch)
+    report = api.capacity(path)
+    assert not report.diagnostics and report.pipeline is not None
+    assert report.pipeline["sim_work"] <= SIM_BUDGET
+    assert calls < 100_000, calls
+    assert report.missed  # a day per item misses every budget, and says so
+    checked = api.check([path])
+    assert not [d for d in checked.diagnostics if d.code == "AK199"]

@@ -114,3 +114,32 @@ def test_capacity_names_the_budget_and_how_to_raise_it(tmp_path):
     assert raised.exit_code in (0, 1) and "warning" not in raised.stderr
     assert '"budget_note": null' in raised.stdout
     assert CliRunner().invoke(app, ["capacity", str(path), "--sim-budget", "10"]).exit_code == 2
+
+
+def test_a_sweep_shares_one_budget_over_its_rates():
+    """`capacity --rate A:B:STEP`: the rates draw on one budget, lowest first (each rate had its own
+    before, so 10 rates cost 10 budgets). A budget for about three of the ten rates stops the
+    sweep there, says so, and keeps the rates it finished."""
+    from archkit.perf.curve import sweep
+
+    spec = _spec(OCR_SPEC.read_text(encoding="utf-8"))
+    rates = [0.5 * i for i in range(1, 11)]
+    full = sweep(spec, rates, requests=3000)
+    assert full.budget_note is None and len(full.points) == 10
+    per_rate = [predict(spec, rate_rps=r, requests=3000).sim_work for r in rates]
+    assert full.sim_work == sum(per_rate)
+    budget = sum(per_rate[:3]) + per_rate[3] // 2
+    short = sweep(spec, rates, requests=3000, budget=budget)
+    assert short.points == full.points[:3]
+    assert short.sim_work <= budget + 64  # the loop checks before each event (64 units at most)
+    assert short.budget_note is not None and "3 of 10 rates simulated" in short.budget_note
+    assert f"at {rates[3]:g} req/s" in short.budget_note and "--sim-budget" in short.budget_note
+
+
+def test_capacity_warns_when_the_sweep_runs_out():
+    _load_commands()
+    res = CliRunner().invoke(app, ["capacity", str(OCR_SPEC), "--rate", "0.5:5:0.5", "--sim-budget", "20000"])
+    assert res.exit_code in (0, 1), res.output
+    warn = [ln for ln in res.stderr.splitlines() if "the sweep spent its budget of 20,000" in ln]
+    assert len(warn) == 1 and warn[0].startswith(f"{OCR_SPEC}: warning:")
+    assert "budget: the sweep spent its budget of 20,000" in res.stdout

@@ -34,10 +34,11 @@ one, so the predicted end-to-end P99 takes the TTFT's place.
             ttft = a.summary.ttft_ms["p99"] if streaming else a.summary.e2e_ms["p99"]
             what = "TTFT" if streaming else "e2e (not streamed)"
             if pre + ttft > budget:
-                share = 100 * pre / budget
+                # a budget of 0 ms is schema-valid (the fuzz run of issue 28 found the division)
+                share = f"{100 * pre / budget:.0f} % of the budget" if budget > 0 else "the budget is 0 ms"
                 yield ctx.at(
                     a.llm.budgets,
                     "user_ttft_p99_ms",
-                    f"stage '{a.stage.id}': {' -> '.join(path) or 'no stage'} take {pre:g} ms P99 ({share:.0f} % of "
-                    f"the budget) + predicted {what} P99 {ttft:.0f} ms = {pre + ttft:.0f} ms > user_ttft_p99_ms {budget:g}",
+                    f"stage '{a.stage.id}': {' -> '.join(path) or 'no stage'} take {pre:g} ms P99 ({share}) + "
+                    f"predicted {what} P99 {ttft:.0f} ms = {pre + ttft:.0f} ms > user_ttft_p99_ms {budget:g}",
                 )

@@ -84,6 +84,8 @@ def llm_text(rows: list[dict[str, Any]]) -> list[str]:
                 f"TTFT P99 {_f(rec['predicted']['ttft_ms']['p99'])} ms, ITL P99 {_f(rec['predicted']['itl_ms']['p99'])} ms"
             )
         out += [f"  note: {n}" for n in r["notes"]]
+        if r.get("budget_note"):
+            out.append(f"  budget: {r['budget_note']}")
         out.append("")
     if rows:
         out.append(

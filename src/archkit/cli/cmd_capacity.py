@@ -199,7 +199,29 @@ def _curve_text(curve) -> str:
     lines.append(
         f"  knee: {knee} ({curve['knee_reason']}); closed-form ceiling {_ms(curve['ceiling_rps'])} req/s"
     )
+    if curve.get("budget_note"):
+        lines.append(f"  budget: {curve['budget_note']}")
     return "\n".join(lines) + "\n"
+
+
+def _budget_warnings(spec: Path, rep) -> list[str]:
+    """One stderr line per simulation the `--sim-budget` stopped: the pipeline's, the sweep's, and
+    each LLM stage's at its `llm.workload` (file:line:col: the part of the spec asking the work)."""
+    out = []
+    if rep.pipeline and rep.pipeline.get("budget_note"):
+        out.append(f"{spec}: warning: {rep.pipeline['budget_note']}")
+    if rep.curve and rep.curve.get("budget_note"):
+        out.append(f"{spec}: warning: {rep.curve['budget_note']}")
+    llm = [r for r in rep.llm if r.get("budget_note")]
+    if llm:
+        from archkit import api
+        from archkit.spec.sourcemap import parse_path
+
+        smap = api.load(spec).source
+        for r in llm:
+            line, col = smap.at(parse_path(r["budget_path"])) if smap else (1, 1)
+            out.append(f"{spec}:{line}:{col}: warning: stage {r['stage']}: {r['budget_note']}")
+    return out
 
 
 @app.command()
@@ -229,8 +251,10 @@ def capacity(
         typer.Option(
             min=1000,
             max=400_000_000,  # perf.pipeline.MAX_SIM_BUDGET (not imported here: `--help` stays fast)
-            help="Simulated events for the pipeline prediction and its knee search together "
-            "(default 4,000,000: ~2.5 CPU s); a search that spends it stops and says so.",
+            help="Simulated events for the pipeline prediction and its knee search together, "
+            "the same again for a --rate sweep's rates together, and its worth for the LLM "
+            "stages' simulations together (default 4,000,000: ~2.5 CPU s each); a search that "
+            "spends it stops and says so.",
         ),
     ] = None,
 ) -> None:
@@ -257,8 +281,8 @@ def capacity(
         raise fail(f"cannot analyse {spec}", 2)
     # AK230: a calibration from another machine than the target predicts for that machine
     foreign = api.calibration_findings(spec, env, cal)
-    if rep.pipeline and rep.pipeline.get("budget_note"):  # issue 28: bounded work, said where it stopped
-        typer.echo(f"{spec}: warning: {rep.pipeline['budget_note']}", err=True)
+    for line in _budget_warnings(spec, rep):  # issue 28: bounded work, said where it stopped
+        typer.echo(line, err=True)
     if format is CapacityFormat.json:
         doc = rep.as_dict()
         if foreign:

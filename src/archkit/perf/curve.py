@@ -18,7 +18,15 @@ from html import escape
 from typing import Any
 
 from archkit.errors import InputError
-from archkit.perf.pipeline import DEFAULT_REQUESTS, DEFAULT_SEED, PipelinePrediction, json_ready, predict
+from archkit.perf.pipeline import (
+    DEFAULT_REQUESTS,
+    DEFAULT_SEED,
+    MAX_SIM_BUDGET,
+    SIM_BUDGET,
+    PipelinePrediction,
+    json_ready,
+    predict,
+)
 from archkit.spec.model import Spec
 
 MAX_POINTS = 200  # rates in one sweep: each is a whole-pipeline simulation
@@ -89,6 +97,8 @@ class LoadCurve:
     knee_reason: str
     points: list[CurvePoint] = field(default_factory=list)
     method: str = ""
+    budget_note: str | None = None  # the sweep's simulation budget ran out before its last rate
+    sim_work: int = 0  # simulated events the sweep spent, all rates together
 
     def as_dict(self) -> dict[str, object]:
         return json_ready(asdict(self))  # type: ignore[return-value]
@@ -133,24 +143,47 @@ def sweep(
     env: str | None = None,
     requests: int = DEFAULT_REQUESTS,
     seed: int = DEFAULT_SEED,
+    budget: int = SIM_BUDGET,
 ) -> LoadCurve:
-    """Predict the pipeline at each of `rates` (req/s); the same seed at every rate."""
-    preds = [predict(spec, env, rate_rps=r, requests=requests, seed=seed) for r in sorted(rates)]
-    points = [_point(p) for p in preds]
+    """Predict the pipeline at each of `rates` (req/s); the same seed at every rate.
+
+    The rates share one `budget` of simulated events (issue 28: a sweep of many rates was as many
+    budgets), spent from the lowest rate up; a rate the budget cuts short ends the sweep there
+    (its point and the higher rates' are left out) and `budget_note` says so."""
+    preds: list[PipelinePrediction] = []
+    points: list[CurvePoint] = []
+    left, note = budget, None
+    ordered = sorted(rates)
+    for i, r in enumerate(ordered):
+        p = predict(spec, env, rate_rps=r, requests=requests, seed=seed, budget=max(left, 1))
+        preds.append(p)
+        left -= p.sim_work
+        if p.budget_note is not None or (left <= 0 and i + 1 < len(ordered)):
+            done = i if p.budget_note is not None else i + 1
+            note = (
+                f"the sweep spent its budget of {budget:,} simulated events at {r:g} req/s: "
+                f"{done} of {len(ordered)} rates simulated (raise it with "
+                f"`archkit capacity --sim-budget {min(MAX_SIM_BUDGET, 4 * budget)}`)"
+            )
+            points += [_point(p)] if p.budget_note is None else []
+            break
+        points.append(_point(p))
     applied = spec.with_environment(env) if env else spec
-    budget = applied.budgets.p99_ms
-    knee, why = knee_of(points, budget)
+    p99_budget = applied.budgets.p99_ms
+    knee, why = knee_of(points, p99_budget)
     first = preds[0] if preds else None
     return LoadCurve(
         spec.metadata.name,
         env,
-        budget,
+        p99_budget,
         _fin(first.knee_rps) if first else None,
         first.bottleneck if first else None,
         knee,
         why,
         points,
         first.method if first else "",
+        note,
+        budget - left,
     )
 
 

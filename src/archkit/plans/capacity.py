@@ -92,7 +92,8 @@ def capacity_report(
 ) -> CapacityReport:
     """Every model stage of a (prepared) spec: λ, ρ, P50/P99 per batch size, the recommendation, why;
     with `rates`, the predicted curve over them (`perf.curve.sweep`). `sim_budget` (simulated
-    events) bounds the pipeline prediction and its knee search (default `perf.pipeline.SIM_BUDGET`)."""
+    events, default `perf.pipeline.SIM_BUDGET`) bounds the pipeline prediction with its knee search,
+    the sweep's rates together, and the LLM stages' simulations together (`WorkBudget`), each."""
 
     def sim(table: ServiceTable, p: BatchPrediction) -> dict[str, Any]:
         # the queue the prediction assumed: one replica at its share, or the pooled instances
@@ -108,17 +109,19 @@ def capacity_report(
         }
 
     # numpy and the compiled simulation load only here, not with every `import archkit.api`
-    from archkit.perf.pipeline import SIM_BUDGET, predict
+    from archkit.perf.pipeline import DEFAULT_REQUESTS, SIM_BUDGET, predict
 
     report = CapacityReport(file, spec.metadata.name, spec.budgets.throughput_rps, spec.budgets.p99_ms)
     report.pipeline = predict(spec, knee=True, budget=sim_budget or SIM_BUDGET).as_dict()
     from archkit.plans.llm_capacity import llm_rows
 
-    report.llm = llm_rows(spec, file)
+    report.llm = llm_rows(spec, file, sim_budget)
     if rates:
         from archkit.perf.curve import sweep
 
-        report.curve = (sweep(spec, rates, requests=requests) if requests else sweep(spec, rates)).as_dict()
+        # its rates share one budget, as many events as the prediction's (issue 28)
+        budget = sim_budget or SIM_BUDGET
+        report.curve = sweep(spec, rates, requests=requests or DEFAULT_REQUESTS, budget=budget).as_dict()
     paths = dataflow_paths(spec)
     for path in paths:
         report.paths.append(

@@ -9,6 +9,7 @@ from typing import Any
 from archkit.perf.llm.analysis import LlmAnalysis, analyse_spec, pre_llm_ms
 from archkit.perf.llm.sim import Summary
 from archkit.spec.model import Spec
+from archkit.spec.sourcemap import format_path
 
 
 def _r(v: float | None, nd: int = 1) -> float | None:
@@ -98,10 +99,14 @@ def llm_row(spec: Spec, a: LlmAnalysis) -> dict[str, Any]:
             else None
         ),
         "notes": a.notes,
+        "budget_note": a.budget_note,
+        # where the spec asks for the work: the stage's workload (`archkit capacity` locates it)
+        "budget_path": format_path((*a.stage.spec_path, "llm", "workload")) if a.budget_note else None,
     }
     return row
 
 
-def llm_rows(spec: Spec, file: str) -> list[dict[str, Any]]:
+def llm_rows(spec: Spec, file: str, sim_budget: int | None = None) -> list[dict[str, Any]]:
+    """Every LLM stage's row, their simulations within `sim_budget` (`analyse_spec`)."""
     base = Path(file).parent if file and not file.startswith("<") else None
-    return [llm_row(spec, a) for a in analyse_spec(spec, base=base, search=True)]
+    return [llm_row(spec, a) for a in analyse_spec(spec, base=base, search=True, sim_budget=sim_budget)]

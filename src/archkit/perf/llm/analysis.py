@@ -27,6 +27,59 @@ _CANDIDATE_GPUS = ("L4", "A10G", "L40S", "A100-40GB", "A100-80GB", "H100-SXM", "
 _CANDIDATE_TP = (1, 2, 4, 8)
 _CANDIDATE_SEQS = (64, 128, 256, 512)
 _CANDIDATE_CHUNK = (512, 2048, 8192)
+# issue 28: the analysis's simulations share one budget of work (`sim.RUN_WORK`'s unit), drawn from
+# `archkit capacity --sim-budget` (pipeline events) at this rate: an event of the pipeline's loop
+# costs ~0.6 us, a unit of the engine's ~0.02 us (docs/benchmarks.md), so the default 4,000,000
+# events give the LLM analysis 48,000,000 units, ~1 CPU s beside the pipeline's ~2.5 s.
+WORK_PER_EVENT = 12
+DEFAULT_EVENTS = 4_000_000  # perf.pipeline.SIM_BUDGET (not imported: that loads the pipeline)
+MAX_EVENTS = 400_000_000  # perf.pipeline.MAX_SIM_BUDGET
+
+
+class _Spent(Exception):
+    """The work budget ran out: a search stops with what it has."""
+
+
+@dataclass
+class WorkBudget:
+    """Work the LLM analysis may spend on simulations, all stages together (`sim.RUN_WORK`'s unit).
+
+    `events` is the `--sim-budget` it was drawn from (the raise-it hint names that flag)."""
+
+    events: int = DEFAULT_EVENTS
+    spent: int = 0
+    cut: str | None = None  # what the budget cut short last
+    cuts: int = 0  # how many simulations it cut short or refused
+
+    @property
+    def total(self) -> int:
+        return self.events * WORK_PER_EVENT
+
+    @property
+    def left(self) -> int:
+        return max(self.total - self.spent, 0)
+
+    def simulate(self, what: str, rep: Replica, req: sim.Requests, seed: int, partial: bool) -> sim.SimRun:
+        """One run within what is left (and `sim.RUN_WORK`); raises _Spent when nothing is left or the
+        run was cut short, unless `partial` (the caller reports a cut-short run itself)."""
+        if self.left <= 0:
+            self.cut, self.cuts = what, self.cuts + 1
+            raise _Spent
+        run = sim.simulate(rep, req, seed=seed, max_work=min(self.left, sim.RUN_WORK))
+        self.spent += run.work
+        if run.truncated:
+            self.cut, self.cuts = what, self.cuts + 1
+            if not partial:
+                raise _Spent
+        return run
+
+    def note(self) -> str:
+        raise_it = min(MAX_EVENTS, 4 * self.events)
+        return (
+            f"the LLM simulations stopped at their work budget ({self.total:,} units, from "
+            f"--sim-budget {self.events:,}) in {self.cut}; raise it with "
+            f"`archkit capacity --sim-budget {raise_it}`"
+        )
 
 
 @dataclass(frozen=True)
@@ -90,6 +143,7 @@ class LlmAnalysis:
     binding: str = ""
     recommendation: Recommendation | None = None
     notes: list[str] = field(default_factory=list)
+    budget_note: str | None = None  # the work budget stopped a simulation or search (issue 28)
 
     @property
     def missed(self) -> list[BudgetVerdict]:
@@ -187,44 +241,79 @@ def capacity_rps(rep: Replica, prompt: float, output: float) -> float:
     return lam
 
 
-def _run(rep: Replica, llm: LlmStage, rate: float, n: int, base: Path | None, seed: int = 0) -> sim.Summary:
+def _run(
+    rep: Replica,
+    llm: LlmStage,
+    rate: float,
+    n: int,
+    base: Path | None,
+    work: WorkBudget,
+    what: str,
+    *,
+    partial: bool = False,
+    seed: int = 0,
+) -> sim.Summary:
     req = sim.workload(llm.workload, rate, n, seed=seed, base=base)
     ttft, tpot = _slo(llm)
-    return sim.summarise([sim.simulate(rep, req, seed=seed)], slo_ttft_ms=ttft, slo_tpot_ms=tpot)
+    run = work.simulate(what, rep, req, seed, partial)
+    return sim.summarise([run], slo_ttft_ms=ttft, slo_tpot_ms=tpot)
 
 
 def _meets(llm: LlmStage, s: sim.Summary, replicas: int) -> bool:
     return all(v.met for v in _verdicts(llm, s, replicas)) and s.finished == s.requests
 
 
-def max_rate_meeting(rep: Replica, llm: LlmStage, cap: float, base: Path | None) -> float | None:
-    """Per replica: the highest rate at which >= 90 % of requests meet the SLO objectives (bisection)."""
+def max_rate_meeting(
+    rep: Replica, llm: LlmStage, cap: float, base: Path | None, work: WorkBudget | None = None
+) -> float | None:
+    """Per replica: the highest rate at which >= 90 % of requests meet the SLO objectives (bisection).
+
+    When `work` runs out the bisection stops at the highest rate it has seen meet them (a lower
+    bound; None when it saw none)."""
     ttft, tpot = _slo(llm)
     if ttft is None and tpot is None or cap <= 0:
         return None
+    budget = work or WorkBudget()
 
     def ok(rate: float) -> bool:
-        s = _run(rep, llm, rate, SEARCH_REQUESTS, base)
+        s = _run(rep, llm, rate, SEARCH_REQUESTS, base, budget, "the search for the 90 % SLO rate")
         return (s.slo_attainment or 0) >= ATTAINMENT_TARGET
 
     lo, hi = 0.0, cap * 1.2
-    if not ok(cap * 0.02):
-        return 0.0
-    lo = cap * 0.02
-    for _ in range(10):
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if ok(mid) else (lo, mid)
+    try:
+        if not ok(cap * 0.02):
+            return 0.0
+        lo = cap * 0.02
+        for _ in range(10):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if ok(mid) else (lo, mid)
+    except _Spent:
+        return lo or None
     return lo
 
 
-def knee_rps(rep: Replica, llm: LlmStage, cap: float, base: Path | None) -> float | None:
-    """Per replica: the last rate before TTFT P99 doubles over its light-load value (a sweep of the capacity)."""
+def knee_rps(
+    rep: Replica, llm: LlmStage, cap: float, base: Path | None, work: WorkBudget | None = None
+) -> float | None:
+    """Per replica: the last rate before TTFT P99 doubles over its light-load value (a sweep of the capacity).
+
+    When `work` runs out the sweep stops at the last rate it saw below the doubling (a lower bound;
+    None before the light-load run)."""
     if cap <= 0:
         return None
-    light = _run(rep, llm, cap * 0.05, SEARCH_REQUESTS, base).ttft_ms["p99"]
+    budget = work or WorkBudget()
+    what = "the knee sweep"
+    try:
+        light = _run(rep, llm, cap * 0.05, SEARCH_REQUESTS, base, budget, what).ttft_ms["p99"]
+    except _Spent:
+        return None
     prev = cap * 0.05
     for frac in np.arange(0.1, 1.25, 0.05):
-        if _run(rep, llm, cap * float(frac), SEARCH_REQUESTS, base).ttft_ms["p99"] > 2 * light:
+        try:
+            p99 = _run(rep, llm, cap * float(frac), SEARCH_REQUESTS, base, budget, what).ttft_ms["p99"]
+        except _Spent:
+            return prev
+        if p99 > 2 * light:
             return prev
         prev = cap * float(frac)
     return prev
@@ -263,14 +352,21 @@ def _binding(a: LlmAnalysis) -> str:
 
 
 def recommend(
-    spec: Spec, stage: Stage, rate: float, base: Path | None, *, budget: int = 40
+    spec: Spec,
+    stage: Stage,
+    rate: float,
+    base: Path | None,
+    *,
+    budget: int = 40,
+    work: WorkBudget | None = None,
 ) -> Recommendation | None:
     """The cheapest configuration (GPU x TP x replicas x max_num_seqs x chunk) that meets every budget.
 
     Cost is GPUs, then device memory (the catalogue has no prices). Candidates are ordered by a lower
     bound on their GPUs (replicas from the steady-state capacity) and simulated in that order; the
-    first that meets every budget wins. At most `budget` simulations.
+    first that meets every budget wins. At most `budget` simulations, within `work`.
     """
+    spend = work or WorkBudget()
     llm = stage.llm
     assert llm is not None
     prompt, output = _means(llm, base)
@@ -306,7 +402,10 @@ def recommend(
             if tried >= budget:
                 return None
             tried += 1
-            s = _run(rep, cand, rate / r, SEARCH_REQUESTS, base)
+            try:
+                s = _run(rep, cand, rate / r, SEARCH_REQUESTS, base, spend, "the configuration search")
+            except _Spent:
+                return None
             if _meets(cand, s, r):
                 return Recommendation(gpu, tp, r, seqs, chunk, r * tp, s)
     return None
@@ -327,8 +426,13 @@ def _means(llm: LlmStage, base: Path | None) -> tuple[float, float]:
     return float(np.mean(req.prompt)), float(np.mean(req.output))
 
 
-def analyse(spec: Spec, stage: Stage, *, base: Path | None = None, search: bool = True) -> LlmAnalysis:
-    """The full analysis of one LLM stage (search: the 90 % rate, the knee, a recommendation if missed)."""
+def analyse(
+    spec: Spec, stage: Stage, *, base: Path | None = None, search: bool = True, work: WorkBudget | None = None
+) -> LlmAnalysis:
+    """The full analysis of one LLM stage (search: the 90 % rate, the knee, a recommendation if missed),
+    its simulations within `work` (`budget_note` says what the budget cut short)."""
+    work = work or WorkBudget()
+    cuts_before = work.cuts
     llm = stage.llm
     assert llm is not None
     svc = spec.service(stage.service) if stage.service else None
@@ -361,21 +465,37 @@ def analyse(spec: Spec, stage: Stage, *, base: Path | None = None, search: bool 
                 f"({a.capacity_rps:.2f} req/s): the queue grows without bound; predicted at 1.5 x capacity"
             )
             per = a.capacity_rps * 1.5
-        a.summary = _run(rep, llm, per, SIM_REQUESTS, base)
-        a.summary = replace(a.summary, notes=[f"{SIM_REQUESTS:,} simulated requests per replica, seed 0"])
-        a.verdicts = _verdicts(llm, a.summary, replicas)
+        try:
+            s = _run(
+                rep, llm, per, SIM_REQUESTS, base, work, "the prediction at the design rate", partial=True
+            )
+        except _Spent:  # an earlier stage spent it all
+            s = None
+        if s is not None:
+            notes = [f"{SIM_REQUESTS:,} simulated requests per replica, seed 0"]
+            if work.cuts > cuts_before:
+                notes.append(f"cut short by the work budget: {s.finished:,} of them answered")
+            a.summary = replace(s, notes=notes)
+            a.verdicts = _verdicts(llm, a.summary, replicas)
     if search:
-        a.max_rate_90_rps = max_rate_meeting(rep, llm, a.capacity_rps, base)
-        a.knee_rps = knee_rps(rep, llm, a.capacity_rps, base)
+        a.max_rate_90_rps = max_rate_meeting(rep, llm, a.capacity_rps, base, work)
+        a.knee_rps = knee_rps(rep, llm, a.capacity_rps, base, work)
     a.binding = _binding(a)
     if a.missed and rate:
-        a.recommendation = recommend(spec, stage, rate, base)
+        a.recommendation = recommend(spec, stage, rate, base, work=work)
+    if work.cuts > cuts_before:
+        a.budget_note = work.note()
     return a
 
 
-def analyse_spec(spec: Spec, *, base: Path | None = None, search: bool = True) -> list[LlmAnalysis]:
-    """Every LLM stage of the spec, in document order."""
-    return [analyse(spec, st, base=base, search=search) for st in spec.dataflow.stages if st.llm is not None]
+def analyse_spec(
+    spec: Spec, *, base: Path | None = None, search: bool = True, sim_budget: int | None = None
+) -> list[LlmAnalysis]:
+    """Every LLM stage of the spec, in document order, their simulations sharing one work budget
+    (`sim_budget` pipeline events' worth: `WorkBudget`)."""
+    work = WorkBudget(sim_budget or DEFAULT_EVENTS)
+    stages = [st for st in spec.dataflow.stages if st.llm is not None]
+    return [analyse(spec, st, base=base, search=search, work=work) for st in stages]
 
 
 def pre_llm_ms(spec: Spec, stage: Stage) -> tuple[float, list[str]]:

@@ -16,8 +16,11 @@ The loop is split by concern into helpers that share state through two small arr
   generated before a recompute), `NPRE` preemptions;
 - `k[field]` (int64), the scheduler's counters: `NRUN` running, `HEAD`/`TAIL` of the waiting
   deque, `FREE` blocks, `PREEMPTIONS`, and this iteration's `TOKENS`, `NS` scheduled sequences,
-  `DECODES`, `ADMITTED`; `f[ATTN]` and `f[KVREAD]` (float64) are the iteration's attention FLOPs
-  and KV tokens read.
+  `DECODES`, `ADMITTED`, `SCANS` (full scans of the prefix groups that found none to evict);
+  `f[ATTN]` and `f[KVREAD]` (float64) are the iteration's attention FLOPs and KV tokens read.
+
+The loop counts its work (issue 28): an iteration is 1 + its running sequences, a full scan of the
+groups 1 + groups/16 (a group's read is ~1/16 of a sequence's step); it stops at `max_work`.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from typing import Any
 import numpy as np
 
 COMPUTED, GENERATED, HELD, SHARED, PHASE, TARGET, NPRE = 0, 1, 2, 3, 4, 5, 6
-NRUN, HEAD, TAIL, FREE, PREEMPTIONS, TOKENS, NS, DECODES, ADMITTED = 0, 1, 2, 3, 4, 5, 6, 7, 8
+NRUN, HEAD, TAIL, FREE, PREEMPTIONS, TOKENS, NS, DECODES, ADMITTED, SCANS = 0, 1, 2, 3, 4, 5, 6, 7, 8, 9
 ATTN, KVREAD = 0, 1
 
 
@@ -114,6 +117,7 @@ def _schedule_running(
             if freed >= 0:
                 k[FREE] += freed
                 continue
+            k[SCANS] += 1
             if _preempt_newest(q, k, run, wq, group, prompt, g_ref) == r:
                 return
         k[FREE] -= want
@@ -153,6 +157,7 @@ def _admit_waiting(
         while want > k[FREE]:
             freed = _evict(g_cached, g_ref, g_blocks, g if use_group else -1)
             if freed < 0:
+                k[SCANS] += 1
                 return
             k[FREE] += freed
         k[HEAD] += 1
@@ -274,6 +279,7 @@ def _run(
     hist_lo: float,
     inv_log_ratio: float,
     nbins: int,
+    max_work: int,  # stop after this much work (see the module's docstring): issue 28
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     np.random.seed(seed)
     n = arrival.shape[0]
@@ -293,13 +299,13 @@ def _run(
     wq = np.zeros(3 * n + 2, dtype=np.int64)  # waiting deque: front insertions for preempted sequences
     sched = np.zeros(max_seqs + 1, dtype=np.int64)
     snew = np.zeros(max_seqs + 1, dtype=np.int64)
-    k = np.zeros(9, dtype=np.int64)
+    k = np.zeros(10, dtype=np.int64)
     f = np.zeros(2, dtype=np.float64)
     k[HEAD] = k[TAIL] = n + 1
     k[FREE] = total_blocks
-    nxt = done = iters = max_running = out_tokens = 0
+    nxt = done = iters = max_running = out_tokens = work = 0
     now = busy = 0.0
-    while done < n:
+    while done < n and work < max_work:
         while nxt < n and arrival[nxt] <= now:
             wq[k[TAIL]] = nxt
             k[TAIL] += 1
@@ -307,7 +313,7 @@ def _run(
         if k[NRUN] == 0 and k[HEAD] == k[TAIL]:
             now = arrival[nxt]
             continue
-        k[TOKENS] = k[NS] = k[DECODES] = k[ADMITTED] = 0
+        k[TOKENS] = k[NS] = k[DECODES] = k[ADMITTED] = k[SCANS] = 0
         f[ATTN] = f[KVREAD] = 0.0
         # vLLM V0 without chunked prefill runs prefill-only iterations while any waiting sequence
         # can start, and decodes only when none can (`Scheduler._schedule_default`); with chunked
@@ -341,12 +347,13 @@ def _run(
         end = now + dt
         busy += dt
         iters += 1
+        work += 1 + k[NRUN] + k[SCANS] * (1 + (ng >> 4))
         out_tokens += _advance(q, k, sched, snew, arrival, output, group, group_tokens, g_cached, g_ref,
                                g_blocks, ttft, last, hist, end, prefix_caching, spec_k, spec_a, client,
                                hist_lo, inv_log_ratio)  # fmt: skip
         done += _retire(q, k, run, output, arrival, group, g_ref, finish, end, client)
         now = end
-    stats = np.array([iters, k[PREEMPTIONS], max_running, busy, out_tokens, now], dtype=np.float64)
+    stats = np.array([iters, k[PREEMPTIONS], max_running, busy, out_tokens, now, work], dtype=np.float64)
     return ttft, finish, q[NPRE].copy(), hist, stats
 
 
