@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from archkit.errors import ArchkitError
 from archkit.perf.llm import sim
 from archkit.perf.llm.model import GB, Replica, replica
 from archkit.spec.llm import LlmStage
@@ -36,8 +37,8 @@ DEFAULT_EVENTS = 4_000_000  # perf.pipeline.SIM_BUDGET (not imported: that loads
 MAX_EVENTS = 400_000_000  # perf.pipeline.MAX_SIM_BUDGET
 
 
-class _Spent(Exception):
-    """The work budget ran out: a search stops with what it has."""
+class _Spent(ArchkitError):
+    """The work budget ran out: a search stops with what it has (caught here, never escapes)."""
 
 
 @dataclass
