@@ -621,7 +621,7 @@ def render(r: dict, args, runs: list[dict] | None = None) -> str:
         "",
         f"Command: `reference_service/.venv/bin/python bench/bench_ocr.py{forced} --write docs/benchmarks.md`",
         (
-            f"(under `/work/helpers/measure`). Machine: {r['machine']}, shared with other work: load average "
+            f"(under a measurement lock). Machine: {r['machine']}, shared with other work: load average "
             f"{r['load_before']} before, {r['load_after']} after. Served precision (/v1/models): "
             f"{r['precision']}."
             + (

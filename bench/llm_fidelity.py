@@ -2,7 +2,7 @@
 
 On the reference LLM service (reference_service/llm: llama-server + SmolLM2-135M, 2 slots x 1,024
 tokens), in phases that each fit one quiet-machine measurement (bench/llm_fidelity.sh runs them
-through /work/helpers/measure or directly):
+through a measurement lock or directly):
 
   predict   start the service, `archkit calibrate --llm-url` it, fold the calibration into
             specs/llm-reference.yaml (environment cpu) and predict with archkit.perf.llm: the

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The LLM fidelity run end to end (issue 31; bench/llm_fidelity.py says what each phase does):
 # calibrate + predict, then one streaming load test per fraction of the predicted knee, each phase
-# one quiet-machine measurement when MEASURE names the wrapper (this session: /work/helpers/measure),
+# one quiet-machine measurement when MEASURE names the wrapper (on a shared machine: a lock that runs it alone),
 # then the comparison table. Usage: bench/llm_fidelity.sh [OUT_DIR] (default out/llm-fidelity).
 # LEVELS: fractions of the predicted knee, each F or F:N (N requests; default REQUESTS, 20). The
 # default offers the issue's 30/60/85 % and brackets the knee at 130/170 %, with more requests at
