@@ -45,20 +45,25 @@ def _extreme_spec(tmp_path: Path) -> Path:
     return out
 
 
-def test_capacity_on_extreme_service_times_does_bounded_work(tmp_path, monkeypatch) -> None:
-    calls = 0
+@pytest.fixture
+def cdf_calls(monkeypatch) -> list[int]:
+    """queueing.poisson_cdf counted: the one-element list holds the calls made so far."""
+    calls = [0]
     cdf = queueing.poisson_cdf
 
     def counted(k: int, mean: float) -> float:
-        nonlocal calls
-        calls += 1
+        calls[0] += 1
         return cdf(k, mean)
 
     monkeypatch.setattr(queueing, "poisson_cdf", counted)
+    return calls
+
+
+def test_capacity_on_extreme_service_times_does_bounded_work(tmp_path, cdf_calls) -> None:
     report = api.capacity(_extreme_spec(tmp_path))
     assert not report.diagnostics or all(d.severity.value != "error" for d in report.diagnostics)
     # before the bound: ~1.9 million calls (every n below the batch size, for each of ~1,800 sums)
-    assert calls < 100_000, calls
+    assert cdf_calls[0] < 100_000, cdf_calls[0]
 
 
 def _day_long_spec(tmp_path: Path, max_batch: int) -> Path:
@@ -76,25 +81,16 @@ def _day_long_spec(tmp_path: Path, max_batch: int) -> Path:
 
 
 @pytest.mark.parametrize("max_batch", [1, 1024])
-def test_a_day_long_batch_1_service_time_does_bounded_work(tmp_path, monkeypatch, max_batch) -> None:
+def test_a_day_long_batch_1_service_time_does_bounded_work(tmp_path, cdf_calls, max_batch) -> None:
     """Work counted, not timed: the pipeline simulation within its event budget, the Poisson tail
     sums bounded as above, and `check` answers with findings, no rule crash."""
     from archkit.perf.pipeline import SIM_BUDGET
 
-    calls = 0
-    cdf = queueing.poisson_cdf
-
-    def counted(k: int, mean: float) -> float:
-        nonlocal calls
-        calls += 1
-        return cdf(k, mean)
-
-    monkeypatch.setattr(queueing, "poisson_cdf", counted)
     path = _day_long_spec(tmp_path, max_batch)
     report = api.capacity(path)
     assert not report.diagnostics and report.pipeline is not None
     assert report.pipeline["sim_work"] <= SIM_BUDGET
-    assert calls < 100_000, calls
+    assert cdf_calls[0] < 100_000, cdf_calls[0]
     assert report.missed  # a day per item misses every budget, and says so
     checked = api.check([path])
     assert not [d for d in checked.diagnostics if d.code == "AK199"]

@@ -267,19 +267,6 @@ def _analyse(
     order = order if order is not None else tree.limits.max_order
     cutoff = cutoff if cutoff is not None else tree.limits.cutoff
     eng = _engine(tree, house, progress)
-    with recursion_room(len(eng.order)):  # the cut-set ZBDD recurses as deep as the diagrams
-        return _analysed(tree, eng, order, cutoff, house, cut_sets, progress)
-
-
-def _analysed(
-    tree: FaultTree,
-    eng: Engine,
-    order: int | None,
-    cutoff: float | None,
-    house: dict[str, bool] | None,
-    cut_sets: bool,
-    progress: Progress | None,
-) -> FaultTreeAnalysis:
     f = eng.formula
     probs = dict(f.probabilities)
     res = FaultTreeAnalysis(tree.id, [], [], {e.id: probs.get(e.id) for e in tree.events})
@@ -307,7 +294,10 @@ def _analysed(
     if cut_sets:
         t0 = time.perf_counter()
         try:
-            _cut_sets(tree, eng, res, p, order, cutoff, house, progress)
+            # the Engine raises the recursion limit for its own diagrams; the cut-set ZBDD's
+            # listing and counting here recurse as deep
+            with recursion_room(len(eng.order)):
+                _cut_sets(tree, eng, res, p, order, cutoff, house, progress)
         except FaultTreeLimitError as exc:
             res.seconds["cut_sets"] = round(time.perf_counter() - t0, 4)
             if exc.limit != "max_zbdd_nodes":
