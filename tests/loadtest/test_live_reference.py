@@ -85,7 +85,7 @@ def test_baseline_against_the_reference_service(reference, tmp_path) -> None:
     # samples decide a P50 (95 % interval [X_(1), X_(8)]) but not a P99, which stays inconclusive.
     spec.write_text(spec.read_text().replace("p50_ms: 8000", "p50_ms: 1"))
     res = api.loadtest(
-        spec, "baseline", duration=8, users=2, rate=1, report_dir=tmp_path / "rep", prometheus=False
+        spec, "baseline", duration=8, users=4, rate=1, report_dir=tmp_path / "rep", prometheus=False
     ).result
     e2e = res.measured["end_to_end"]
     assert e2e["requests"] >= 2 and e2e["errors"] == 0, (e2e, res.data.log[-2000:])
@@ -99,7 +99,15 @@ def test_baseline_against_the_reference_service(reference, tmp_path) -> None:
     # the client saw at least what the server measured, give or take the histogram's interpolation
     assert dec["network_serialisation_ms"] > -0.05 * e2e["mean_ms"]
     assert not res.passed
-    assert [v.id for v in res.verdicts if v.passed is False] == ["end_to_end.p50_ms"]
+    failed = {v.id for v in res.verdicts if v.passed is False}
+    # A request the open-model generator could not hand out when due (every user still waiting on
+    # a cold or busy service: CI's run of this test once dropped some) counts as failed, so only
+    # then may the error-rate and throughput budgets fail as well; otherwise P50 alone fails.
+    if e2e.get("dropped"):
+        assert "end_to_end.p50_ms" in failed
+        assert failed <= {"end_to_end.p50_ms", "end_to_end.error_rate", "end_to_end.throughput_rps"}
+    else:
+        assert failed == {"end_to_end.p50_ms"}, (e2e, res.data.log[-2000:])
     assert {v.id: v.outcome for v in res.verdicts}["end_to_end.p99_ms"] == "inconclusive"
     assert "end_to_end.p50_ms" in (tmp_path / "rep" / "report.md").read_text().split("## Budgets")[0]
     assert (tmp_path / "rep" / "report.html").exists()
