@@ -12,15 +12,13 @@ from typing import Any
 
 import numpy as np
 
-from archkit.perf import pipesim_kernel_state as state
 from archkit.perf import pipesim_loop as loop
 from archkit.perf.service_models import worker_pool
 
 HANDLERS_STAMP = loop.HANDLERS_STAMP
 SCAN_PER_EVENT = loop.SCAN_PER_EVENT
-# the loop's parts and state functions as plain Python, taken before a compile replaces them
-_PY = {name: getattr(loop, name) for name in loop.INLINED}
-_PY_STATE = {name: getattr(state, name) for name in loop.CALLED}
+# the loop's parts as plain Python, taken before a compile replaces them
+_PY = {name: getattr(loop, name) for name in loop.PARTS}
 run_python = loop._run  # the same loop as plain Python (the benchmark's peer; what runs without numba)
 _compiled: Any = None
 
@@ -44,7 +42,6 @@ def bind(handlers: dict[int, Any]) -> None:
     global _compiled
     g = vars(loop)
     g.update(_PY)  # the parts as plain Python again, until the next compile
-    vars(state).update(_PY_STATE)
     for slot in range(4):
         h = handlers.get(slot)
         g[f"_h{slot}_calls"] = h.calls if h is not None else worker_pool.calls
@@ -72,16 +69,16 @@ def _compile() -> Any:
 
     # a plug-in's handler is compiled afresh each process: the on-disk cache knows only the loop's file
     cache = service_models.only_builtin()
-    # the functions the loop calls are compiled first: the loop resolves them as `state`'s attributes
-    gs = vars(state)
-    for name in loop.CALLED:  # `grow_*` first: `release` calls them; no handler in any, always cached
-        gs[name] = numba.njit(cache=True)(_PY_STATE[name])
     g = vars(loop)
-    # inlined into the loop at numba's IR level: a handler or a part costs no call (the benchmark's speed)
+    # the functions the loop calls must be compiled first: the loop resolves them as globals
+    g["_grow_i"] = numba.njit(cache=True)(_PY["_grow_i"])
+    g["_grow_f"] = numba.njit(cache=True)(_PY["_grow_f"])
+    # inlined into the loop at numba's IR level: a handler costs no call (the benchmark's speed)
     for slot in range(4):
         for part in ("calls", "take", "work"):
             name = f"_h{slot}_{part}"
             g[name] = numba.njit(cache=cache, inline="always")(g[name])
-    for name in loop.INLINED:
+    for name in ("_calls", "_take", "_work"):
         g[name] = numba.njit(cache=cache, inline="always")(_PY[name])
+    g["_release"] = numba.njit(cache=cache)(_PY["_release"])
     return numba.njit(cache=cache, nogil=True)(loop._run)
