@@ -75,19 +75,23 @@ def test_tokens_and_timings_from_a_real_engine(engine, tmp_path) -> None:
             "scenarios": [
                 {"id": "chat", "llm_stage": "gen", "payload": {"template": '{"cache_prompt": false}'}}
             ],
-            "levels": [{"id": "baseline", "kind": "baseline", "users": 4, "rate_rps": 1, "duration_s": 8}],
+            # 8 users: a request is dropped only if 8 are still in flight, i.e. one slot takes > 8 s each
+            "levels": [{"id": "baseline", "kind": "baseline", "users": 8, "rate_rps": 1, "duration_s": 8}],
         },
     }
     path = tmp_path / "llama.yaml"
     path.write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
     res = api.loadtest(path, "baseline", prometheus=False, plots=False).result
     e2e = res.measured["end_to_end"]
-    assert e2e["requests"] == 8 and e2e["errors"] == 0, (e2e, res.data.log[-2000:])
+    # Every scheduled request is either measured or dropped (a busy machine may drop some: CI's
+    # lesson); the token counts then follow from those measured, exactly.
+    n = e2e["requests"]
+    assert n >= 4 and n + e2e.get("dropped", 0) == 8 and e2e["errors"] == 0, (e2e, res.data.log[-2000:])
     m = e2e["measures"]
-    assert m["chunks_per_token"]["output_tokens"] == 8 * 16  # ignore_eos: exactly max_tokens each
+    assert m["chunks_per_token"]["output_tokens"] == n * 16  # ignore_eos: exactly max_tokens each
     assert m["chunks_per_token"]["ratio"] == 1.0  # llama-server streams one token per chunk
-    assert m["itl_ms"]["count"] == 8 * 15
-    assert m["server_prompt_ms"]["count"] == 8 and m["server_decode_per_token_ms"]["count"] == 8
+    assert m["itl_ms"]["count"] == n * 15
+    assert m["server_prompt_ms"]["count"] == n and m["server_decode_per_token_ms"]["count"] == n
     assert m["server_prompt_ms"]["p50_ms"] < m["ttft_ms"]["p50_ms"]
     assert m["server_decode_per_token_ms"]["p50_ms"] < m["tpot_ms"]["p50_ms"] * 1.25
     assert {v.id: v.passed for v in res.verdicts if v.id.startswith("llm.")} == {"llm.gen.ttft_p99_ms": True}
