@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
 import subprocess
 import sys
@@ -167,10 +168,9 @@ def server_command(
         f"--backend-config=python,shm-default-byte-size={SHM_DEFAULT_BYTES}",
         f"--backend-config=python,shm-growth-byte-size={SHM_GROWTH_BYTES}",
     ]
-    if token:
-        rule = f"{','.join(PROTECTED)}:{TOKEN_HEADER}={token}"
-        cmd += [f"--http-restricted-api={rule}", f"--grpc-restricted-protocol={rule}"]
-    return cmd
+    # Without a configured token the endpoints stay closed behind a random one, as PyTriton does.
+    rule = f"{','.join(PROTECTED)}:{TOKEN_HEADER}={token or secrets.token_urlsafe(24)}"
+    return [*cmd, f"--http-restricted-api={rule}", f"--grpc-restricted-protocol={rule}"]
 
 
 def server_env() -> dict[str, str]:

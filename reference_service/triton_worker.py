@@ -241,7 +241,9 @@ def _serve_native(args: argparse.Namespace, det: ModelSettings, rec: ModelSettin
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-    sys.exit(proc.returncode if proc.returncode and proc.returncode > 0 else 0)
+    # A stop that was asked for exits 0; tritonserver dying on its own is a failure (the
+    # supervisor restarts the worker either way, and logs the code).
+    sys.exit(0 if stop.is_set() else 1)
 
 
 def main(argv: list[str] | None = None) -> None:
