@@ -16,7 +16,6 @@ values PyTriton was given and the spec declares (specs/ocr-reference.yaml, check
 
 from __future__ import annotations
 
-import json
 import os
 import secrets
 import shutil
@@ -186,5 +185,5 @@ def server_env() -> dict[str, str]:
 
 def run(cmd: list[str]) -> subprocess.Popen:
     """Start tritonserver in this process group (the supervisor signals the group)."""
-    print("triton-worker: native python backend: " + json.dumps(cmd[0]), file=sys.stderr, flush=True)
+    print(f"triton-worker: {cmd[0]}, models in its python backend", file=sys.stderr, flush=True)
     return subprocess.Popen(cmd, env=server_env(), stdin=subprocess.DEVNULL)
