@@ -148,8 +148,9 @@ class ModelLoaded(TritonCheck):
                 field="name",
             )
             return None
+        versions = [str(v) for v in meta.get("versions") or []]  # read first: a malformed list is unknown
         r.ok(cls.code, label, model, "in the model repository", field="name")
-        return [str(v) for v in meta.get("versions") or []]
+        return versions
 
     def run(self, ctx: TritonContext, t: ModelTarget, versions: list[str] | None = None) -> None:
         r, model, label = ctx.rec, t.model, t.label
