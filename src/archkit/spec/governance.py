@@ -61,6 +61,13 @@ class ConfidenceBreaker(Node):
     min_mean: Fraction = Field(0.7, description="trip below this mean confidence (seed 004 §3.2: 0.7)")
     window_s: Annotated[float, Field(gt=0, le=86_400)] = Field(60, description="the mean's window")
     fallback: Annotated[Id, RefTo("stage")] = Field(description="the backup model's stage")
+    metric: str | None = Field(
+        None,
+        pattern=r"^[a-zA-Z_:][a-zA-Z0-9_:]*$",
+        description="a Prometheus histogram or summary of the output's values (its `_sum` and `_count`); "
+        "the generated rules alert when its mean over `window_s` falls below `min_mean`",
+    )
+    labels: dict[str, str] = Field(default_factory=dict, description="label matchers of `metric`")
 
 
 class GpuJob(Node):
