@@ -106,3 +106,14 @@ def test_breaker_and_owners_drawn_on_the_data_flow():
     assert "owner: vision-algorithms" in dot and "owner: vision-platform" in dot
     assert "confidence breaker: traffic moves to the fallback" in dot
     subprocess.run(["dot", "-Tsvg"], input=dot, text=True, capture_output=True, check=True)
+
+
+def test_breaker_and_owners_on_the_onboarding_page():
+    files, _ = api.generate(_spec(), "vision.yaml", only=["runbooks"])
+    page = files["runbooks/onboarding/triton.md"]
+    assert isinstance(page, str)
+    assert "`vit`, owner vision-algorithms; `resnet`, owner vision-platform." in page
+    assert (
+        "Confidence breaker: when the mean of `pred_confidence` over 300 s falls below 0.7, its traffic "
+        "moves to stage `resnet` (alert `ConfidenceBreaker…` in the alert index)."
+    ) in page
