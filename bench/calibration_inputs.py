@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -44,6 +45,23 @@ def nearest_mean(values: list[float]) -> int:
     """Index of the value nearest the values' mean (the first on a tie)."""
     mean = sum(values) / len(values)
     return min(range(len(values)), key=lambda i: (abs(values[i] - mean), i))
+
+
+def padded_width(crop_width: int, buckets: list[int]) -> int:
+    """The width the calibration crop is padded to: the lines' mean padded width in whole PAD_STEPs,
+    never less than the crop's own width (in whole PAD_STEPs)."""
+    mean = sum(buckets) / len(buckets)
+    return PAD_STEP * max(round(mean / PAD_STEP), math.ceil(crop_width / PAD_STEP))
+
+
+def prepare_pages(files: list[Path]) -> tuple[list[np.ndarray], list[tuple], list[float]]:
+    """Each page decoded, its detector input (letterboxed and resized as the gateway sends it, with
+    the ratios and padding to map boxes back) and that input's area in pixels."""
+    from reference_service import gateway as G
+
+    imgs = [G.decode_image(f.read_bytes()) for f in files]
+    prepared = [G._prepare_det(img) for img in imgs]
+    return imgs, prepared, [float(p[0].shape[0] * p[0].shape[1]) for p in prepared]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -72,9 +90,7 @@ def main(argv: list[str] | None = None) -> int:
         return G._crop_all(img, boxes, rh, rw, pad, None)[1]
 
     files = [args.page] if args.page else sorted(GOLDEN.glob("doc_*.png"))
-    imgs = [G.decode_image(f.read_bytes()) for f in files]
-    prepared = [G._prepare_det(img) for img in imgs]
-    areas = [float(p[0].shape[0] * p[0].shape[1]) for p in prepared]
+    imgs, prepared, areas = prepare_pages(files)
     det = nearest_mean(areas)
     lines = [c for img, p in zip(imgs, prepared, strict=True) for c in crops_of(img, p)]
     if not lines:
@@ -83,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     mean_bucket = sum(buckets) / len(buckets)
     # the median-width line: a typical line, not the longest or the shortest
     crop = sorted(lines, key=lambda c: c.shape[1])[len(lines) // 2]
-    padded = max(crop.shape[1], PAD_STEP * round(mean_bucket / PAD_STEP))
+    padded = padded_width(crop.shape[1], buckets)
     batch, widths = P.pad_crops([crop], padded)
     page = prepared[det][0]
     items = {"ocr_detector": {"image": page}, "ocr_recogniser": {"crops": batch[0], "widths": widths[0]}}
