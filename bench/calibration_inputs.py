@@ -5,18 +5,24 @@ Run with the reference service's interpreter (it uses the gateway's own preproce
     reference_service/.venv/bin/python bench/calibration_inputs.py OUT_DIR [--page PNG] [--triton URL]
 
 Writes OUT_DIR/ocr_detector/image.npy (a page letterboxed and resized exactly as the gateway
-sends it, without the batch dimension) and OUT_DIR/ocr_recogniser/{crops,widths}.npy (one line
+sends it, without the batch dimension), OUT_DIR/ocr_detector/mix/NN/image.npy with
+OUT_DIR/ocr_detector/mix.json (every golden page so prepared, weight 1 each: the batch sweep's mix)
+and OUT_DIR/ocr_recogniser/{crops,widths}.npy (one line
 crop padded to its width bucket, as the gateway sends each crop), plus raw .bin copies under
 OUT_DIR/perf_analyzer/MODEL/ for `perf_analyzer --input-data`. The crops come from the
 detector's boxes, asked of the live Triton at --triton.
 
 The items stand for the load the reference spec sends (its `document` scenario: the golden
 pages, drawn evenly), because the model multiplies their times by the request rate:
-- the detector's page is the golden page whose detector input has the area nearest the pages'
-  mean (the detector's work grows with the pixels it convolves). doc_000, the default before
-  issue 29's fix, is 512 x 640 px, 1.44x the mean of 227,669 px; calibrated on it the detector
-  took 43.3 ms a page where the load test's pages took 33.2 ms (n = 399), and the model's
-  ceiling and shed share past the knee were too pessimistic by that much;
+- the detector's batch sweep runs every golden page in turn (`mix.json`, weight 1 each, as the
+  load test draws them evenly), so its times are the mix's as the load test sees them: on the
+  one page of the mean area the detector took 26.8 ms a request, on the mix 33.0 ms (its time is
+  not a function of the page's area alone). The single page (the concurrency sweep's and
+  perf_analyzer's) is the golden page whose detector input has the area nearest the pages'
+  mean. doc_000, the default before issue 29's fix, is 512 x 640 px, 1.44x the mean of
+  227,669 px; calibrated on it the detector took 43.3 ms a page where the load test's pages
+  took 33.2 ms (n = 399), and the model's ceiling and shed share past the knee were too
+  pessimistic by that much;
 - the recogniser's crop is the median-width line of all the golden pages, padded (with zeros,
   as the gateway pads to its 160 px buckets) to the mean padded width of every line, rounded to
   32 px: the recogniser's work grows about linearly with the padded width (reference_service/
@@ -52,6 +58,13 @@ def padded_width(crop_width: int, buckets: list[int]) -> int:
     never less than the crop's own width (in whole PAD_STEPs)."""
     mean = sum(buckets) / len(buckets)
     return PAD_STEP * max(round(mean / PAD_STEP), math.ceil(crop_width / PAD_STEP))
+
+
+def page_mix(names: list[str]) -> list[dict]:
+    """mix.json's items: each page in its own folder (mix/00, mix/01, ... in the names' order),
+    weight 1 each, since the load test's scenario draws its pages evenly."""
+    width = max(2, len(str(len(names) - 1)))
+    return [{"path": f"mix/{i:0{width}d}", "weight": 1, "page": name} for i, name in enumerate(names)]
 
 
 def prepare_pages(files: list[Path]) -> tuple[list[np.ndarray], list[tuple], list[float]]:
@@ -113,8 +126,16 @@ def main(argv: list[str] | None = None) -> int:
             np.save(d / f"{name}.npy", np.ascontiguousarray(arr))
             (pa / name).write_bytes(np.ascontiguousarray(arr).tobytes())
         shapes[model] = {name: list(arr.shape) for name, arr in arrays.items()}
+    if not args.page:  # the detector's mix: every golden page
+        entries = page_mix([f.name for f in files])
+        for entry, prep in zip(entries, prepared, strict=True):
+            d = args.out / "ocr_detector" / entry["path"]
+            d.mkdir(parents=True, exist_ok=True)
+            np.save(d / "image.npy", np.ascontiguousarray(prep[0]))
+        (args.out / "ocr_detector" / "mix.json").write_text(json.dumps({"items": entries}, indent=1))
     chosen = {
         "pages": len(files),
+        "detector_mix": 0 if args.page else len(files),
         "detector_page": str(files[det].relative_to(ROOT) if files[det].is_relative_to(ROOT) else files[det]),
         "detector_area_px": {"chosen": int(areas[det]), "mean": round(sum(areas) / len(areas), 1)},
         "recogniser_padded_px": {"chosen": padded, "mean": round(mean_bucket, 1)},

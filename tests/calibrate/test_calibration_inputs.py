@@ -39,6 +39,21 @@ def test_the_value_nearest_the_mean_and_the_padding_by_hand():
     assert ci.padded_width(430, [320, 480, 480]) == 448
 
 
+def test_the_detectors_mix_is_every_page_once_with_equal_weight():
+    """The load test draws the golden pages evenly, so the detector's batch sweep runs each once
+    (`calibrate.sweep.mix_order` over weights 1): its times are the mix's, not one page's."""
+    ci = _script()
+    got = ci.page_mix(["doc_000.png", "doc_001.png", "doc_002.png"])
+    assert got == [
+        {"path": "mix/00", "weight": 1, "page": "doc_000.png"},
+        {"path": "mix/01", "weight": 1, "page": "doc_001.png"},
+        {"path": "mix/02", "weight": 1, "page": "doc_002.png"},
+    ]
+    names = [f"doc_{i:03d}.png" for i in range(120)]  # folder names keep their order when listed
+    paths = [e["path"] for e in ci.page_mix(names)]
+    assert paths == sorted(paths) and paths[0] == "mix/000" and len(set(paths)) == 120
+
+
 def test_the_detector_page_has_the_golden_sets_mean_area():
     """By hand from the 60 golden pages' detector inputs (every one 640 px wide; heights 192–576 in
     steps of 32, 21,344 px in all): mean 355.73 × 640 = 227,669.3 px. The nearest input is
