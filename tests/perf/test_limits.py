@@ -222,3 +222,30 @@ def test_each_refusal_costs_its_http_exchange_on_the_shared_core(tmp_path):
     assert rep.curve is not None
     (pt,) = rep.curve["points"]
     assert pt["shed_share"] == pytest.approx(0.8, abs=0.005)
+
+
+def test_a_token_bucket_refusal_costs_the_entry_services_exchange(tmp_path):
+    """The same gateway with a token bucket (4 req/s, no burst) instead of the admission limit, fed
+    one request every 25 ms (40 req/s, recorded arrivals). By hand: the bucket gains 0.1 of a
+    token per arrival, so it admits every 10th: 4 req/s, and refuses 36 req/s. Each refusal is the
+    ingress's 10 ms HTTP exchange: 0.36 of the core, leaving 0.64 to the admitted requests, which
+    arrive 250 ms apart and so run alone at 0.64 of full speed: (10 + 100) / 0.64 = 171.9 ms
+    each, and the core is busy 4 × 0.110 + 36 × 0.010 = 0.80 of the time (the model before
+    refused for free: 110 ms at 0.44 busy). With no `cpu_ms` on the ingress the exchange runs on no
+    modelled core: 110 ms, and the core busy with the 4 × 100 ms of work alone, 0.40."""
+    from archkit.perf.pipesim import simulate_pipeline
+    from archkit.perf.resources import load_model
+
+    text = REFUSAL_COST.replace(
+        "  admission:\n    - {service: gw, max_inflight: 8}\n",
+        "  rate_limits:\n    - {id: edge, rate_rps: 4}\n",
+    )
+    arrivals = [0.025 * i for i in range(5000)]
+    free = text.replace("cpu_ms: 10, ", "")  # the ingress a delay: its exchange on no modelled core
+    for body, mean_ms, busy in ((text, 110 / 0.64, 0.80), (free, 110.0, 0.40)):
+        spec = load_text(body, "bucket.yaml").spec
+        assert spec is not None
+        sim = simulate_pipeline(spec, load_model(spec), 40, arrivals=arrivals)
+        assert sim.shed == 4500
+        assert sim.mean_ms == pytest.approx(mean_ms, rel=0.002)
+        assert sim.utilisation["gw:cpu"] == pytest.approx(busy, abs=0.002)

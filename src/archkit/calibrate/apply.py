@@ -141,8 +141,10 @@ def effective_cores(doc: dict, cores: float) -> float | None:
     (not 2x: the vCPUs share a physical core's units on the host, which the guest cannot see),
     so each of two jobs runs at 0.88 of its measured speed. The efficiency is taken from a model
     with at least two instances, at concurrency min(instances, cores): speedup / concurrency,
-    the best such model's (another may be bound by something else), scaled to the cores. None
-    when no model could show it; never more than `cores`.
+    the best such model's (another may be bound by something else), scaled to the cores. The
+    speed-up at 2 is the median of the sweep's paired rounds (`sweep.paired_speedup`): one 8 s
+    window read 1.054x to 1.77x on this machine as neighbours came and went. None when no model
+    could show it; never more than `cores`.
     """
     best = None
     for entry in (doc.get("models") or {}).values():

@@ -7,10 +7,17 @@ For every model stage of the spec served by Triton:
    the server, not the client) give the service time's P50, P95 and mean;
 2. concurrency sweep at batch 1: c client threads send back to back for a few seconds; the
    completed requests per second and the mean compute time per request give the measured
-   scaling (instances sharing cores or a GPU do not add up: time-slicing is not free).
+   scaling (instances sharing cores or a GPU do not add up: time-slicing is not free). 1 and 2
+   in flight run in turns over `rounds` short windows, and the speed-up at 2 is the median of
+   the rounds' paired ratios (`paired_speedup`): the model reads the machine's cores from it
+   (`apply.effective_cores`), and one disturbed window must not set it.
 
 Inputs: `--inputs DIR` with `DIR/MODEL/INPUT.npy` (one item, without the batch dimension; a
-request of batch b repeats it b times), else random tensors of the model's declared shapes with
+request of batch b repeats it b times) and, optionally, `DIR/MODEL/mix.json` naming several items
+with weights (`{"items": [{"path": "mix/00", "weight": 4}, ...]}`, each a folder of INPUT.npy): the
+batch sweep then cycles through them in the weights' proportions (`mix_order`), so its times are
+those of the load's mix of shapes (bench/calibration_inputs.py writes the golden pages' shapes for
+the detector); the concurrency sweep keeps the single item. Otherwise random tensors of the model's declared shapes with
 each variable dimension set to `--dim`. Every run is bounded: a wall-clock budget and a request
 timeout. The result is a calibration file that a spec's environment references
 (`environments[].calibration`); the spec itself is never rewritten.
@@ -19,6 +26,7 @@ timeout. The result is a calibration file that a spec's environment references
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import threading
 import time
@@ -48,7 +56,8 @@ class Options:
     warmup: int = 3
     batch_sizes: list[int] | None = None  # default: the spec's service_time sizes, capped by Triton's max
     concurrency: list[int] | None = None  # default: 1 .. instances + 1
-    seconds: float = 4.0  # per concurrency point
+    seconds: float = 4.0  # per concurrency point (the paired points 1 and 2: over all their rounds)
+    rounds: int = 5  # 1 and 2 in flight in turns, this many windows each (`paired_speedup`)
     budget_s: float = 600.0  # the whole run
     seed: int = 1
     models: list[str] = field(default_factory=list)  # only these model names (default: every one)
@@ -82,23 +91,57 @@ def model_stages(spec: Spec, only: list[str]) -> list[tuple[str, str]]:
 
 def _item(cfg: ModelConfig, opts: Options, rng: np.random.Generator) -> dict[str, np.ndarray]:
     """One item per input: from --inputs, else random of the declared shape."""
+    if opts.inputs is not None:
+        return _load_item(cfg, opts.inputs / cfg.name)
     item = {}
     for info in cfg.inputs:
-        path = opts.inputs / cfg.name / f"{info.name}.npy" if opts.inputs else None
-        if path is not None and path.is_file():
-            arr = np.load(path, allow_pickle=False)
-        elif path is not None:
+        shape = [opts.dim if d < 0 else d for d in info.dims]
+        if np.issubdtype(info.dtype, np.integer):
+            arr = rng.integers(0, 255 if info.dtype == np.uint8 else 100, size=shape).astype(info.dtype)
+        else:
+            arr = rng.random(size=shape).astype(info.dtype)
+        item[info.name] = arr
+    return item
+
+
+def _load_item(cfg: ModelConfig, folder: Path) -> dict[str, np.ndarray]:
+    item = {}
+    for info in cfg.inputs:
+        path = folder / f"{info.name}.npy"
+        if not path.is_file():
             raise CalibrationError(
                 f"{path}: missing (calibrate --inputs expects DIR/MODEL/INPUT.npy per input)"
             )
-        else:
-            shape = [opts.dim if d < 0 else d for d in info.dims]
-            if np.issubdtype(info.dtype, np.integer):
-                arr = rng.integers(0, 255 if info.dtype == np.uint8 else 100, size=shape).astype(info.dtype)
-            else:
-                arr = rng.random(size=shape).astype(info.dtype)
-        item[info.name] = arr
+        item[info.name] = np.load(path, allow_pickle=False)
     return item
+
+
+def _mix(cfg: ModelConfig, opts: Options) -> tuple[list[dict[str, np.ndarray]], list[float]] | None:
+    """The weighted items of `--inputs DIR/MODEL/mix.json` (None without one)."""
+    if opts.inputs is None or not (opts.inputs / cfg.name / "mix.json").is_file():
+        return None
+    path = opts.inputs / cfg.name / "mix.json"
+    try:
+        entries = json.loads(path.read_text(encoding="utf-8"))["items"]
+        pairs = [(str(e["path"]), float(e["weight"])) for e in entries]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise CalibrationError(f"{path}: not a mix (items: [{{path, weight}}]): {exc}") from None
+    if not pairs or any(w <= 0 or "/.." in "/" + rel for rel, w in pairs):
+        raise CalibrationError(f"{path}: a mix needs items with positive weights inside {path.parent}")
+    return [_load_item(cfg, path.parent / rel) for rel, _ in pairs], [w for _, w in pairs]
+
+
+def mix_order(weights: list[float], n: int, rng: np.random.Generator) -> list[int]:
+    """n item indices in the weights' proportions, shuffled: request k of a stratified sample.
+
+    Request k takes the item whose share (lo, hi] of the cumulative weight holds the quantile
+    (k + 0.5) / n, so every item gets its weight's share of the n requests to within one (weights
+    3 and 1 over 8 requests: 6 and 2), and the order is shuffled so that no item runs in a block
+    (the load test draws its pages at random)."""
+    total = float(sum(weights))
+    edges = np.cumsum(np.asarray(weights, dtype=float)) / total
+    picks = [min(int(np.searchsorted(edges, (k + 0.5) / n, side="left")), len(weights) - 1) for k in range(n)]
+    return [picks[i] for i in rng.permutation(n)]
 
 
 def _batch(cfg: ModelConfig, item: dict[str, np.ndarray], b: int) -> dict[str, np.ndarray]:
@@ -113,11 +156,12 @@ def _ms(part: tuple[int, int]) -> float:
 
 
 def batch_point(
-    client: Client, cfg: ModelConfig, req: dict[str, np.ndarray], opts: Options, end: float
+    client: Client, cfg: ModelConfig, reqs: list[dict[str, np.ndarray]], opts: Options, end: float
 ) -> dict:
-    """N sequential requests of one batch size: per-request server-side times from the statistics."""
-    for _ in range(opts.warmup):
-        client.infer(cfg.name, req, cfg.inputs, cfg.outputs)
+    """Sequential requests of one batch size, `reqs` in turn (one item repeated, or a mix's
+    `mix_order`; the warm-up takes the first): per-request server-side times from the statistics."""
+    for i in range(opts.warmup):
+        client.infer(cfg.name, reqs[i % len(reqs)], cfg.inputs, cfg.outputs)
     samples: dict[str, list[float]] = {
         "service": [],
         "compute_input": [],
@@ -126,7 +170,7 @@ def batch_point(
         "queue": [],
     }
     before = client.stats(cfg.name)
-    for _ in range(opts.requests):
+    for req in reqs:
         if time.monotonic() > end:
             break
         client.infer(cfg.name, req, cfg.inputs, cfg.outputs)
@@ -190,6 +234,133 @@ def concurrency_point(
         "throughput_rps": round(done / (t1 - t0), 3),
         "compute_ms_mean": round(compute, 3),
         "queue_ms_mean": round(_ms(d["queue"]), 3),
+        "requests": done,
+    }
+
+
+SPREAD = 0.15  # the rounds' middle three ratios may differ by this share of their median
+DISTURBED_P95 = 1.8  # a batch-1 P95 over this multiple of its P50: the host was busy
+
+
+def paired_speedup(one: list[float], two: list[float]) -> dict[str, Any]:
+    """The speed-up at 2 in flight from rounds of 1 and 2 in flight in turns (req/s each).
+
+    Each round's ratio compares two windows seconds apart, so a load that drifts over the sweep
+    moves both alike and cancels in it, and the median of the rounds' ratios is one that a single
+    disturbed window cannot set (tests/calibrate/test_live_perf_analyzer.py pairs its runs the same
+    way). `spread`: the middle ratios' range (the rounds without their highest and lowest, for
+    four or more) over the median; above SPREAD the rounds disagree and the reading is uncertain."""
+    ratios = [round(b / a, 4) for a, b in zip(one, two, strict=True) if a > 0]
+    if not ratios:
+        return {"ratios": [], "speedup": None, "spread": None}
+    median = float(np.median(ratios))
+    middle = sorted(ratios)[1:-1] if len(ratios) >= 4 else sorted(ratios)
+    spread = (middle[-1] - middle[0]) / median if median > 0 else None
+    return {
+        "ratios": ratios,
+        "speedup": round(median, 3),
+        "spread": None if spread is None else round(spread, 3),
+    }
+
+
+def host_warnings(name: str, entry: dict) -> list[str]:
+    """One line each when a model's readings show a disturbed host: its paired rounds disagree
+    by more than SPREAD, or its batch-1 P95 is more than DISTURBED_P95 times its P50 (one item,
+    one request at a time, on an idle machine varies far less; a mix's spread is its items',
+    so a model timed on a mix is not judged by it)."""
+    out = []
+    rounds = entry.get("rounds") or {}
+    if isinstance(rounds.get("spread"), float | int) and rounds["spread"] > SPREAD:
+        out.append(
+            f"{name}: the 1-vs-2-in-flight rounds disagree (ratios {', '.join(map(str, rounds['ratios']))}: "
+            f"middle spread {rounds['spread']:.0%} > {SPREAD:.0%} of the median {rounds['speedup']}); "
+            "the cores reading is uncertain: calibrate again on a quiet machine"
+        )
+    b1 = (
+        None
+        if "mix" in entry
+        else next((b for b in entry.get("batches", []) if b.get("batch_size") == 1), None)
+    )
+    if (
+        b1
+        and b1["service_ms"]["p50"] > 0
+        and b1["service_ms"]["p95"] > DISTURBED_P95 * b1["service_ms"]["p50"]
+    ):
+        s = b1["service_ms"]
+        out.append(
+            f"{name}: batch 1 P95 {s['p95']} ms is {s['p95'] / s['p50']:.1f}x its P50 {s['p50']} ms "
+            f"(> {DISTURBED_P95}x): the host looks disturbed; calibrate again on a quiet machine"
+        )
+    return out
+
+
+def concurrency_sweep(
+    opts: Options,
+    cfg: ModelConfig,
+    req: dict[str, np.ndarray],
+    levels: list[int],
+    end: float,
+    say: Callable[[str], None],
+) -> tuple[list[dict], dict | None]:
+    """The concurrency points of one model and, when 1 and 2 are among the levels, their rounds.
+
+    1 and 2 in flight run in turns, `opts.rounds` windows each of `opts.seconds / opts.rounds`
+    (the same time in all as one point each of `opts.seconds`); their points are the rounds'
+    totals, and the point at 2 carries the median paired ratio as its speed-up. Every other level
+    is one point of `opts.seconds`, its speed-up against the rounds' total at 1."""
+    points: dict[int, dict] = {}
+    rounds = None
+    paired = [c for c in (1, 2) if c in levels] if opts.rounds > 0 else []
+    if len(paired) == 2:
+        window = max(0.5, opts.seconds / opts.rounds)
+        got: dict[int, list[dict]] = {1: [], 2: []}
+        for r in range(opts.rounds):
+            if time.monotonic() + 2 * (window + 1) > end:
+                say(f"{cfg.name}: rounds {r + 1}.. skipped (--budget-s)")
+                break
+            for c in (1, 2):
+                got[c].append(concurrency_point(opts, cfg, req, c, window))
+        if got[1]:
+            rounds = paired_speedup(
+                [p["throughput_rps"] for p in got[1]], [p["throughput_rps"] for p in got[2]]
+            )
+            rounds.update(rounds=len(got[1]), window_s=window)
+            for c in (1, 2):
+                points[c] = _total(c, got[c])
+            say(
+                f"{cfg.name}: 1 vs 2 in flight over {len(got[1])} rounds: ratios {rounds['ratios']}, median {rounds['speedup']}"
+            )
+    base = points[1]["throughput_rps"] if 1 in points else None
+    for c in levels:
+        if c in points:
+            continue
+        if time.monotonic() + opts.seconds + 2 > end:
+            say(f"{cfg.name}: concurrency {c} skipped (--budget-s)")
+            break
+        say(f"{cfg.name}: concurrency {c} for {opts.seconds:g} s")
+        points[c] = concurrency_point(opts, cfg, req, c, opts.seconds)
+        base = base or points[c]["throughput_rps"] or None
+    for c, point in points.items():
+        if c == 2 and rounds is not None:
+            point["speedup"] = rounds["speedup"]
+        else:
+            point["speedup"] = round(point["throughput_rps"] / base, 3) if base else None
+    return [points[c] for c in levels if c in points], rounds
+
+
+def _total(c: int, windows: list[dict]) -> dict:
+    """The rounds' windows at one level as one point: requests over the windows' time."""
+    done = sum(p["requests"] for p in windows)
+    secs = sum(p["requests"] / p["throughput_rps"] for p in windows if p["throughput_rps"] > 0)
+
+    def mean(key: str) -> float:  # per request: each window's mean weighted by its requests
+        return round(sum(p[key] * p["requests"] for p in windows) / done, 3) if done else 0.0
+
+    return {
+        "concurrency": c,
+        "throughput_rps": round(done / secs, 3) if secs else 0.0,
+        "compute_ms_mean": mean("compute_ms_mean"),
+        "queue_ms_mean": mean("queue_ms_mean"),
         "requests": done,
     }
 
@@ -321,6 +492,7 @@ def calibrate(spec: Spec, opts: Options, progress: Callable[[str], None] | None 
     end = time.monotonic() + opts.budget_s
     rng = np.random.default_rng(opts.seed)
     client = Client(opts.triton, opts.token)
+    warnings: list[str] = []
     doc: dict[str, Any] = {
         "apiVersion": "archkit/v1",
         "kind": KIND,
@@ -332,7 +504,9 @@ def calibrate(spec: Spec, opts: Options, progress: Callable[[str], None] | None 
         "method": (
             f"{opts.requests} sequential requests per batch size after {opts.warmup} warm-up; per-request "
             "deltas of Triton's inference statistics (compute input + infer + output = service time); "
-            f"concurrency points of {opts.seconds:g} s each at batch 1; service stages: per-request deltas "
+            f"concurrency points of {opts.seconds:g} s each at batch 1, 1 and 2 in flight in turns over "
+            f"{opts.rounds} rounds (the speed-up at 2 is the rounds' median paired ratio); a model with a "
+            "mix of inputs (mix.json) cycles through them in their weights' proportions; service stages: per-request deltas "
             "of the service's stage histograms after the same warm-up, their median as cpu_ms and "
             "the P50 -> P95 spread"
         ),
@@ -345,6 +519,7 @@ def calibrate(spec: Spec, opts: Options, progress: Callable[[str], None] | None 
             except TritonError as exc:
                 raise CalibrationError(f"stage {stage_id}: model {name}: {exc}") from None
             item = _item(cfg, opts, rng)
+            mix = _mix(cfg, opts)
             st = spec.stage(stage_id)
             declared = (
                 sorted({t.batch_size for t in (st.model.service_time or [])}) if st and st.model else []
@@ -357,30 +532,38 @@ def calibrate(spec: Spec, opts: Options, progress: Callable[[str], None] | None 
                 "batches": [],
                 "concurrency": [],
             }
+            if mix is not None:  # every item at least once: the mix is the load's, not a sample of it
+                order = mix_order(mix[1], max(opts.requests, len(mix[0])), np.random.default_rng(opts.seed))
+                entry["mix"] = {"items": len(mix[0]), "weights": mix[1], "order": order}
+                say(f"{name}: a mix of {len(mix[0])} items, weights {mix[1]}")
             for b in sizes:
-                say(f"{name}: batch {b}, {opts.requests} requests")
-                point = batch_point(client, cfg, _batch(cfg, item, b), opts, end)
+                if mix is not None:
+                    batched = [_batch(cfg, one, b) for one in mix[0]]
+                    reqs = [batched[i] for i in order]
+                else:
+                    reqs = [_batch(cfg, item, b)] * opts.requests
+                say(f"{name}: batch {b}, {len(reqs)} requests")
+                point = batch_point(client, cfg, reqs, opts, end)
                 entry["batches"].append({"batch_size": b, **point})
                 say(
                     f"{name}: batch {b}: service P50 {point['service_ms']['p50']} ms, P95 {point['service_ms']['p95']} ms"
                 )
             levels = opts.concurrency or list(range(1, cfg.instances + 2))
-            base = None
-            for c in levels:
-                if time.monotonic() + opts.seconds + 2 > end:
-                    say(f"{name}: concurrency {c} skipped (--budget-s)")
-                    break
-                say(f"{name}: concurrency {c} for {opts.seconds:g} s")
-                point = concurrency_point(opts, cfg, _batch(cfg, item, 1), c, opts.seconds)
-                base = base or point["throughput_rps"] or None
-                point["speedup"] = round(point["throughput_rps"] / base, 3) if base else None
-                entry["concurrency"].append(point)
+            entry["concurrency"], rounds = concurrency_sweep(
+                opts, cfg, _batch(cfg, item, 1), levels, end, say
+            )
+            if rounds is not None:
+                entry["rounds"] = rounds
+            for point in entry["concurrency"]:
                 say(
-                    f"{name}: concurrency {c}: {point['throughput_rps']} req/s, compute {point['compute_ms_mean']} ms"
+                    f"{name}: concurrency {point['concurrency']}: {point['throughput_rps']} req/s "
+                    f"(x{point['speedup']}), compute {point['compute_ms_mean']} ms"
                 )
+            warnings += host_warnings(name, entry)
             doc["models"][name] = entry
     finally:
         client.close()
+    doc["warnings"] = warnings  # `archkit calibrate` prints each as one line
     service = opts.service or (spec.loadtest.target.host if spec.loadtest else None)
     if service and opts.stage_root is not None:
         say(f"service stages: {opts.requests} sequential requests through {service}")

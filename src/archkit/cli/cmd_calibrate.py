@@ -68,7 +68,14 @@ def calibrate(
     concurrency: Annotated[
         str | None, typer.Option(help="Concurrency levels at batch 1 (default: 1 .. instances + 1).")
     ] = None,
-    seconds: Annotated[float, typer.Option(min=0.5, max=600, help="Seconds per concurrency level.")] = 4.0,
+    seconds: Annotated[
+        float,
+        typer.Option(
+            min=0.5,
+            max=600,
+            help="Seconds per concurrency level (1 and 2: in all, over 5 interleaved rounds).",
+        ),
+    ] = 4.0,
     budget_s: Annotated[
         float, typer.Option(min=1, max=86_400, help="Stop the whole run after this.")
     ] = 600.0,
@@ -148,6 +155,8 @@ def calibrate(
                 f"{name} concurrency {c['concurrency']}: {c['throughput_rps']} req/s (x{c['speedup']}), "
                 f"compute {c['compute_ms_mean']} ms per request"
             )
+    for line in doc.get("warnings") or []:  # a disturbed host: the readings are uncertain
+        typer.echo(f"warning: {line}")
     typer.echo(f"calibration: {out}")
     typer.echo(f"use it: environments[].calibration: {os.path.relpath(out, spec.resolve().parent)}")
 

@@ -18,7 +18,9 @@
   or the call's fallback), counted as failed rather than shed. A refusal costs the processor time
   of the service's ingress stage (`refusal_stage`); the simulation charges it as a steady load on
   that stage's cores (`pipesim`: the refused rate times the stage's mean work, taken off the cores
-  the admitted requests share, to a fixed point).
+  the admitted requests share, to a fixed point). A token bucket's refusal costs the same exchange
+  on the service every request enters (`entry_refusal_stage`), charged likewise at the rate the
+  buckets refuse.
 - Closed form (`admitted_rps`): the fluid bound, min(offered, limit) per bucket, which is what
   a long run at a constant rate above the limit admits.
 """
@@ -61,6 +63,19 @@ def refusal_stage(spec: Spec, service: str) -> str | None:
         if st.service == service and st.kind.value in ("ingress", "gateway") and st.cpu_ms:
             return st.id
     return None
+
+
+def entry_refusal_stage(spec: Spec) -> str | None:
+    """The stage whose processor time a token bucket's refusal costs: the `refusal_stage` of the
+    service every request enters (the service of the first stage without inbound edges). A rate
+    limit answers its 429 on the same HTTP exchange as an admission limit does (Nginx `limit_req`
+    reads the request line and headers, then writes the refusal; an API gateway's quota check
+    likewise), so a refusal there is no cheaper than the reference gateway's in-flight 429. A spec
+    whose limiter runs on other processors than its entry service gives that ingress no `cpu_ms`
+    and the refusals cost nothing here."""
+    targets = {e.to for e in spec.dataflow.edges}
+    entry = next((st for st in spec.dataflow.stages if st.id not in targets and st.service), None)
+    return refusal_stage(spec, entry.service) if entry is not None and entry.service else None
 
 
 def admission_groups(spec: Spec) -> list[AdmissionGroup]:

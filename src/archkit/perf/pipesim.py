@@ -40,7 +40,7 @@ import numpy as np
 
 from archkit.perf import pipesim_kernel as kernel
 from archkit.perf import service_models
-from archkit.perf.limits import admission_groups, apply_rate_limits, stage_queue_limits
+from archkit.perf.limits import admission_groups, apply_rate_limits, entry_refusal_stage, stage_queue_limits
 from archkit.perf.resources import LoadModel
 from archkit.perf.service_models import Step
 from archkit.spec.model import Spec
@@ -245,6 +245,7 @@ def simulate_pipeline(
     # with their own random stream so that a spec without limits draws exactly as before
     run = np.arange(n)
     t_in = arr
+    bucket_refused_rps = 0.0  # refused by a token bucket, before the loop
     if spec.traffic.rate_limits:
         visits = {
             lim.stage: np.array([lim.stage in r for r in routes], dtype=bool)[route_of]
@@ -257,6 +258,7 @@ def simulate_pipeline(
         run = np.flatnonzero(passed)
         run = run[np.argsort(t_lim[run], kind="stable")]
         t_in = t_lim[run]
+        bucket_refused_rps = int(n - run.shape[0]) / max(float(arr[-1] - arr[0]), 1e-12) if n > 1 else 0.0
     if kernel.bound() != service_models.HANDLERS:
         kernel.bind(service_models.HANDLERS)
     noise = rng.random(max(4 * n, 1 << 16))
@@ -265,7 +267,19 @@ def simulate_pipeline(
     args = (t_in, rr, route_len, route_stage, batch_s, over_s, work[:, run], items[:, run], noise, budget)
     cosim = [k for k, sp in enumerate(order) if sp.cosim]
     refusal = refusal_load(spec, order, len(res_units))
-    units = used = list(res_units)
+    bucket_cost = refusal_load(spec, order, len(res_units), bucket=True) if bucket_refused_rps else None
+
+    def left(refused_rps: float) -> list[float]:
+        """The units the admitted requests have while `refused_rps` are refused by the admission limits
+        and `bucket_refused_rps` by the token buckets, each refusal costing its exchange."""
+        out = []
+        for j, u in enumerate(res_units):
+            cost = refused_rps * (refusal[j] if refusal else 0.0)
+            cost += bucket_refused_rps * (bucket_cost[j] if bucket_cost else 0.0)
+            out.append(max(u * _MIN_UNITS_LEFT, u - cost))
+        return out
+
+    units = used = left(0.0)
     first: list[FirstToken] = []
     for _ in range(_REFUSAL_ROUNDS if refusal is not None else 1):
         used = units
@@ -281,9 +295,7 @@ def simulate_pipeline(
         refused_rps = int((out[1] == 4).sum()) / max(float(t_in[-1] - t_in[0]), 1e-12) if t_in.size else 0.0
         if refused_rps == 0:
             break
-        units = [
-            max(u * _MIN_UNITS_LEFT, u - refused_rps * c) for u, c in zip(res_units, refusal, strict=True)
-        ]
+        units = left(refused_rps)
     res = _result(spec, order, res_ids, res_units, arr, run, out, rate_rps, arrivals is None, seed, used)
     return replace(res, first_token=tuple(first)) if first else res
 
@@ -295,17 +307,19 @@ _REFUSAL_ROUNDS = 4
 _MIN_UNITS_LEFT = 0.05  # refusals never take more than 95 % of a resource
 
 
-def refusal_load(spec: Spec, order: list[Step], n_res: int) -> list[float] | None:
+def refusal_load(spec: Spec, order: list[Step], n_res: int, bucket: bool = False) -> list[float] | None:
     """Processor-seconds per refused request on each resource (`limits.refusal_stage`: the mean work
     of the refusing service's ingress stage), None when no refusal costs anything.
 
-    Every refusal is charged to the first admission group with such a stage; with one group (the
-    reference gateway) that is the one that refused it."""
+    An admission limit's refusal is charged to the first admission group with such a stage; with
+    one group (the reference gateway) that is the one that refused it. `bucket`: a token bucket's
+    refusal instead, charged to the service every request enters (`limits.entry_refusal_stage`)."""
     from archkit.perf.resources import service_mean_ms
 
+    stages = [entry_refusal_stage(spec)] if bucket else [g.refusal_stage for g in admission_groups(spec)]
     cost = [0.0] * n_res
-    for g in admission_groups(spec):
-        st = spec.stage(g.refusal_stage) if g.refusal_stage else None
+    for sid in stages:
+        st = spec.stage(sid) if sid else None
         sp = next((x for x in order if st is not None and x.stage == st.id), None)
         if st is None or sp is None or sp.resource < 0:
             continue
