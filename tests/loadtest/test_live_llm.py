@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -92,16 +93,30 @@ def test_tokens_and_timings_from_a_real_engine(engine, tmp_path) -> None:
     assert {v.id: v.passed for v in res.verdicts if v.id.startswith("llm.")} == {"llm.gen.ttft_p99_ms": True}
 
 
-QUIET = os.getloadavg()[0] <= (os.cpu_count() or 1)
+def busy_cores(seconds: float = 3.0) -> float:
+    """Cores other processes kept busy over the last `seconds` (/proc/stat), measured now.
+
+    Not the load average: right after the parallel test pass it still reads ~3-4 on a 2-core
+    machine whose cores are idle, so a guard on it skipped this comparison in every CI run."""
+
+    def sample() -> tuple[int, int]:
+        vals = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+        return sum(vals), vals[3] + vals[4]  # all jiffies, idle + iowait
+
+    t0, i0 = sample()
+    time.sleep(seconds)
+    t1, i1 = sample()
+    return (os.cpu_count() or 1) * (1 - (i1 - i0) / max(t1 - t0, 1))
+
+
+# Two sequential runs on one llama-server differ by the server's own drift when other work
+# shares the cores (its prefill time moved 729 -> 949 ms between runs at load 15,
+# docs/benchmarks.md); on an idle machine they agree within 1.5 %.
+BUSY_LIMIT = 0.5
 needs_peer = [
     needs_engine,
     pytest.mark.skipif(
         peer.aiperf() is None, reason="AIPerf missing: make setup installs it (mk/llm_peer.mk)"
-    ),
-    pytest.mark.skipif(
-        not QUIET,
-        reason="the machine is busier than its cores: two sequential runs on one llama-server then differ by "
-        "the server's own drift (its prefill time moved 729 -> 949 ms between runs at load 15, docs/benchmarks.md)",
     ),
 ]
 
@@ -115,6 +130,11 @@ def peer_test(fn):  # type: ignore[no-untyped-def]
 @pytest.fixture(scope="module")
 def peer_run(tmp_path_factory):
     """archkit, then AIPerf, on one llama-server at 0.25 req/s (below one slot's ~1.5 s per request)."""
+    busy = busy_cores()
+    if busy > BUSY_LIMIT:
+        pytest.skip(
+            f"other work keeps {busy:.2f} cores busy (limit {BUSY_LIMIT}): the comparison needs idle cores"
+        )
     out = tmp_path_factory.mktemp("peer") / "peer.json"
     r = subprocess.run(
         [
