@@ -25,7 +25,7 @@ from typing import Any
 
 from archkit import api
 from archkit.faulttree import FaultTreeError, analyse
-from tests.fuzz.harness import _TMP, Outcome, _alarm, _Timeout, write_reproducer
+from tests.fuzz.harness import _TMP, Outcome, _alarm, _cpu_alarm, _Timeout, write_reproducer
 from tests.fuzz.schema_valid import BASES
 
 # issue 28: `check` within 2 s and 512 MiB, `capacity` within 5 s, for specs within the bounds
@@ -53,11 +53,6 @@ def peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def _prof_alarm(signum: int, frame: FrameType | None) -> None:
-    signal.setitimer(signal.ITIMER_PROF, 0.05)  # re-armed, as harness._alarm (a swallowed raise)
-    raise _Timeout
-
-
 def _timed(fn: Callable[[], Any], limit_s: float) -> tuple[str | None, float, str]:
     """(problem or None, CPU seconds, traceback text) for one stage under a CPU-time alarm.
 
@@ -70,7 +65,7 @@ def _timed(fn: Callable[[], Any], limit_s: float) -> tuple[str | None, float, st
 
     def on_prof(signum: int, frame: FrameType | None) -> None:
         fired.append("cpu")
-        _prof_alarm(signum, frame)
+        _cpu_alarm(signum, frame)
 
     def on_real(signum: int, frame: FrameType | None) -> None:
         fired.append("wall")
