@@ -9,6 +9,7 @@ import argparse
 import logging
 import os
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -202,6 +203,49 @@ def _watch_parent(parent: int) -> None:
             return
 
 
+SERVER_ENV = "OCR_TRITON_SERVER"
+SERVERS = ("native", "pytriton")
+
+
+def _serve_native(args: argparse.Namespace, det: ModelSettings, rec: ModelSettings, backend: str) -> None:
+    """Run tritonserver with the models in its python backend (triton_native) until stopped."""
+    from . import triton_native
+
+    cmd = triton_native.server_command(
+        args.workspace,
+        det,
+        rec,
+        host=args.host,
+        http_port=args.http_port,
+        grpc_port=args.grpc_port,
+        metrics_port=args.metrics_port,
+        threads=args.threads,
+        backend=backend,
+        token=access_token(),
+    )
+    proc = triton_native.run(cmd)
+    stop = threading.Event()
+    # SIGINT/SIGTERM (the supervisor's stop) or the supervisor gone: stop tritonserver cleanly.
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    parent = os.getppid()
+    while proc.poll() is None and not stop.is_set():
+        stop.wait(0.5)
+        if os.getppid() != parent:
+            LOG.warning("supervisor %d gone; stopping", parent)
+            stop.set()
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    # A stop that was asked for exits 0; tritonserver dying on its own is a failure (the
+    # supervisor restarts the worker either way, and logs the code).
+    sys.exit(0 if stop.is_set() else 1)
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="reference_service triton")
     ap.add_argument("--host", default="127.0.0.1")
@@ -219,27 +263,16 @@ def main(argv: list[str] | None = None) -> None:
         default="auto",
         help="inference runtime (auto: $OCR_BACKEND, else the profile's first installed one)",
     )
+    ap.add_argument(
+        "--server",
+        choices=SERVERS,
+        default=os.environ.get(SERVER_ENV, "native") or "native",
+        help="native: Triton's python backend runs the models in its stubs (default); "
+        f"pytriton: PyTriton's proxy to this process (${SERVER_ENV} sets the default)",
+    )
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s triton-worker %(levelname)s %(message)s")
 
-    from pytriton.model_config import Tensor
-    from pytriton.triton import Triton, TritonConfig, TritonSecurityConfig
-
-    # PyTriton handles only SIGINT; map SIGTERM onto it for a clean stop.
-    signal.signal(signal.SIGTERM, lambda *_: os.kill(os.getpid(), signal.SIGINT))
-    threading.Thread(target=_watch_parent, args=(os.getppid(),), daemon=True).start()
-
-    config = TritonConfig(
-        http_address=args.host,
-        http_port=args.http_port,
-        grpc_address=args.host,
-        grpc_port=args.grpc_port,
-        metrics_address=args.host,
-        metrics_port=args.metrics_port,
-        allow_gpu_metrics=False,
-        exit_timeout_secs=2,
-        log_verbose=0,
-    )
     import dataclasses
 
     profile = PROFILES[auto_profile() if args.profile == "auto" else args.profile]
@@ -252,6 +285,26 @@ def main(argv: list[str] | None = None) -> None:
         f"triton-worker: {profile.name} profile, backend {backend} ({default_precision(backend)})",
         file=sys.stderr,
         flush=True,
+    )
+    if args.server == "native":
+        _serve_native(args, det, rec, backend)
+        return
+    from pytriton.model_config import Tensor
+    from pytriton.triton import Triton, TritonConfig, TritonSecurityConfig
+
+    # PyTriton handles only SIGINT; map SIGTERM onto it for a clean stop.
+    signal.signal(signal.SIGTERM, lambda *_: os.kill(os.getpid(), signal.SIGINT))
+    threading.Thread(target=_watch_parent, args=(os.getppid(),), daemon=True).start()
+    config = TritonConfig(
+        http_address=args.host,
+        http_port=args.http_port,
+        grpc_address=args.host,
+        grpc_port=args.grpc_port,
+        metrics_address=args.host,
+        metrics_port=args.metrics_port,
+        allow_gpu_metrics=False,
+        exit_timeout_secs=2,
+        log_verbose=0,
     )
     security = TritonSecurityConfig(access_token=access_token())
     _retry_handshakes()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -18,6 +19,7 @@ import pytest
 import yaml
 
 from archkit import api
+from archkit.loadtest.session import STEPS_PAST_KNEE
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))
@@ -75,22 +77,80 @@ def test_tokens_and_timings_from_a_real_engine(engine, tmp_path) -> None:
             "scenarios": [
                 {"id": "chat", "llm_stage": "gen", "payload": {"template": '{"cache_prompt": false}'}}
             ],
-            "levels": [{"id": "baseline", "kind": "baseline", "users": 4, "rate_rps": 1, "duration_s": 8}],
+            # 8 users: a request is dropped only if 8 are still in flight, i.e. one slot takes > 8 s each
+            "levels": [{"id": "baseline", "kind": "baseline", "users": 8, "rate_rps": 1, "duration_s": 8}],
         },
     }
     path = tmp_path / "llama.yaml"
     path.write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
     res = api.loadtest(path, "baseline", prometheus=False, plots=False).result
     e2e = res.measured["end_to_end"]
-    assert e2e["requests"] == 8 and e2e["errors"] == 0, (e2e, res.data.log[-2000:])
+    # Every scheduled request is either measured or dropped (a busy machine may drop some: CI's
+    # lesson); the token counts then follow from those measured, exactly.
+    n = e2e["requests"]
+    assert n >= 4 and n + e2e.get("dropped", 0) == 8 and e2e["errors"] == 0, (e2e, res.data.log[-2000:])
     m = e2e["measures"]
-    assert m["chunks_per_token"]["output_tokens"] == 8 * 16  # ignore_eos: exactly max_tokens each
+    assert m["chunks_per_token"]["output_tokens"] == n * 16  # ignore_eos: exactly max_tokens each
     assert m["chunks_per_token"]["ratio"] == 1.0  # llama-server streams one token per chunk
-    assert m["itl_ms"]["count"] == 8 * 15
-    assert m["server_prompt_ms"]["count"] == 8 and m["server_decode_per_token_ms"]["count"] == 8
+    assert m["itl_ms"]["count"] == n * 15
+    assert m["server_prompt_ms"]["count"] == n and m["server_decode_per_token_ms"]["count"] == n
     assert m["server_prompt_ms"]["p50_ms"] < m["ttft_ms"]["p50_ms"]
     assert m["server_decode_per_token_ms"]["p50_ms"] < m["tpot_ms"]["p50_ms"] * 1.25
     assert {v.id: v.passed for v in res.verdicts if v.id.startswith("llm.")} == {"llm.gen.ttft_p99_ms": True}
+
+
+def _knee_spec(tmp_path, host: str):
+    doc = yaml.safe_load((ROOT / "specs" / "llm-reference.yaml").read_text(encoding="utf-8"))
+    (gen,) = [st for st in doc["dataflow"]["stages"] if st["id"] == "generate"]
+    gen["llm"]["engine"]["max_num_seqs"] = 1  # the fixture's llama-server: --parallel 1, -c 2048
+    gen["llm"]["workload"]["output_tokens"]["mean_tokens"] = 8
+    gen["llm"]["workload"]["max_concurrency"] = 1
+    doc["loadtest"] = {
+        "target": {"protocol": "openai-stream", "host": host},
+        "scenarios": [{"id": "chat", "llm_stage": "generate", "path": "/v1/chat/completions"}],
+        "levels": [
+            {"id": "knee", "kind": "stress", "users": 16, "step_duration_s": 4, "duration_s": 600,
+             "search": {"factor": 2, "stop_percentile": "ttft_p50_ms", "stop_latency_ms": 1}},
+        ],
+    }  # fmt: skip
+    (tmp_path / "calibration").mkdir()
+    shutil.copy(ROOT / "specs" / "calibration" / "llm-reference-cpu.json", tmp_path / "calibration")
+    path = tmp_path / "llm.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+    return path
+
+
+@needs_engine
+def test_the_knee_search_starts_from_the_predicted_knee_and_stops_on_the_streamed_ttft(
+    engine, tmp_path
+) -> None:
+    """`archkit loadtest`'s knee search on a real llama-server's streams, started from the predicted knee.
+
+    The spec is the reference LLM spec with its cpu calibration, the engine as this module's
+    fixture starts it (one slot), 8 output tokens a request so that a step is short. The stop limit is
+    one no engine meets (a TTFT P50 of 1 ms: SmolLM2-135M prefills 67 tokens in tens of milliseconds
+    even alone on a core), so the outcome does not depend on how busy the machine is: the first step
+    breaks, one more step shows how, and the search stops. What is asserted are relations: the rates
+    bracket the knee archkit.perf.llm predicts, the verdict names the live TTFT the stream measured.
+    """
+    res = api.loadtest(_knee_spec(tmp_path, engine), "knee", env="cpu", prometheus=False, plots=False).result
+    st = res.measured["stress"]
+    knee = st["predicted_knee_rps"]
+    assert knee > 0
+    rates = [p["offered_rps"] for p in res.data.phases]
+    # factor² below the predicted knee, doubling; the search stops STEPS_PAST_KNEE steps after the first break
+    assert rates == pytest.approx([knee / 4, knee / 2][:STEPS_PAST_KNEE], rel=1e-5), (
+        rates,
+        res.data.log[-2000:],
+    )
+    assert res.data.stopped and "budgets broken" in res.data.stopped
+    first = res.data.phases[0]
+    ttft = first["measures"]["ttft_ms"]
+    assert ttft["count"] >= 1, first
+    assert st["knee_rps"] is None and st["knee_bracket_rps"] == [None, rates[0]]
+    assert f"ttft_p50_ms {ttft['p50_ms']:g} ms over the limit of 1 ms" in st["broke_on"], st
+    # the report compares the measured knee with the llm stage's, not the request path's
+    assert res.measured["predicted"]["knee_rps"]["predicted"] == knee
 
 
 def busy_cores(seconds: float = 3.0) -> float:

@@ -114,6 +114,10 @@ class Service:
     def stub_dirs(self) -> set[Path]:
         return stub_dirs(self.pid)
 
+    def stub_pids(self) -> list[int]:
+        """The python-backend stub processes (one per model instance) under the service."""
+        return [p for p in descendants(self.pid) if comm(p).startswith("triton_python")]
+
 
 def stub_dirs(pid: int) -> set[Path]:
     """/tmp/folderXXXXXX copies that Triton's python-backend stubs under ``pid`` run from."""

@@ -12,7 +12,7 @@ import time
 import httpx
 import pytest
 
-from .conftest import unique_png
+from .conftest import comm, unique_png
 
 pytestmark = [pytest.mark.live, pytest.mark.slow]
 
@@ -21,8 +21,11 @@ def test_triton_killed_gives_503_then_recovers(service, golden_pngs):
     pids = service.tritonserver_pids()
     assert pids, "no tritonserver process under the service"
     body = golden_pngs["images/doc_020.png"]
+    # PyTriton's stubs run from /tmp/folderXXXXXX copies of its models; the native repository's
+    # stubs (the default) run from the run folder, removed at stop (the next test checks it)
     old_stub_dirs = service.stub_dirs()
-    assert old_stub_dirs
+    old_stubs = service.stub_pids()
+    assert len(old_stubs) == 3, "one stub per model instance: detector 1, recogniser 2"
     for pid in pids:
         os.kill(pid, signal.SIGKILL)
     codes, deadline = [], time.monotonic() + 90
@@ -48,6 +51,8 @@ def test_triton_killed_gives_503_then_recovers(service, golden_pngs):
     assert httpx.get(f"{service.url}/readyz", timeout=5).status_code == 200
     # The crashed server's python-backend copies are removed by the supervisor.
     assert not [d for d in old_stub_dirs if d.exists()]
+    # and none of its stubs (the models' processes) outlives it
+    assert not [p for p in old_stubs if comm(p)], old_stubs
     metrics = httpx.get(f"{service.url}/metrics", timeout=5).text
     restarts = [ln for ln in metrics.splitlines() if ln.startswith("ocr_triton_restarts_total")]
     assert restarts and float(restarts[0].split()[-1]) >= 1

@@ -74,7 +74,7 @@ def test_json_report(drifted):
         "check": "GPU requests = limits",
         "status": "drift",
         "file": SPEC,
-        "line": 203,
+        "line": 204,
         "col": 19,
         "path": "topology.services[2].resources.requests",
         "message": "service 'triton' requests nvidia.com/gpu 1 but limits 2: Kubernetes refuses to schedule it "

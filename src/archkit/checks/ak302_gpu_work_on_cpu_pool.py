@@ -1,4 +1,4 @@
-"""AK302: a GPU model stage, or a service asking for GPUs, sits on a pool without GPUs."""
+"""AK302: a GPU model stage, a stage declared on the GPU, or a service asking for GPUs, sits on a pool without GPUs."""
 
 from collections.abc import Iterator
 
@@ -18,7 +18,9 @@ class GpuWorkOnCpuPool(Rule):
     rationale = """
 Each stage has its own hardware: preprocessing on many-core CPUs, detection and recognition
 on GPUs (seed 004 §2.3's table). A GPU model placed on a CPU pool either never schedules
-(nvidia.com/gpu is not there) or silently falls back to CPU at ten times the latency.
+(nvidia.com/gpu is not there) or silently falls back to CPU at ten times the latency. A
+non-model stage says `device: gpu` when its own work runs there (seed 000 §2.1 moved resize
+and normalise to the GPU, 15 → 3 ms): on a GPU-less pool it is back at the CPU's 15 ms.
 """
 
     def check(self, ctx: Context) -> Iterator[Diagnostic]:
@@ -28,8 +30,12 @@ on GPUs (seed 004 §2.3's table). A GPU model placed on a CPU pool either never 
             pool = spec.pool(svc.pool)
             if pool is None or pool.gpu is not None:
                 continue
-            gpu_stages = [s.id for s in by_svc.get(svc.id, []) if s.model and s.model.device is Device.gpu]
+            gpu_stages = [
+                s.id
+                for s in by_svc.get(svc.id, [])
+                if (s.model.device if s.model else s.device) is Device.gpu
+            ]
             asks = (svc.resources.limits.gpu or svc.resources.requests.gpu or 0) > 0
             if gpu_stages or asks:
-                why = f"runs GPU model stage(s) {', '.join(gpu_stages)}" if gpu_stages else "requests GPUs"
+                why = f"runs GPU stage(s) {', '.join(gpu_stages)}" if gpu_stages else "requests GPUs"
                 yield ctx.at(svc, "pool", f"service '{svc.id}' {why} but pool '{pool.id}' has no GPUs")

@@ -50,6 +50,7 @@ def _text(rep) -> str:
         )
     if rep.workers:
         lines.append("")
+    lines += _jobs(rep.jobs)
     from archkit.cli.capacity_llm import llm_text
 
     lines += llm_text(rep.llm)
@@ -108,6 +109,30 @@ def _text(rep) -> str:
         "(10,000 requests, fixed seed); the pipeline lines share cores and GPUs. See docs/checks.md."
     )
     return "\n".join(lines) + "\n"
+
+
+def _jobs(rows: list) -> list[str]:
+    """Each batch GPU job's GPUs and what they leave the online stages (seed 004 §4.4, `perf.jobs`)."""
+    out = []
+    for j in rows:
+        cap = "uncapped" if j["max_concurrency"] is None else f"cap {j['max_concurrency']}"
+        per_hour = f", {j['tasks_per_hour']:g} tasks/h at its cap" if j["tasks_per_hour"] is not None else ""
+        head = (
+            f"job {j['job']} ({cap} × duty {j['duty_cycle']:g}{per_hour}): takes {j['gpus_taken']:g} of "
+            f"{_f(j['units'])} GPU(s) of '{j['resource']}'"
+        )
+        if not j["online_stages"]:
+            out.append(head + "; no online stage shares them")
+            continue
+        with_job = j["online_utilisation_with_job"]
+        if j["online_utilisation"] is None:
+            util = ""
+        else:
+            after = "no GPU left" if with_job is None else f"{100 * with_job:.0f} %"
+            util = f": online {', '.join(j['online_stages'])} {100 * j['online_utilisation']:.0f} % → {after}"
+            util += f" at {j['rate_rps']:g} req/s"
+        out.append(f"{head}{util}, online ceiling {_f(j['online_ceiling_rps'], ' req/s')} while it runs")
+    return out + ([""] if out else [])
 
 
 def _pipeline(p: dict | None) -> list[str]:

@@ -23,6 +23,13 @@ class ReportFormat(str, Enum):
     json = "json"
 
 
+class RenderPhase(str, Enum):
+    """The phases a stage may be marked with (`Stage.phase`)."""
+
+    mva = "mva"
+    later = "later"
+
+
 def _split(values: list[str] | None) -> list[str]:
     out: list[str] = []
     for v in values or []:
@@ -103,6 +110,10 @@ def render(
             help="The PlantUML jar (else ARCHKIT_PLANTUML_JAR, the user cache, `plantuml` on PATH)."
         ),
     ] = None,
+    phase: Annotated[
+        RenderPhase | None,
+        typer.Option(help="Draw only this phase's stages and services (mva: seed 004 §4.5's MVA)."),
+    ] = None,
 ) -> None:
     """Render the diagrams, the review page and every other artifact of SPEC into OUT.
 
@@ -160,6 +171,7 @@ def render(
             env=env,
             progress=progress,
             plantuml_jar=plantuml_jar,
+            phase=phase.value if phase else None,
         )
     except ArchkitError as exc:  # a renderer failed, an unknown environment, an unsafe output folder
         progress.done()

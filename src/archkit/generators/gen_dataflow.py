@@ -6,6 +6,7 @@ import math
 import subprocess
 from typing import Any
 
+from archkit.checks.ak115_stage_without_owner import owner_of
 from archkit.generators.diagram_text import html, html_lines, num, pct, wrap
 from archkit.generators.jinja import render
 from archkit.generators.measured import Measured, over_budget, read_measured
@@ -52,7 +53,9 @@ def stage_latency(stage: Stage | None) -> float | None:
     return stage.p99_ms if stage.p99_ms is not None else stage.p50_ms
 
 
-def _stage_label(st: Stage, threshold: float, figures: dict[str, float], over: list[str]) -> str:
+def _stage_label(
+    st: Stage, threshold: float, figures: dict[str, float], over: list[str], owner: str | None = None
+) -> str:
     rows = []
     title = st.name or st.id
     rows.append(f'<TR><TD ALIGN="LEFT" BALIGN="LEFT"><B>{html_lines(title, 30, 120)}</B></TD></TR>')
@@ -85,6 +88,11 @@ def _stage_label(st: Stage, threshold: float, figures: dict[str, float], over: l
         )
     if st.llm is not None:
         rows += _llm_rows(st)
+    if owner:  # seed 004 §1: nobody owned the cache; the owner stands on the node (AK115)
+        rows.append(
+            f'<TR><TD ALIGN="LEFT" BALIGN="LEFT"><FONT POINT-SIZE="8" COLOR="#374151">owner: '
+            f"{html_lines(owner, 36, 160)}</FONT></TD></TR>"
+        )
     if st.data_classes:
         rows.append(
             f'<TR><TD ALIGN="LEFT" BALIGN="LEFT"><FONT POINT-SIZE="8" COLOR="#b45309">data: '
@@ -213,6 +221,30 @@ def flow_depths(stage_ids: list[str], edges: list[tuple[str, str]]) -> dict[str,
         ready.append(rest[0])
 
 
+def breaker_edges(spec: Spec, ids: dict[str, str]) -> list[dict[str, Any]]:
+    """A model's confidence breaker as a dotted red arrow to its fallback, labelled with the trip
+    condition (seed 004 §3.2: mean confidence below 0.7 moves the traffic to the backup model)."""
+    out = []
+    for st in spec.dataflow.stages:
+        br = st.model.confidence_breaker if st.model is not None else None
+        if br is None or st.id not in ids or br.fallback not in ids:
+            continue
+        text = f"breaker: mean {br.output} < {num(br.min_mean)} over {num(br.window_s)} s → {br.fallback}"
+        out.append(
+            {
+                "src": ids[st.id],
+                "dst": ids[br.fallback],
+                "penwidth": 1.5,
+                "style": "dotted",
+                "color": FAIL_RED,
+                "label": "<BR/>".join(html(x) for x in wrap(text, 30, 160)),
+                "tooltip": text,
+                "breaker": True,
+            }
+        )
+    return out
+
+
 def dataflow_view(ctx: RenderContext) -> dict[str, Any]:
     """What the template draws: nodes, clusters, edges, legend switches."""
     spec = ctx.spec
@@ -248,7 +280,7 @@ def dataflow_view(ctx: RenderContext) -> dict[str, Any]:
             {
                 "id": ids[st.id],
                 "plane": st.plane.value,
-                "label": _stage_label(st, threshold, figures, over),
+                "label": _stage_label(st, threshold, figures, over, owner_of(spec, st)),
                 "attrs": attrs,
                 "tooltip": " ".join(wrap(tooltip, 200, 300)),
             }
@@ -301,6 +333,7 @@ def dataflow_view(ctx: RenderContext) -> dict[str, Any]:
                 "tooltip": " ".join(wrap(text, 300, 300)),
             }
         )
+    edges += breaker_edges(spec, ids)
     rows: list[list[str]] = []
     if large:
         firsts = [st.id for i, st in enumerate(stages) if ids[st.id] == f"s{i}"]
@@ -337,6 +370,7 @@ def dataflow_view(ctx: RenderContext) -> dict[str, Any]:
         "any_over": any_over,
         "measured": measured is not None,
         "any_fail": any_fail,
+        "any_breaker": any(e.get("breaker") for e in edges),
         "empty": not nodes,
     }
 

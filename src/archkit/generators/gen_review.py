@@ -16,6 +16,7 @@ from archkit.generators.jinja import render
 from archkit.generators.measured import LATENCY, over_budget
 from archkit.generators.registry import RenderContext, register
 from archkit.generators.renderers import render_sources, with_placeholders
+from archkit.spec.model import Spec
 
 _XML_DECL = re.compile(r"^\s*<\?xml[^>]*\?>\s*")
 _ID = re.compile(r'\bid="([^"]+)"')
@@ -185,6 +186,7 @@ def review_view(ctx: RenderContext) -> dict[str, Any]:
         "name": clean(spec.metadata.name),
         "description": clean(spec.metadata.description or ""),
         "owners": clean(", ".join(spec.metadata.owners)),
+        "signoffs": signoff_rows(spec),
         "spec_name": clean(ctx.spec_name),
         "env": clean(ctx.env or ""),
         "diagrams": diagrams,
@@ -214,6 +216,24 @@ def review_view(ctx: RenderContext) -> dict[str, Any]:
             for scope, quantity, p, m, e in (measured.fidelity if measured else [])
         ],
     }
+
+
+def signoff_rows(spec: Spec) -> list[dict[str, Any]]:
+    """Each sign-off (seed 000 §2.4: legal signs every review) with whether it covers this design:
+    its `spec_sha256` against the design's current hash (AK512's `design_sha256`)."""
+    from archkit.checks.ak512_design_not_signed_off import design_sha256
+
+    current = design_sha256(spec) if spec.metadata.signoffs else ""
+    return [
+        {
+            "role": clean(s.role),
+            "by": clean(s.by),
+            "date": s.date.isoformat(),
+            "sha": s.spec_sha256[:12],
+            "current": s.spec_sha256 == current,
+        }
+        for s in spec.metadata.signoffs
+    ]
 
 
 @register(

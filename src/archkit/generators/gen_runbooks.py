@@ -31,6 +31,7 @@ from archkit.checks.registry import selected_codes
 from archkit.diagnostics import Diagnostic, Severity
 from archkit.faulttree import FaultTreeAnalysis
 from archkit.generators.gen_dataflow import stage_homes
+from archkit.generators.governance_text import governance
 from archkit.generators.jinja import md_text, render
 from archkit.generators.registry import RenderContext, register
 from archkit.plans.alerts import ALERTS_RUNBOOK, Alert
@@ -464,6 +465,7 @@ def _service_page(spec: Spec, svc: Service, alerts: list[Alert], spec_name: str)
         "stages": stages,
         # the data-flow diagram's nodes link to these sections (external stages included)
         "linked_stages": [k for k, v in stage_homes(spec).items() if v == svc.id],
+        "governance": governance(spec, stages, code),  # owners, confidence breakers
         "metrics": metrics,
         "deploy": fence(deploy, "sh") if deploy else None,
         "rollback": fence(rollback, "sh") if rollback else None,

@@ -82,6 +82,10 @@ def compare(spec: Spec, measured: dict, env: str | None, host: str | None = None
         out["curve"] = curve
     if measured.get("stress") is not None:
         knee = measured["stress"].get("knee_rps")
+        if measured["stress"].get("predicted_knee_rps") is not None:
+            # the streamed llm stage's knee (archkit.perf.llm): the pipeline model's knee is the
+            # request path's, which knows nothing of the engine's slots and decode steps
+            pred = {**pred, "knee_rps": measured["stress"]["predicted_knee_rps"]}
         out["knee_rps"] = {
             "predicted": pred.get("knee_rps"),
             "measured": knee,

@@ -10,7 +10,8 @@ from dataclasses import asdict, dataclass, field, fields
 
 from archkit.errors import InputError
 from archkit.loadtest.options import LoadtestOptions
-from archkit.plans.stress import stress_schedule
+from archkit.plans.stress import Basis, SearchError, search_basis, stress_schedule
+from archkit.reporting import locate
 from archkit.spec.model import Level, Spec
 
 GRACE_S = 35.0  # hard kill this long after the planned end (the worker drains ≤ 15 s): every run stops
@@ -80,6 +81,11 @@ class Plan:
         return cls(**kw)
 
 
+def _where(spec: Spec, level: Level) -> str:
+    w = locate(spec, tuple(level.spec_path) + ("search",))
+    return f"{w.file}:{w.line}: {w.path}"
+
+
 def find_level(spec: Spec, level: str) -> Level:
     """The spec's level with this id, else the first of this kind, else a default of that kind."""
     levels = spec.loadtest.levels if spec.loadtest else []
@@ -98,8 +104,9 @@ def find_level(spec: Spec, level: str) -> Level:
     return made
 
 
-def build(spec: Spec, opts: LoadtestOptions, spec_name: str = "spec") -> Plan:
-    """The plan for `opts.level`; `opts.rate` is the offered rate (for stress: the highest step)."""
+def build(spec: Spec, opts: LoadtestOptions, spec_name: str = "spec", basis: Basis | None = None) -> Plan:
+    """The plan for `opts.level`; `opts.rate` is the offered rate (for stress: the highest step);
+    `basis`: a stress search's predicted knee (default: predicted here when the search needs it)."""
     rate, duration, users = opts.rate, opts.duration, opts.users
     lt = spec.loadtest
     if lt is None:
@@ -113,7 +120,12 @@ def build(spec: Spec, opts: LoadtestOptions, spec_name: str = "spec") -> Plan:
             lv = lv.model_copy(update={"search": lv.search.model_copy(update={"max_rps": rate})})
         elif rate:
             lv = lv.model_copy(update={"max_rps": rate})
-        phases = [Phase(s, d, r) for s, d, r in stress_schedule(lv, design)]
+        if basis is None and lv.search is not None and lv.search.start_rps is None:
+            basis = search_basis(spec, lv)
+        try:
+            phases = [Phase(s, d, r) for s, d, r in stress_schedule(lv, design, basis)]
+        except SearchError as exc:
+            raise PlanError(f"{_where(spec, lv)}: {exc}") from None
         if duration:  # a shorter run keeps every step, each shortened in proportion
             k = duration / sum(p.duration_s for p in phases)
             phases = [Phase(round(p.start_s * k, 6), round(p.duration_s * k, 6), p.rate_rps) for p in phases]

@@ -30,6 +30,8 @@ from archkit.loadtest.results import located_verdict
 from archkit.loadtest.runner import RunData, free_port, run
 from archkit.loadtest.safety import require_loopback
 from archkit.machine import cpu_model, load_average
+from archkit.orderstats import min_samples
+from archkit.plans.stress import TOKEN_STOPS, Basis, search_basis, streamed_stage
 from archkit.reporting import Located, locate
 from archkit.spec.model import Level, Spec
 
@@ -102,21 +104,55 @@ def step_met(spec: Spec, row: dict, level: Level | None = None) -> bool:
     """Did one stress step meet the P99 and error budgets (1% errors when none is declared)?
 
     A level with a `search` names its own stop criterion: a latency percentile and its limit,
-    and an error share (each defaulting to the budget of the same name).
+    and an error share (each defaulting to the budget of the same name). See `step_failures`.
     """
+    return not step_failures(spec, row, level)
+
+
+def step_failures(spec: Spec, row: dict, level: Level | None = None) -> list[str]:
+    """Why one stress step broke the budgets (empty: it met them).
+
+    The stop criterion (the search's percentile, else the P99) and the error share; where the
+    scenarios stream to an llm stage, also each token budget of its `llm.budgets` (TTFT, ITL,
+    TPOT) that the step measured enough samples to judge (orderstats.min_samples: a P99 from a
+    handful of requests is their largest value, noise that would end a search early).
+    """
+    if not row.get("requests"):
+        return ["no request answered"]
     search = level.search if level is not None else None
+    stage = streamed_stage(spec)
+    llm_budgets = stage.llm.budgets if stage is not None and stage.llm is not None else None
     err_budget = spec.budgets.error_rate if spec.budgets.error_rate is not None else 0.01
     key, limit = "p99_ms", spec.budgets.p99_ms
     if search is not None:
         if search.stop_error_rate is not None:
             err_budget = search.stop_error_rate
         key = search.stop_percentile
-        limit = search.stop_latency_ms if search.stop_latency_ms is not None else getattr(spec.budgets, key)
-    if not row.get("requests"):
-        return False
+        limit = search.stop_latency_ms
+        if limit is None:
+            limit = getattr(llm_budgets, key, None) if key in TOKEN_STOPS else getattr(spec.budgets, key)
+    out: list[str] = []
     if (row.get("error_rate") or 0) > err_budget:
-        return False
-    return limit is None or (row.get(key) is not None and row[key] <= limit)
+        out.append(f"error share {row.get('error_rate'):g} over {err_budget:g}")
+    measures = row.get("measures") or {}
+    if limit is not None:
+        got = (
+            (measures.get(TOKEN_STOPS[key][0]) or {}).get(TOKEN_STOPS[key][1])
+            if key in TOKEN_STOPS
+            else row.get(key)
+        )
+        if got is None or got > limit:
+            out.append(
+                f"{key} {'not measured' if got is None else f'{got:g} ms'} over the limit of {limit:g} ms"
+            )
+    for name, (measure, stat, q) in TOKEN_STOPS.items():
+        budget = getattr(llm_budgets, name, None) if name != key else None
+        m = measures.get(measure) or {}
+        if budget is None or (m.get("count") or 0) < min_samples(q) or m.get(stat) is None:
+            continue  # not declared, or too few samples at this step to judge it
+        if m[stat] > budget:
+            out.append(f"{name} {m[stat]:g} ms over the llm budget of {budget:g} ms (n={m['count']})")
+    return out
 
 
 def analyse_stress(spec: Spec, phases: list[dict], level: Level | None = None) -> dict:
@@ -128,16 +164,20 @@ def analyse_stress(spec: Spec, phases: list[dict], level: Level | None = None) -
     knee = None
     knee_offered = None
     broken: list[dict] = []
+    first_reasons: list[str] = []
     for row in phases:
-        if step_met(spec, row, level):
+        reasons = step_failures(spec, row, level)
+        if not reasons:
             if not broken and (knee is None or row["throughput_rps"] > knee):
                 knee, knee_offered = row["throughput_rps"], row["offered_rps"]
         else:
+            first_reasons = first_reasons or reasons
             broken.append(row)
     broke = broken[-1] if broken else None  # the last step run shows the failure most clearly
     out: dict = {"knee_rps": knee, "knee_offered_rps": knee_offered, "steps": len(phases)}
     if broken:
         out["knee_bracket_rps"] = [knee_offered, broken[0]["offered_rps"]]
+        out["broke_on"] = first_reasons  # what the first broken step missed
     if broke is None:
         out["failure"] = None
         out["failure_mode"] = "none: every step met the budgets (raise max_rps to find the knee)"
@@ -253,6 +293,7 @@ def _measured(
     injector: chaos_mod.Injector | None,
     level: Level,
     target_host: str,
+    basis: Basis | None = None,
 ) -> dict:
     """What the run measured, end to end and per scenario, second and phase, with the stages'
     decomposition from the metrics, the stress and chaos analyses and the model's prediction."""
@@ -279,10 +320,23 @@ def _measured(
     measured["stages"] = measured["decomposition"].get("stages", {}) if measured["decomposition"] else {}
     if plan.kind == "stress":
         measured["stress"] = analyse_stress(spec, data.phases, level)
+        if basis is not None and basis.knee_rps is not None:
+            measured["stress"]["predicted_knee_rps"] = round(basis.knee_rps, 6)  # archkit.perf.llm's
     if plan.kind == "chaos" and injector:
         measured["chaos"] = chaos_mod.analyse(injector.records, data.seconds, spec, plan.duration_s)
     measured["predicted"] = compare_mod.compare(spec, measured, opts.env, target_host)
     return measured
+
+
+def _basis(spec: Spec, level: Level, spec_dir: Path) -> Basis | None:
+    """The stress level's search basis; a prediction that fails only matters when the search
+    starts from it (otherwise the run is compared without it, as `compare` does)."""
+    if level.search is not None and level.search.start_rps is None:
+        return search_basis(spec, level, spec_dir)
+    try:
+        return search_basis(spec, level, spec_dir)
+    except Exception:  # a model bug must not lose the measurement
+        return None
 
 
 def execute(
@@ -296,7 +350,11 @@ def execute(
 ) -> Result:
     """Run one level against the spec's target (loopback only) and judge it."""
     spec_dir = Path(spec_file).resolve().parent
-    plan = plan_mod.build(spec, opts, Path(spec_file).name)
+    level = plan_mod.find_level(spec, opts.level)
+    # a stress level on an llm stage's streams: its predicted knee starts the search (when the
+    # search names no start_rps) and is what the measured knee is compared with
+    basis = _basis(spec, level, spec_dir) if level.kind == "stress" else None
+    plan = plan_mod.build(spec, opts, Path(spec_file).name, basis)
     require_loopback(plan.host, "target")
     check_scenario_urls(spec)
     target_host = plan.host  # before a chaos delay proxy takes its place
@@ -309,7 +367,6 @@ def execute(
     lf.write_text(locustfile_text, encoding="utf-8")
     plan.locustfile, plan.payload_root = str(lf), str(root)
 
-    level = plan_mod.find_level(spec, opts.level)
     injector, proxies = _chaos(spec, plan, opts, level) if plan.kind == "chaos" else (None, {})
 
     urls = scrape.endpoints(spec, target_host, list(opts.metrics))
@@ -350,7 +407,7 @@ def execute(
         alerts = _stop_prometheus(live_prom, alert_notes)
     after = scrape.snapshot(urls)
 
-    measured = _measured(spec, plan, opts, data, before, after, injector, level, target_host)
+    measured = _measured(spec, plan, opts, data, before, after, injector, level, target_host, basis)
     verdicts = judge_mod.judge(spec, measured) + judge_llm.judge(spec, measured)
     b = spec.budgets
     budgets = {

@@ -231,6 +231,16 @@ def _gpus(spec: Spec, svc: Service) -> tuple[float, str]:
     return g, (f" (MIG {mig})" if mig else "")
 
 
+def gpu_resource(spec: Spec, svc: Service) -> tuple[str, float]:
+    """The shared GPU resource a service's GPU work runs on, and its GPUs over all replicas."""
+    pool = spec.pool(svc.pool)
+    if pool is not None and pool.gpu is not None and pool.gpu.sharing in _TIME_SHARED:
+        # time-slicing or memory fractions: every service on the pool shares its GPUs
+        return f"pool {pool.id}:gpu ({pool.gpu.sharing.value})", float(pool.count * pool.gpu.count)
+    g, tag = _gpus(spec, svc)
+    return f"{svc.id}:gpu{tag}", g * max(1, svc.replicas)
+
+
 def load_model(spec: Spec) -> LoadModel:
     """Demand of every stage on every shared resource and the pipeline's ceiling.
 
@@ -257,15 +267,8 @@ def load_model(spec: Spec) -> LoadModel:
             d.servers_per_replica,
         )
         if m is not None and m.device is Device.gpu and svc is not None:
-            pool = spec.pool(svc.pool)
-            if pool is not None and pool.gpu is not None and pool.gpu.sharing in _TIME_SHARED:
-                # time-slicing or memory fractions: every service on the pool shares its GPUs
-                resource = f"pool {pool.id}:gpu ({pool.gpu.sharing.value})"
-                units[resource] = ("gpu", float(pool.count * pool.gpu.count))
-            else:
-                g, tag = _gpus(spec, svc)
-                resource = f"{svc.id}:gpu{tag}"
-                units[resource] = ("gpu", g * replicas)
+            resource, n = gpu_resource(spec, svc)
+            units[resource] = ("gpu", n)
         if d.on_processor and resource is None and svc is not None and not svc.external:
             if machine_cores is not None:
                 resource = "machine:cpu"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from archkit.plans.stress import stress_steps
+from archkit.plans.stress import search_basis, stress_steps
 from archkit.spec.llm import TokenLengths
 from archkit.spec.model import Level, Scenario, Spec, TritonInput
 
@@ -147,7 +147,10 @@ def payload(sc: Scenario) -> tuple[tuple[str, str], ...] | None:
 def level_plan(level: Level, spec: Spec) -> LevelPlan:
     """A level with its offered rate: a stress level starts at its first step's rate."""
     design = spec.budgets.throughput_rps
-    steps = stress_steps(level, design) if level.kind == "stress" else []
+    steps: list[tuple[float, float]] = []
+    if level.kind == "stress":
+        needs_knee = level.search is not None and level.search.start_rps is None
+        steps = stress_steps(level, design, search_basis(spec, level) if needs_knee else None)
     rate = steps[0][1] if steps else (level.rate_rps or design)
     return LevelPlan(level.id, level.kind, level.users, rate, level.duration_s, tuple(steps))
 

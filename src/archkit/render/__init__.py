@@ -23,6 +23,11 @@ from archkit.plans.context import RunContext, prepare, with_environment
 from archkit.plans.slo import RuleCost, rule_cost
 from archkit.render.tree import WriteResult, write_tree
 from archkit.spec import Spec
+from archkit.spec.phase import Phase
+
+# what `render --phase` draws: the diagrams of stages and services (the other outputs plan a
+# whole deployment: alerts, load tests and runbooks of a part would be a different design)
+PHASE_GENERATORS = ("dataflow", "topology")
 
 if TYPE_CHECKING:
     from archkit.generators import RenderContext
@@ -140,8 +145,12 @@ def render(
     env: str | None = None,
     progress: Progress | None = None,
     plantuml_jar: Path | None = None,
+    phase: Phase | None = None,
 ) -> RenderResult:
     """Render every artifact of a spec into `out_dir` (or, with `check`, report stale files).
+
+    `phase` ("mva"): draw only that phase's stages, edges, services and pools (`spec.phase`, seed
+    004 §4.5) with the diagram generators (`PHASE_GENERATORS`, or those of `only`).
 
     A spec that does not load comes back as the result's `diagnostics` (nothing written).
     A renderer that is missing here does not stop the render: the other files are written,
@@ -154,6 +163,17 @@ def render(
         run = prepare(spec_path, env)
     except SpecLoadError as exc:
         return RenderResult({}, WriteResult(), exc.diagnostics)
+    if phase is not None:
+        from archkit.spec.phase import of_phase
+
+        outside = sorted(set(only or ()) - set(PHASE_GENERATORS))
+        if outside:
+            raise InputError(f"--phase draws only {', '.join(PHASE_GENERATORS)}; not {', '.join(outside)}")
+        whole = run
+        run = RunContext(of_phase(run.spec, phase), run.file, env)
+        # the findings are the whole design's: a part's dangling references are not the design's
+        run.__dict__["diagnostics"] = whole.diagnostics
+        only = list(only or PHASE_GENERATORS)
     tools = Tools(jar=plantuml_jar, degrade=True)
     files, diags = generate(
         run.spec, str(spec_path), only, formats, measured, templates_dir, env, progress, tools, run

@@ -224,6 +224,11 @@ class Stage(Node):
     phase: Literal["mva", "later"] | None = Field(
         None, description="mva: part of the minimum viable architecture (seed 004 §4.5; AK116)"
     )
+    device: Device | None = Field(
+        None,
+        description="where a non-model stage's own work runs; gpu (seed 000 §2.1's resize and normalise "
+        "on the GPU, 15 → 3 ms) needs its service's pool to have GPUs (AK302); a model's is model.device",
+    )
     max_input_bytes: Annotated[int, Field(ge=1, le=2**40)] | None = Field(
         None, description="largest input this stage accepts; larger is refused (seed 004 §2.1; AK216)"
     )

@@ -5,7 +5,8 @@
 - Seed 004 §3.2: when a model's mean confidence falls below 0.7 the gateway moves its traffic to a
   backup model (`model.confidence_breaker`; rule AK410).
 - Seed 004 §4.4: a nightly batch job sent 100 requests at once to the online OCR's GPU; a semaphore
-  of three fixed it (`jobs`; rule AK332 counts each job's memory at its concurrency cap).
+  of three fixed it (`jobs`; rule AK332 counts each job's memory at its concurrency cap, AK233 its
+  GPU time against the online stages' utilisation, `archkit.perf.jobs`).
 - Seed 004 §1: nobody owned the cache (`Stage.owner`, `Service.owner`; rule AK115).
 """
 
@@ -60,6 +61,13 @@ class ConfidenceBreaker(Node):
     min_mean: Fraction = Field(0.7, description="trip below this mean confidence (seed 004 §3.2: 0.7)")
     window_s: Annotated[float, Field(gt=0, le=86_400)] = Field(60, description="the mean's window")
     fallback: Annotated[Id, RefTo("stage")] = Field(description="the backup model's stage")
+    metric: str | None = Field(
+        None,
+        pattern=r"^[a-zA-Z_:][a-zA-Z0-9_:]*$",
+        description="a Prometheus histogram or summary of the output's values (its `_sum` and `_count`); "
+        "the generated rules alert when its mean over `window_s` falls below `min_mean`",
+    )
+    labels: dict[str, str] = Field(default_factory=dict, description="label matchers of `metric`")
 
 
 class GpuJob(Node):
@@ -75,3 +83,8 @@ class GpuJob(Node):
         None, description="GPU memory one task holds"
     )
     gpu_ms_per_task: Ms | None = Field(None, description="GPU time one task takes")
+    gpu_duty_cycle: Annotated[float, Field(gt=0, le=1)] = Field(
+        1.0,
+        description="share of a running task's time it keeps its GPU busy (the rest is reading and "
+        "decoding); the cap × this is the GPUs the job takes from the online stages while it runs",
+    )

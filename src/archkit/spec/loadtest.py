@@ -110,19 +110,31 @@ class StressSearch(Node):
     # perf_analyzer's search (--request-rate-range with --latency-threshold): step the offered
     # rate up until the latency or the error share crosses its limit; a geometric step reaches
     # a knee ten times higher in a few more steps than a linear one.
-    start_rps: Annotated[float, Field(gt=0, le=MAX_RPS)]
+    start_rps: Annotated[float, Field(gt=0, le=MAX_RPS)] | None = Field(
+        None,
+        description="the first rate tried; omitted: the search brackets the predicted knee of the llm stage "
+        "the scenarios stream to (archkit capacity's), from factor² below it to factor² above it",
+    )
     factor: Annotated[float, Field(gt=1, le=10)] = Field(
         1.5, description="each step offers this many times the last"
     )
     max_rps: Annotated[float, Field(gt=0, le=MAX_RPS)] | None = Field(
-        None, description="the highest rate tried (default: start × factor^9)"
+        None,
+        description="the highest rate tried (default: start × factor^9, or the predicted knee × factor²)",
     )
-    stop_percentile: Literal["p50_ms", "p95_ms", "p99_ms"] = Field(
+    stop_percentile: Literal[
+        "p50_ms", "p95_ms", "p99_ms", "ttft_p50_ms", "ttft_p99_ms", "itl_p50_ms", "itl_p99_ms", "tpot_ms"
+    ] = Field(
         "p99_ms",
-        description="the latency percentile whose limit ends the search; each step lasts long enough to "
-        "measure it (6, 72 or 368 samples at the step's rate, at least step_duration_s)",
+        description="the latency percentile whose limit ends the search: end to end, or a token percentile "
+        "of the streamed llm stage (tpot_ms: its P99 over requests); each step lasts long enough to "
+        "measure it (6, 72 or 368 samples at the step's rate, an ITL sample per output token after the "
+        "first, at least step_duration_s)",
     )
-    stop_latency_ms: Ms | None = Field(None, description="its limit (default: the same budget in budgets)")
+    stop_latency_ms: Ms | None = Field(
+        None,
+        description="its limit (default: the same budget in budgets, or in the streamed llm stage's llm.budgets)",
+    )
     stop_error_rate: Annotated[float, Field(ge=0, le=1)] | None = Field(
         None, description="the error share that ends the search (default: budgets.error_rate, else 1 %)"
     )
@@ -167,3 +179,15 @@ class Loadtest(Node):
     target: Target
     scenarios: list[Scenario] = Field(default_factory=list)
     levels: list[Level] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _search_start(self) -> Loadtest:
+        # a search without start_rps starts from an llm stage's predicted knee: a scenario must stream to one
+        if not any(sc.llm_stage for sc in self.scenarios):
+            for lv in self.levels:
+                if lv.search is not None and lv.search.start_rps is None:
+                    raise ValueError(
+                        f"level {lv.id!r}: a search without start_rps starts from the predicted knee of the "
+                        "llm stage a scenario streams to (llm_stage); no scenario names one"
+                    )
+        return self

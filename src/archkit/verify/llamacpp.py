@@ -13,6 +13,7 @@ import json
 import urllib.error
 import urllib.request
 from collections.abc import Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -22,11 +23,37 @@ from archkit.spec.llm import LlmEngineName, LlmStage, TokenLengths
 from archkit.spec.model import Spec, Stage
 from archkit.verify.findings import Finding, Recorder
 from archkit.verify.registry import Check, Code, DocRow, Option, Providers, Reading, Source, register_source
+from archkit.verify.source_checks import SourceContext
 
 SOURCE = "llama.cpp tools/server README (API endpoints)"
 
 
-class EngineHealth(Check):
+class LlamaCppContext(SourceContext):
+    """The spec, the recorder, the server and the LLM stage it serves, shared by one run's checks."""
+
+    source_title = "llama-server"
+
+    def __init__(self, spec: Spec, url: str, timeout_s: float, stage: Stage, llm: LlmStage):
+        super().__init__(spec, "llamacpp")
+        self.url, self.timeout_s = url, timeout_s
+        self.base = url.rstrip("/") if "://" in url else f"http://{url.rstrip('/')}"
+        self.stage, self.llm = stage, llm
+        self.label = f"stage/{stage.id}"
+        self.adapter = engines.adapter("llama.cpp")
+
+    def get(self, path: str) -> tuple[int, str]:
+        """(status, body) of GET `path` on the server; raises OSError when it cannot be read."""
+        return _get(self.base + path, self.timeout_s)
+
+
+class LlamaCppCheck(Check):
+    """A check of the llama-server against the LLM stage it serves; `props` is its /props answer."""
+
+    def run(self, ctx: LlamaCppContext, props: Mapping[str, Any]) -> None:
+        raise NotImplementedError  # pragma: no cover - abstract
+
+
+class EngineHealth(LlamaCppCheck):
     """The server answers and has its model loaded."""
 
     code = Code(
@@ -45,8 +72,30 @@ class EngineHealth(Check):
     )
     model_loaded = also[0]
 
+    @classmethod
+    def resolve(cls, ctx: LlamaCppContext) -> bool:
+        """Whether the server answers /health with its model loaded (reported either way)."""
+        r, label, engine, base = ctx.rec, ctx.label, ctx.llm.engine, ctx.base
+        try:
+            health, body = ctx.get(ctx.adapter.endpoints.ready or "/health")
+        except (OSError, ValueError) as exc:
+            r.unknown(cls.code, label, engine, f"cannot reach llama-server at {ctx.url}: {exc}")
+            return False
+        r.ok(cls.code, label, engine, "answers /health", where=base)
+        if health != 200:
+            r.drift(
+                cls.model_loaded,
+                label,
+                engine,
+                f"/health answers {health}: the model is not loaded ({body[:120]})",
+                where=base,
+            )
+            return False
+        r.ok(cls.model_loaded, label, engine, "model loaded", where=base)
+        return True
 
-class Slots(Check):
+
+class Slots(LlamaCppCheck):
     """The server runs as many slots (concurrent sequences) as the spec's max_num_seqs."""
 
     code = Code(
@@ -57,8 +106,27 @@ class Slots(Check):
         SOURCE + " (/props total_slots)",
     )
 
+    def run(self, ctx: LlamaCppContext, props: Mapping[str, Any]) -> None:
+        rec, label, llm, where = ctx.rec, ctx.label, ctx.llm, ctx.base
+        slots, want = props.get("total_slots"), llm.engine.max_num_seqs
+        if not isinstance(slots, int):
+            rec.unknown(
+                self.code, label, llm.engine, "/props has no total_slots", field="max_num_seqs", where=where
+            )
+        elif slots == want:
+            rec.ok(self.code, label, llm.engine, f"{slots} slots", field="max_num_seqs", where=where)
+        else:
+            rec.drift(
+                self.code,
+                label,
+                llm.engine,
+                f"llama-server runs {slots} slots (--parallel); the spec says max_num_seqs {want}",
+                field="max_num_seqs",
+                where=where,
+            )
 
-class Context(Check):
+
+class Context(LlamaCppCheck):
     """Each slot's context is the context the spec declares for a request."""
 
     code = Code(
@@ -69,8 +137,35 @@ class Context(Check):
         SOURCE + " (/props default_generation_settings.n_ctx)",
     )
 
+    def run(self, ctx: LlamaCppContext, props: Mapping[str, Any]) -> None:
+        rec, label, llm, where = ctx.rec, ctx.label, ctx.llm, ctx.base
+        settings = props.get("default_generation_settings")
+        n_ctx = settings.get("n_ctx") if isinstance(settings, dict) else None
+        want = llm.model.architecture().max_context_tokens
+        fld = "max_context_tokens"
+        if not isinstance(n_ctx, int):
+            rec.unknown(
+                self.code,
+                label,
+                llm.model,
+                "/props has no default_generation_settings.n_ctx",
+                field=fld,
+                where=where,
+            )
+        elif n_ctx == want:
+            rec.ok(self.code, label, llm.model, f"{n_ctx} tokens per slot", field=fld, where=where)
+        else:
+            rec.drift(
+                self.code,
+                label,
+                llm.model,
+                f"each slot holds {n_ctx} tokens (--ctx-size / --parallel); the spec says max_context_tokens {want}",
+                field=fld,
+                where=where,
+            )
 
-class ModelFile(Check):
+
+class ModelFile(LlamaCppCheck):
     """The GGUF the server loaded has the SHA-256 the spec pins."""
 
     code = Code(
@@ -81,8 +176,46 @@ class ModelFile(Check):
         "seed 000 §5.12 (models as versioned artefacts)",
     )
 
+    def run(self, ctx: LlamaCppContext, props: Mapping[str, Any]) -> None:
+        rec, label, stage, llm, where = ctx.rec, ctx.label, ctx.stage, ctx.llm, ctx.base
+        path = props.get("model_path")
+        pinned = stage.model.sha256 if stage.model is not None else None
+        node, fld = (stage.model, "sha256") if stage.model is not None else (llm.model, None)
+        if not pinned:
+            rec.unknown(
+                self.code,
+                label,
+                node,
+                "the spec pins no model file (stage model.sha256)",
+                field=fld,
+                where=where,
+            )
+            return
+        if not isinstance(path, str) or not Path(path).is_file():
+            rec.unknown(
+                self.code,
+                label,
+                node,
+                f"the model file {path!r} is not readable here (a remote engine?)",
+                field=fld,
+                where=where,
+            )
+            return
+        digest = file_sha256(Path(path))
+        if digest == pinned:
+            rec.ok(self.code, label, node, f"{Path(path).name}: SHA-256 matches", field=fld, where=where)
+        else:
+            rec.drift(
+                self.code,
+                label,
+                node,
+                f"llama-server serves {Path(path).name} with SHA-256 {digest[:12]}…; the spec pins {pinned[:12]}…",
+                field=fld,
+                where=where,
+            )
 
-class KvCapacity(Check):
+
+class KvCapacity(LlamaCppCheck):
     """The KV cache holds the declared concurrency at the workload's longest request."""
 
     code = Code(
@@ -93,8 +226,62 @@ class KvCapacity(Check):
         SOURCE + " (/slots n_ctx)",
     )
 
+    def run(self, ctx: LlamaCppContext, props: Mapping[str, Any]) -> None:
+        rec, label, llm = ctx.rec, ctx.label, ctx.llm
+        url = ctx.base + ctx.adapter.endpoints.extra["slots"]
+        try:
+            status, body = _get(url, ctx.timeout_s)
+            slots = json.loads(body) if status == 200 else None
+        except (OSError, ValueError) as exc:
+            rec.unknown(self.code, label, llm.workload, f"cannot read /slots: {exc}", where=url)
+            return
+        if not isinstance(slots, list) or not all(isinstance(s, dict) and "n_ctx" in s for s in slots):
+            rec.unknown(self.code, label, llm.workload, f"/slots answers {status}: no slot list", where=url)
+            return
+        per_request = longest(llm.workload.prompt_tokens) + longest(llm.workload.output_tokens)
+        concurrency = llm.workload.max_concurrency or llm.engine.max_num_seqs
+        total = sum(int(s["n_ctx"]) for s in slots)
+        smallest = min(int(s["n_ctx"]) for s in slots) if slots else 0
+        need = concurrency * per_request
+        declared = llm.engine.kv_capacity_tokens
+        if declared is not None and declared != total:  # the figure the capacity model predicts from
+            rec.drift(
+                self.code,
+                label,
+                llm.engine,
+                f"the KV cache holds {total} tokens over {len(slots)} slots (--ctx-size); the spec says "
+                f"kv_capacity_tokens {declared}",
+                field="kv_capacity_tokens",
+                where=url,
+            )
+        elif per_request > smallest:
+            rec.drift(
+                self.code,
+                label,
+                llm.workload,
+                f"the longest request ({per_request} tokens: prompt + output) exceeds a slot's context of {smallest}",
+                where=url,
+            )
+        elif total < need:
+            rec.drift(
+                self.code,
+                label,
+                llm.workload,
+                f"the KV cache holds {total} tokens over {len(slots)} slots; {concurrency} concurrent requests of "
+                f"{per_request} tokens need {need}",
+                where=url,
+            )
+        else:
+            rec.ok(
+                self.code,
+                label,
+                llm.workload,
+                f"{total} KV tokens over {len(slots)} slots hold {concurrency} x {per_request} tokens",
+                where=url,
+            )
 
-class Metrics(Check):
+
+class Metrics(LlamaCppCheck):
     """The server exports the series the alert rules and dashboards read, and its slots endpoint."""
 
     code = Code(
@@ -104,6 +291,34 @@ class Metrics(Check):
         "--metrics, and /slots only without --no-slots.",
         "https://github.com/ggml-org/llama.cpp/blob/master/tools/server/README.md",
     )
+
+    def run(self, ctx: LlamaCppContext, props: Mapping[str, Any]) -> None:
+        rec, label, llm, base, adapter = ctx.rec, ctx.label, ctx.llm, ctx.base, ctx.adapter
+        url = base + (adapter.endpoints.metrics or "/metrics")
+        try:
+            status, text = _get(url, ctx.timeout_s)
+            slots_status = ctx.get(adapter.endpoints.extra["slots"])[0]
+        except OSError as exc:
+            rec.unknown(self.code, label, llm.engine, f"cannot read /metrics: {exc}", where=url)
+            return
+        present = {
+            line.split(" ", 1)[0].split("{", 1)[0] for line in text.splitlines() if not line.startswith("#")
+        }
+        wanted = sorted({m.name for ms in adapter.measures.values() for m in ms})
+        missing = [n for n in wanted if n not in present] if status == 200 else wanted
+        problems = []
+        if missing:
+            problems.append(
+                f"/metrics answers {status} and lacks {', '.join(missing[:4])}"
+                + (f" and {len(missing) - 4} more" if len(missing) > 4 else "")
+                + " (start llama-server with --metrics)"
+            )
+        if slots_status != 200:
+            problems.append(f"/slots answers {slots_status} (started with --no-slots?)")
+        if problems:
+            rec.drift(self.code, label, llm.engine, "; ".join(problems), where=url)
+        else:
+            rec.ok(self.code, label, llm.engine, f"{len(wanted)} llamacpp:* series and /slots", where=url)
 
 
 def llamacpp_stages(spec: Spec) -> list[tuple[Stage, LlmStage]]:
@@ -134,10 +349,9 @@ def _get(url: str, timeout_s: float) -> tuple[int, str]:
 
 def check_llamacpp(spec: Spec, url: str, timeout_s: float = 5.0) -> list[Finding]:
     """Every llama.cpp check of `spec` against the llama-server at `url`."""
-    rec = Recorder(spec, "llamacpp")
-    base = url.rstrip("/") if "://" in url else f"http://{url.rstrip('/')}"
     stages = llamacpp_stages(spec)
     if not stages:
+        rec = Recorder(spec, "llamacpp")
         rec.unknown(
             EngineHealth.code,
             f"server {url}",
@@ -145,208 +359,25 @@ def check_llamacpp(spec: Spec, url: str, timeout_s: float = 5.0) -> list[Finding
             "no llm stage with engine llama.cpp in the spec",
         )
         return rec.findings
-    adapter = engines.adapter("llama.cpp")
-    ep = adapter.endpoints
-    stage, llm = stages[0]
-    label = f"stage/{stage.id}"
+    ctx = LlamaCppContext(spec, url, timeout_s, *stages[0])
+    if not EngineHealth.resolve(ctx):
+        return ctx.rec.findings
     try:
-        health, body = _get(base + (ep.ready or "/health"), timeout_s)
+        props = json.loads(ctx.get(ctx.adapter.endpoints.model_config or "/props")[1])
     except (OSError, ValueError) as exc:
-        rec.unknown(EngineHealth.code, label, llm.engine, f"cannot reach llama-server at {url}: {exc}")
-        return rec.findings
-    rec.ok(EngineHealth.code, label, llm.engine, "answers /health", where=base)
-    if health != 200:
-        rec.drift(
-            EngineHealth.model_loaded,
-            label,
-            llm.engine,
-            f"/health answers {health}: the model is not loaded ({body[:120]})",
-            where=base,
-        )
-        return rec.findings
-    rec.ok(EngineHealth.model_loaded, label, llm.engine, "model loaded", where=base)
-    try:
-        props = json.loads(_get(base + (ep.model_config or "/props"), timeout_s)[1])
-    except (OSError, ValueError) as exc:
-        rec.unknown(
-            Slots.code, label, llm.engine, f"cannot read /props: {exc}", field="max_num_seqs", where=base
-        )
-        return rec.findings
-    _slots(rec, label, llm, props, base)
-    _context(rec, label, llm, props, base)
-    _model_file(rec, label, stage, llm, props, base)
-    _kv(rec, label, llm, base + ep.extra["slots"], timeout_s)
-    _metrics(rec, label, llm, base, adapter, timeout_s)
-    return rec.findings
-
-
-def _slots(rec: Recorder, label: str, llm: LlmStage, props: Mapping[str, Any], where: str) -> None:
-    slots, want = props.get("total_slots"), llm.engine.max_num_seqs
-    if not isinstance(slots, int):
-        rec.unknown(
-            Slots.code, label, llm.engine, "/props has no total_slots", field="max_num_seqs", where=where
-        )
-    elif slots == want:
-        rec.ok(Slots.code, label, llm.engine, f"{slots} slots", field="max_num_seqs", where=where)
-    else:
-        rec.drift(
+        ctx.rec.unknown(
             Slots.code,
-            label,
-            llm.engine,
-            f"llama-server runs {slots} slots (--parallel); the spec says max_num_seqs {want}",
+            ctx.label,
+            ctx.llm.engine,
+            f"cannot read /props: {exc}",
             field="max_num_seqs",
-            where=where,
+            where=ctx.base,
         )
-
-
-def _context(rec: Recorder, label: str, llm: LlmStage, props: Mapping[str, Any], where: str) -> None:
-    settings = props.get("default_generation_settings")
-    n_ctx = settings.get("n_ctx") if isinstance(settings, dict) else None
-    want = llm.model.architecture().max_context_tokens
-    fld = "max_context_tokens"
-    if not isinstance(n_ctx, int):
-        rec.unknown(
-            Context.code,
-            label,
-            llm.model,
-            "/props has no default_generation_settings.n_ctx",
-            field=fld,
-            where=where,
-        )
-    elif n_ctx == want:
-        rec.ok(Context.code, label, llm.model, f"{n_ctx} tokens per slot", field=fld, where=where)
-    else:
-        rec.drift(
-            Context.code,
-            label,
-            llm.model,
-            f"each slot holds {n_ctx} tokens (--ctx-size / --parallel); the spec says max_context_tokens {want}",
-            field=fld,
-            where=where,
-        )
-
-
-def _model_file(
-    rec: Recorder, label: str, stage: Stage, llm: LlmStage, props: Mapping[str, Any], where: str
-) -> None:
-    path = props.get("model_path")
-    pinned = stage.model.sha256 if stage.model is not None else None
-    node, fld = (stage.model, "sha256") if stage.model is not None else (llm.model, None)
-    if not pinned:
-        rec.unknown(
-            ModelFile.code,
-            label,
-            node,
-            "the spec pins no model file (stage model.sha256)",
-            field=fld,
-            where=where,
-        )
-        return
-    if not isinstance(path, str) or not Path(path).is_file():
-        rec.unknown(
-            ModelFile.code,
-            label,
-            node,
-            f"the model file {path!r} is not readable here (a remote engine?)",
-            field=fld,
-            where=where,
-        )
-        return
-    digest = file_sha256(Path(path))
-    if digest == pinned:
-        rec.ok(ModelFile.code, label, node, f"{Path(path).name}: SHA-256 matches", field=fld, where=where)
-    else:
-        rec.drift(
-            ModelFile.code,
-            label,
-            node,
-            f"llama-server serves {Path(path).name} with SHA-256 {digest[:12]}…; the spec pins {pinned[:12]}…",
-            field=fld,
-            where=where,
-        )
-
-
-def _kv(rec: Recorder, label: str, llm: LlmStage, url: str, timeout_s: float) -> None:
-    try:
-        status, body = _get(url, timeout_s)
-        slots = json.loads(body) if status == 200 else None
-    except (OSError, ValueError) as exc:
-        rec.unknown(KvCapacity.code, label, llm.workload, f"cannot read /slots: {exc}", where=url)
-        return
-    if not isinstance(slots, list) or not all(isinstance(s, dict) and "n_ctx" in s for s in slots):
-        rec.unknown(KvCapacity.code, label, llm.workload, f"/slots answers {status}: no slot list", where=url)
-        return
-    per_request = longest(llm.workload.prompt_tokens) + longest(llm.workload.output_tokens)
-    concurrency = llm.workload.max_concurrency or llm.engine.max_num_seqs
-    total = sum(int(s["n_ctx"]) for s in slots)
-    smallest = min(int(s["n_ctx"]) for s in slots) if slots else 0
-    need = concurrency * per_request
-    declared = llm.engine.kv_capacity_tokens
-    if declared is not None and declared != total:  # the figure the capacity model predicts from
-        rec.drift(
-            KvCapacity.code,
-            label,
-            llm.engine,
-            f"the KV cache holds {total} tokens over {len(slots)} slots (--ctx-size); the spec says "
-            f"kv_capacity_tokens {declared}",
-            field="kv_capacity_tokens",
-            where=url,
-        )
-    elif per_request > smallest:
-        rec.drift(
-            KvCapacity.code,
-            label,
-            llm.workload,
-            f"the longest request ({per_request} tokens: prompt + output) exceeds a slot's context of {smallest}",
-            where=url,
-        )
-    elif total < need:
-        rec.drift(
-            KvCapacity.code,
-            label,
-            llm.workload,
-            f"the KV cache holds {total} tokens over {len(slots)} slots; {concurrency} concurrent requests of "
-            f"{per_request} tokens need {need}",
-            where=url,
-        )
-    else:
-        rec.ok(
-            KvCapacity.code,
-            label,
-            llm.workload,
-            f"{total} KV tokens over {len(slots)} slots hold {concurrency} x {per_request} tokens",
-            where=url,
-        )
-
-
-def _metrics(
-    rec: Recorder, label: str, llm: LlmStage, base: str, adapter: engines.EngineAdapter, timeout_s: float
-) -> None:
-    url = base + (adapter.endpoints.metrics or "/metrics")
-    try:
-        status, text = _get(url, timeout_s)
-        slots_status = _get(base + adapter.endpoints.extra["slots"], timeout_s)[0]
-    except OSError as exc:
-        rec.unknown(Metrics.code, label, llm.engine, f"cannot read /metrics: {exc}", where=url)
-        return
-    present = {
-        line.split(" ", 1)[0].split("{", 1)[0] for line in text.splitlines() if not line.startswith("#")
-    }
-    wanted = sorted({m.name for ms in adapter.measures.values() for m in ms})
-    missing = [n for n in wanted if n not in present] if status == 200 else wanted
-    problems = []
-    if missing:
-        problems.append(
-            f"/metrics answers {status} and lacks {', '.join(missing[:4])}"
-            + (f" and {len(missing) - 4} more" if len(missing) > 4 else "")
-            + " (start llama-server with --metrics)"
-        )
-    if slots_status != 200:
-        problems.append(f"/slots answers {slots_status} (started with --no-slots?)")
-    if problems:
-        rec.drift(Metrics.code, label, llm.engine, "; ".join(problems), where=url)
-    else:
-        rec.ok(Metrics.code, label, llm.engine, f"{len(wanted)} llamacpp:* series and /slots", where=url)
+        return ctx.rec.findings
+    for chk in (Slots, Context, ModelFile, KvCapacity, Metrics):
+        check = chk()
+        ctx.guarded(check.code, ctx.label, ctx.llm, partial(check.run, ctx, props))
+    return ctx.rec.findings
 
 
 @register_source

@@ -2,26 +2,28 @@
 
 from __future__ import annotations
 
-import http.client
-import json
-import time
-import urllib.error
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from archkit.endpoints import EndpointError, open_url
-from archkit.errors import ArchkitError
 from archkit.spec.model import Spec
-from archkit.verify.findings import Finding, Recorder
+from archkit.spec.observability import ScrapeTarget
+from archkit.verify.findings import Finding
+from archkit.verify.prometheus_context import (
+    PrometheusCheck,
+    PrometheusContext,
+    Unreachable,
+    dicts,
+)
 from archkit.verify.prometheus_slo import SloBuckets, check_slo_buckets
 from archkit.verify.reach import allowed, judge
-from archkit.verify.registry import Check, Code, DocRow, Option, Providers, Reading, Source, register_source
+from archkit.verify.registry import Code, DocRow, Option, Providers, Reading, Source, register_source
 
 
-class Reachable(Check):
+class Reachable(PrometheusCheck):
     """The Prometheus server answers its HTTP API."""
 
     code = Code(
@@ -31,8 +33,26 @@ class Reachable(Check):
         "Prometheus HTTP API",
     )
 
+    @classmethod
+    def resolve(cls, ctx: PrometheusContext) -> dict | None:
+        """The loaded rules (`/api/v1/rules`); None, reported unknown, when Prometheus does not answer."""
+        try:
+            return ctx.get("/api/v1/rules")
+        except Unreachable as exc:
+            ctx.rec.unknown(cls.code, ctx.server, ctx.spec.observability, str(exc))
+            return None
 
-class RuleGroups(Check):
+
+@dataclass
+class Rules:
+    """The rule groups Prometheus has loaded, and those the spec's generators make."""
+
+    loaded: dict[str, dict]
+    expected: list[str] | None
+    note: str
+
+
+class RuleGroups(PrometheusCheck):
     """The rule groups generated from the spec are loaded and every rule evaluates."""
 
     code = Code(
@@ -49,8 +69,70 @@ class RuleGroups(Check):
     )
     also = (rules_evaluate,)
 
+    def run(self, ctx: PrometheusContext, t: Rules) -> None:
+        r, obs, loaded = ctx.rec, ctx.spec.observability, t.loaded
+        if t.expected is None:
+            r.unknown(self.code, "rules", obs, t.note or "the expected rule groups are not known")
+            check = sorted(loaded)
+        else:
+            for name in t.expected:
+                if name in loaded:
+                    r.ok(
+                        self.code,
+                        f"rules/{name}",
+                        obs,
+                        f"{len(dicts(loaded[name].get('rules')))} rule(s) loaded",
+                    )
+                else:
+                    r.drift(
+                        self.code,
+                        f"rules/{name}",
+                        obs,
+                        f"rule group '{name}' generated from the spec is not loaded in Prometheus "
+                        f"(loaded: {', '.join(sorted(loaded)) or 'none'}); add the rendered rules file to "
+                        "rule_files and reload",
+                    )
+            check = [n for n in t.expected if n in loaded]
+        for name in check:
+            self._evaluates(ctx, name, loaded[name])
 
-class ScrapeTargets(Check):
+    def _evaluates(self, ctx: PrometheusContext, name: str, group: dict) -> None:
+        r, obs = ctx.rec, ctx.spec.observability
+        bad, pending = [], 0
+        for rule in dicts(group.get("rules")):
+            health = rule.get("health", "unknown")
+            if rule.get("lastError") or health == "err":
+                bad.append(f"{rule.get('name')}: {rule.get('lastError') or health}")
+            elif health != "ok":
+                pending += 1
+        if bad:
+            r.drift(
+                self.rules_evaluate,
+                f"rules/{name}",
+                obs,
+                f"rule group '{name}' has rules that fail to evaluate, so they never fire: {'; '.join(bad[:3])}",
+            )
+        elif pending:
+            r.unknown(
+                self.rules_evaluate,
+                f"rules/{name}",
+                obs,
+                f"{pending} rule(s) of '{name}' have not been evaluated yet",
+            )
+        else:
+            r.ok(self.rules_evaluate, f"rules/{name}", obs, "every rule evaluates")
+
+
+@dataclass
+class Scrape:
+    """A declared scrape target, and the active targets Prometheus reported."""
+
+    st: ScrapeTarget
+    label: str
+    targets: list[dict]
+
+
+class ScrapeTargets(PrometheusCheck):
     """Each declared scrape target is configured and up."""
 
     code = Code(
@@ -64,179 +146,106 @@ class ScrapeTargets(Check):
     )
     also = (scrape_target_up,)
 
+    @classmethod
+    def resolve(cls, ctx: PrometheusContext) -> list[dict] | None:
+        """The active targets; None, each declared target reported unknown, when they cannot be read."""
+        try:
+            return dicts(ctx.get("/api/v1/targets?state=active").get("activeTargets"))
+        except Unreachable as exc:
+            for st in ctx.spec.observability.scrape:
+                ctx.rec.unknown(cls.code, _label(st), st, str(exc))
+            return None
 
-class _Unreachable(ArchkitError):
-    pass
-
-
-# Prometheus' rules and targets answers for a large server are a few MiB; a body past this is
-# not an API answer. The whole answer must arrive within a few timeouts (a body sent one byte at
-# a time would otherwise never trip the per-read socket timeout).
-MAX_ANSWER_BYTES = 64 * 1024 * 1024
-
-
-def _get(base: str, path: str, timeout_s: float) -> dict:
-    target = judge(base, (), "Prometheus")
-    endpoint = replace(target.endpoint, path=target.endpoint.path.rstrip("/") + path)
-    deadline = time.monotonic() + 3 * timeout_s
-    try:
-        # the endpoint policy: the judged address, redirects only within the allowed set, no proxy
-        with open_url(endpoint, target.allow, timeout=timeout_s) as resp:
-            chunks: list[bytes] = []
-            got = 0
-            while chunk := resp.read1(1 << 16):
-                got += len(chunk)
-                chunks.append(chunk)
-                if got > MAX_ANSWER_BYTES:
-                    raise _Unreachable(f"GET {path}: the answer is over {MAX_ANSWER_BYTES} bytes")
-                if time.monotonic() > deadline:
-                    raise _Unreachable(
-                        f"GET {path}: the answer took over {3 * timeout_s:g} s (a stalled body?)"
-                    )
-        body = json.loads(b"".join(chunks), parse_constant=lambda word: None)
-    except urllib.error.HTTPError as exc:
-        hint = " (credentials?)" if exc.code in (401, 403) else ""
-        raise _Unreachable(f"GET {path} answered HTTP {exc.code}{hint}") from None
-    except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
-        raise _Unreachable(f"cannot reach Prometheus at {base}: {getattr(exc, 'reason', exc)}") from None
-    except EndpointError as exc:  # a redirect off the allowed set: refused before connecting
-        raise _Unreachable(str(exc)) from None
-    except http.client.HTTPException as exc:  # truncated bodies, answers that are not HTTP
-        raise _Unreachable(f"GET {path}: a broken HTTP answer ({type(exc).__name__}) from {base}") from None
-    except (ValueError, RecursionError):
-        raise _Unreachable(f"GET {path} did not answer JSON; is {base} a Prometheus server?") from None
-    if not isinstance(body, dict):
-        raise _Unreachable(f"GET {path} did not answer a JSON object; is {base} a Prometheus server?")
-    if body.get("status") != "success":
-        raise _Unreachable(f"GET {path}: {str(body.get('error') or body.get('status'))[:200]}")
-    data = body.get("data")
-    return data if isinstance(data, dict) else {}
-
-
-def _dicts(value: object) -> list[dict]:
-    """The mappings of a list from an answer (anything else in it, or a non-list, is ignored)."""
-    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
-
-
-def check_prometheus(
-    spec: Spec, url: str, expected_groups: list[str] | None, groups_note: str = "", timeout_s: float = 5.0
-) -> list[Finding]:
-    """Every Prometheus check of `spec`; `expected_groups` are the generated rule groups' names."""
-    rec = Recorder(spec, "prometheus")
-    obs = spec.observability
-    server = f"server {url}"
-    try:
-        rules = _get(url, "/api/v1/rules", timeout_s)
-    except _Unreachable as exc:
-        rec.unknown(Reachable.code, server, obs, str(exc))
-        return rec.findings
-    loaded = {g["name"]: g for g in _dicts(rules.get("groups")) if isinstance(g.get("name"), str)}
-    if expected_groups is None:
-        rec.unknown(RuleGroups.code, "rules", obs, groups_note or "the expected rule groups are not known")
-        check = sorted(loaded)
-    else:
-        for name in expected_groups:
-            if name in loaded:
-                rec.ok(
-                    RuleGroups.code,
-                    f"rules/{name}",
-                    obs,
-                    f"{len(_dicts(loaded[name].get('rules')))} rule(s) loaded",
-                )
-            else:
-                rec.drift(
-                    RuleGroups.code,
-                    f"rules/{name}",
-                    obs,
-                    f"rule group '{name}' generated from the spec is not loaded in Prometheus "
-                    f"(loaded: {', '.join(sorted(loaded)) or 'none'}); add the rendered rules file to "
-                    "rule_files and reload",
-                )
-        check = [n for n in expected_groups if n in loaded]
-    for name in check:
-        bad, pending = [], 0
-        for rule in _dicts(loaded[name].get("rules")):
-            health = rule.get("health", "unknown")
-            if rule.get("lastError") or health == "err":
-                bad.append(f"{rule.get('name')}: {rule.get('lastError') or health}")
-            elif health != "ok":
-                pending += 1
-        if bad:
-            rec.drift(
-                RuleGroups.rules_evaluate,
-                f"rules/{name}",
-                obs,
-                f"rule group '{name}' has rules that fail to evaluate, so they never fire: {'; '.join(bad[:3])}",
-            )
-        elif pending:
-            rec.unknown(
-                RuleGroups.rules_evaluate,
-                f"rules/{name}",
-                obs,
-                f"{pending} rule(s) of '{name}' have not been evaluated yet",
-            )
-        else:
-            rec.ok(RuleGroups.rules_evaluate, f"rules/{name}", obs, "every rule evaluates")
-    if not obs.scrape:
-        return rec.findings
-    try:
-        targets = _dicts(_get(url, "/api/v1/targets?state=active", timeout_s).get("activeTargets"))
-    except _Unreachable as exc:
-        for st in obs.scrape:
-            rec.unknown(ScrapeTargets.code, f"scrape/{st.service}:{st.port}", st, str(exc))
-        return rec.findings
-    for st in obs.scrape:
-        label = f"scrape/{st.service}:{st.port}"
+    def run(self, ctx: PrometheusContext, t: Scrape) -> None:
+        r, st, label, targets = ctx.rec, t.st, t.label, t.targets
         matched = []
-        for t in targets:
-            raw_labels = t.get("labels")
+        for tg in targets:
+            raw_labels = tg.get("labels")
             labels: dict = raw_labels if isinstance(raw_labels, dict) else {}
-            u = urlparse(str(t.get("scrapeUrl") or ""))
+            u = urlparse(str(tg.get("scrapeUrl") or ""))
             if st.job:
                 ok = labels.get("job") == st.job
             else:
                 ok = labels.get("job") == st.service or (u.port == st.port and (u.path or "/") == st.path)
             if ok:
-                matched.append(t)
+                matched.append(tg)
         if not matched:
             jobs = sorted(
-                {str(t["labels"].get("job", "?")) for t in targets if isinstance(t.get("labels"), dict)}
+                {str(tg["labels"].get("job", "?")) for tg in targets if isinstance(tg.get("labels"), dict)}
             )
             want = f"job '{st.job}'" if st.job else f"port {st.port} path {st.path} (or job '{st.service}')"
-            rec.drift(
-                ScrapeTargets.code,
+            r.drift(
+                self.code,
                 label,
                 st,
                 f"Prometheus scrapes no target for service '{st.service}' ({want}); jobs: "
                 f"{', '.join(jobs) or 'none'}",
             )
-            continue
-        rec.ok(ScrapeTargets.code, label, st, f"{len(matched)} target(s)")
-        down = [t for t in matched if t.get("health") == "down"]
-        waiting = [t for t in matched if t.get("health") not in ("up", "down")]
+            return
+        r.ok(self.code, label, st, f"{len(matched)} target(s)")
+        down = [tg for tg in matched if tg.get("health") == "down"]
+        waiting = [tg for tg in matched if tg.get("health") not in ("up", "down")]
         if waiting and not down:
-            rec.unknown(
-                ScrapeTargets.scrape_target_up,
+            r.unknown(
+                self.scrape_target_up,
                 label,
                 st,
                 f"{len(waiting)} scrape target(s) of '{st.service}' have not been scraped yet",
             )
         elif down:
-            rec.drift(
-                ScrapeTargets.scrape_target_up,
+            r.drift(
+                self.scrape_target_up,
                 label,
                 st,
                 f"{len(down)} of {len(matched)} scrape target(s) of '{st.service}' are "
                 f"{down[0].get('health')}: {down[0].get('scrapeUrl')}: {down[0].get('lastError') or 'not scraped yet'}",
             )
         else:
-            rec.ok(ScrapeTargets.scrape_target_up, label, st, f"{len(matched)} target(s) up")
-    return rec.findings
+            r.ok(self.scrape_target_up, label, st, f"{len(matched)} target(s) up")
+
+
+def _label(st: ScrapeTarget) -> str:
+    return f"scrape/{st.service}:{st.port}"
+
+
+def check_prometheus(
+    spec: Spec, url: str, expected_groups: list[str] | None, groups_note: str = "", timeout_s: float = 5.0
+) -> list[Finding]:
+    """Every Prometheus check of `spec`; `expected_groups` are the generated rule groups' names."""
+    ctx = PrometheusContext(spec, url, timeout_s)
+    obs = spec.observability
+    rules = Reachable.resolve(ctx)
+    if rules is None:
+        return ctx.rec.findings
+    groups = RuleGroups()
+    ctx.guarded(
+        groups.code,
+        "rules",
+        obs,
+        lambda: groups.run(
+            ctx,
+            Rules(
+                {g["name"]: g for g in dicts(rules.get("groups")) if isinstance(g.get("name"), str)},
+                expected_groups,
+                groups_note,
+            ),
+        ),
+    )
+    if not obs.scrape:
+        return ctx.rec.findings
+    targets = ScrapeTargets.resolve(ctx)
+    if targets is None:
+        return ctx.rec.findings
+    scrape = ScrapeTargets()
+    for st in obs.scrape:
+        label = _label(st)
+        ctx.guarded(scrape.code, label, st, partial(scrape.run, ctx, Scrape(st, label, targets)))
+    return ctx.rec.findings
 
 
 def slo_buckets(spec: Spec, url: str, timeout_s: float = 5.0) -> list[Finding]:
     """VP320 (`prometheus_slo`) against the Prometheus at `url`, read as this source reads it."""
-    return check_slo_buckets(spec, url, _get, _Unreachable, timeout_s)
+    return check_slo_buckets(PrometheusContext(spec, url, timeout_s))
 
 
 @register_source

@@ -8,18 +8,17 @@ between two boundaries. The boundaries a service really exports are read from Pr
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from typing import Any
+from functools import partial
 from urllib.parse import urlencode
 
-from archkit.plans.slo import Selector, slo_plan
+from archkit.plans.slo import PlannedSlo, Selector, slo_plan
 from archkit.slo_math import BucketGap, unit_seconds
-from archkit.spec.model import Spec
-from archkit.verify.findings import Finding, Recorder
-from archkit.verify.registry import Check, Code
+from archkit.verify.findings import Finding
+from archkit.verify.prometheus_context import PrometheusCheck, PrometheusContext, Unreachable
+from archkit.verify.registry import Code
 
 
-class SloBuckets(Check):
+class SloBuckets(PrometheusCheck):
     """Each latency SLO's threshold is a boundary of the live histogram."""
 
     code = Code(
@@ -28,6 +27,39 @@ class SloBuckets(Check):
         "A latency SLO's threshold is one of the `le` boundaries the live histogram exports.",
         "Prometheus HTTP API (/api/v1/query); seed 000 §4.3",
     )
+
+    def run(self, ctx: PrometheusContext, s: PlannedSlo) -> None:
+        r, spec = ctx.rec, ctx.spec
+        if s.total is None or s.threshold_ms is None:  # not a latency SLO: nothing to compare
+            return
+        node, fld = (s.slo, "threshold_ms") if s.slo is not None else (spec.budgets, None)
+        label = f"slo/{s.name}"
+        series = Selector(s.total.name, tuple(m for m in s.total.matchers if m[0] != "le"))
+        try:
+            data = ctx.get("/api/v1/query?" + urlencode({"query": f"count by (le) ({series})"}))
+        except Unreachable as exc:
+            r.unknown(self.code, label, node, str(exc), field=fld)
+            return
+        les = _boundaries(data)
+        if not les:
+            r.unknown(self.code, label, node, f"Prometheus has no {series} series (yet)", field=fld)
+            return
+        unit = unit_seconds(s.total.name.removesuffix("_bucket"))
+        thr = s.threshold_ms / 1000 / unit
+        if any(math.isclose(b, thr, rel_tol=1e-9) for b in les):
+            r.ok(self.code, label, node, f"{s.threshold_ms:g} ms is a boundary of {series.name}", field=fld)
+            return
+        below, above = [b for b in les if b < thr], [b for b in les if b > thr]
+        gap = BucketGap(thr, max(below) if below else None, min(above) if above else None, unit)
+        near = ", ".join(f"{b * unit * 1000:g}" for b in (gap.lower, gap.upper) if b is not None)
+        r.drift(
+            self.code,
+            label,
+            node,
+            f"latency SLO '{s.name}': {s.threshold_ms:g} ms is not a live bucket boundary of {series.name} "
+            f"(nearest {near} ms; worst-case error {gap.worst_error_ms:g} ms); add it to the histogram's buckets",
+            field=fld,
+        )
 
 
 def _boundaries(data: dict) -> list[float]:
@@ -43,52 +75,12 @@ def _boundaries(data: dict) -> list[float]:
     return sorted(set(out))
 
 
-# The Prometheus source's reader: GET base + path within a timeout -> the answer's `data`;
-# raises `unreachable` when Prometheus cannot answer. Passed in, so that this module does not
-# import the source (which imports it).
-Get = Callable[[str, str, float], dict[str, Any]]
-
-
-def check_slo_buckets(
-    spec: Spec, url: str, get: Get, unreachable: type[Exception], timeout_s: float = 5.0
-) -> list[Finding]:
-    """VP320 for every latency SLO of the spec (declared or derived)."""
-    rec = Recorder(spec, "prometheus")
-    for s in slo_plan(spec).slos:
+def check_slo_buckets(ctx: PrometheusContext) -> list[Finding]:
+    """VP320 for every latency SLO of the spec (declared or derived), each guarded."""
+    check = SloBuckets()
+    for s in slo_plan(ctx.spec).slos:
         if s.kind != "latency" or s.total is None or s.threshold_ms is None:
             continue
-        node, fld = (s.slo, "threshold_ms") if s.slo is not None else (spec.budgets, None)
-        label = f"slo/{s.name}"
-        series = Selector(s.total.name, tuple(m for m in s.total.matchers if m[0] != "le"))
-        try:
-            data = get(url, "/api/v1/query?" + urlencode({"query": f"count by (le) ({series})"}), timeout_s)
-        except unreachable as exc:
-            rec.unknown(SloBuckets.code, label, node, str(exc), field=fld)
-            continue
-        les = _boundaries(data)
-        if not les:
-            rec.unknown(SloBuckets.code, label, node, f"Prometheus has no {series} series (yet)", field=fld)
-            continue
-        unit = unit_seconds(s.total.name.removesuffix("_bucket"))
-        thr = s.threshold_ms / 1000 / unit
-        if any(math.isclose(b, thr, rel_tol=1e-9) for b in les):
-            rec.ok(
-                SloBuckets.code,
-                label,
-                node,
-                f"{s.threshold_ms:g} ms is a boundary of {series.name}",
-                field=fld,
-            )
-            continue
-        below, above = [b for b in les if b < thr], [b for b in les if b > thr]
-        gap = BucketGap(thr, max(below) if below else None, min(above) if above else None, unit)
-        near = ", ".join(f"{b * unit * 1000:g}" for b in (gap.lower, gap.upper) if b is not None)
-        rec.drift(
-            SloBuckets.code,
-            label,
-            node,
-            f"latency SLO '{s.name}': {s.threshold_ms:g} ms is not a live bucket boundary of {series.name} "
-            f"(nearest {near} ms; worst-case error {gap.worst_error_ms:g} ms); add it to the histogram's buckets",
-            field=fld,
-        )
-    return rec.findings
+        node, fld = (s.slo, "threshold_ms") if s.slo is not None else (ctx.spec.budgets, None)
+        ctx.guarded(check.code, f"slo/{s.name}", node, partial(check.run, ctx, s), field=fld)
+    return ctx.rec.findings

@@ -320,6 +320,32 @@ def knee_rps(
     return prev
 
 
+def predicted_knee(
+    spec: Spec, stage: Stage, base: Path | None = None, work: WorkBudget | None = None
+) -> float | None:
+    """The stage's knee over all its replicas (`knee_rps` × replicas), without the rest of the
+    analysis: where a load test's knee search starts (None when the weights do not fit or no
+    accelerator is known)."""
+    llm = stage.llm
+    assert llm is not None
+    dev = device_of(spec, stage)
+    if dev is None:
+        return None
+    rep = replica(llm, dev)
+    draw = sim.workload(llm.workload, 1.0, 4_000, seed=7, base=base)  # analyse's draw: the same means
+    prompt, output = float(np.mean(draw.prompt)), float(np.mean(draw.output))
+    if rep.kv_blocks < rep.blocks_for(int(prompt + output)):
+        return None
+    knee = knee_rps(rep, llm, capacity_rps(rep, prompt, output), base, work)
+    return knee * _replicas(spec, stage) if knee else None
+
+
+def _replicas(spec: Spec, stage: Stage) -> int:
+    assert stage.llm is not None
+    svc = spec.service(stage.service) if stage.service else None
+    return stage.llm.parallelism.replicas or (svc.replicas if svc and svc.replicas else 1)
+
+
 def _binding(a: LlmAnalysis) -> str:
     rep, llm = a.rep, a.llm
     if rep is None:
@@ -436,8 +462,7 @@ def analyse(
     cuts_before = work.cuts
     llm = stage.llm
     assert llm is not None
-    svc = spec.service(stage.service) if stage.service else None
-    replicas = llm.parallelism.replicas or (svc.replicas if svc and svc.replicas else 1)
+    replicas = _replicas(spec, stage)
     rate = design_rate(spec, stage)
     dev = device_of(spec, stage)
     draw = sim.workload(llm.workload, 1.0, 4_000, seed=7, base=base)

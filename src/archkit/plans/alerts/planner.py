@@ -490,6 +490,9 @@ def alert_plan(spec: Spec) -> AlertPlan:
             llm_alerts(p, st, _tree_for(spec, st.service))
     rules = p.slo()
     p.golden()
+    from archkit.plans.alerts.breaker import breaker_alerts
+
+    breaker_alerts(p)
     return AlertPlan(spec.metadata.name, p.alerts, p.records, rules.matrices)
 
 
