@@ -25,7 +25,7 @@ from typing import Any
 
 from archkit import api
 from archkit.faulttree import FaultTreeError, analyse
-from tests.fuzz.harness import _TMP, Outcome, _alarm, _Timeout, write_reproducer
+from tests.fuzz.harness import _TMP, Outcome, _alarm, _cpu_alarm, _Timeout, write_reproducer
 from tests.fuzz.schema_valid import BASES
 
 # issue 28: `check` within 2 s and 512 MiB, `capacity` within 5 s, for specs within the bounds
@@ -53,11 +53,6 @@ def peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def _prof_alarm(signum: int, frame: FrameType | None) -> None:
-    signal.setitimer(signal.ITIMER_PROF, 0.05)  # re-armed, as harness._alarm (a swallowed raise)
-    raise _Timeout
-
-
 def _timed(fn: Callable[[], Any], limit_s: float) -> tuple[str | None, float, str]:
     """(problem or None, CPU seconds, traceback text) for one stage under a CPU-time alarm.
 
@@ -66,8 +61,18 @@ def _timed(fn: Callable[[], Any], limit_s: float) -> tuple[str | None, float, st
     neighbours than about archkit. A wall-clock alarm at WALL_FACTOR times the bound stops a
     stage that waits without computing.
     """
-    old_prof = signal.signal(signal.SIGPROF, _prof_alarm)
-    old_real = signal.signal(signal.SIGALRM, _alarm)
+    fired: list[str] = []  # which alarm fired: what surfaces may have lost it (below)
+
+    def on_prof(signum: int, frame: FrameType | None) -> None:
+        fired.append("cpu")
+        _cpu_alarm(signum, frame)
+
+    def on_real(signum: int, frame: FrameType | None) -> None:
+        fired.append("wall")
+        _alarm(signum, frame)
+
+    old_prof = signal.signal(signal.SIGPROF, on_prof)
+    old_real = signal.signal(signal.SIGALRM, on_real)
     start = time.process_time()
     try:
         signal.setitimer(signal.ITIMER_PROF, limit_s)
@@ -89,6 +94,16 @@ def _timed(fn: Callable[[], Any], limit_s: float) -> tuple[str | None, float, st
             if isinstance(cause, _Timeout):
                 return f"no answer within {limit_s:g} CPU s", time.process_time() - start, ""
             cause = cause.__cause__ or cause.__context__
+        # an alarm fired, and what surfaced lost it: the rule runner turns numba's SystemError
+        # ("returned a result with an exception set") into an AK199 diagnostic (the fuzz run of
+        # 2026-12-03 14:10, AK701's simulation)
+        if fired:
+            limit = f"{limit_s:g} CPU s" if fired[0] == "cpu" else f"{limit_s * WALL_FACTOR:g} s of wall time"
+            return (
+                f"no answer within {limit} ({type(exc).__name__} at the alarm)",
+                time.process_time() - start,
+                "",
+            )
         return f"traceback: {type(exc).__name__}: {str(exc)[:200]}", 0.0, traceback.format_exc()
     finally:
         signal.setitimer(signal.ITIMER_PROF, 0)
@@ -142,13 +157,30 @@ def _stages_in_child(text: str, render: bool) -> dict[str, Any]:
     return out
 
 
+# The child's own CPU limit, a safety net under the bounds (which stay those above): the CPU alarm
+# (_timed) is handled only when the interpreter runs, so a stage stuck in compiled code (numba, a
+# C loop) would never hear it; RLIMIT_CPU ends such a child with SIGXCPU, which the parent counts
+# as a run over the bounds. Every stage twice at its bound, plus the start: a child that passes
+# it has broken a bound anyway. (Memory is measured, not limited: Linux does not enforce
+# RLIMIT_RSS, and an address-space cap would also bind the JVM a render starts.)
+CHILD_CPU_S = 2 * int(sum(BOUNDS_S.values())) + 10
+
+
+def _limit_child() -> None:
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # SIGXCPU's default action would dump core
+    resource.setrlimit(resource.RLIMIT_CPU, (CHILD_CPU_S, CHILD_CPU_S + 5))
+
+
 def _in_fork(text: str, render: bool) -> dict[str, Any]:
     """`_stages_in_child` in a forked child, so that the peak RSS is this spec's alone.
 
     The process's peak RSS never goes down: measured in the fuzz process itself, one heavy spec
     (or, under `make test`, any earlier test in the same pytest worker) would count against
     every spec after it. The child starts from the parent's current RSS (the loaded modules,
-    as a CLI process has them) and its ru_maxrss is what this spec added on top.
+    as a CLI process has them): a fork server, so a spec pays no interpreter start or import
+    (measured: the fork and the report cost ~10 ms of the parent's CPU per spec). The child
+    reports its own peak (wait4's would include the tools a render runs, PlantUML's JVM); for a
+    child that died (a signal, its rlimits: `_limit_child`) the parent takes wait4's.
     """
     rd, wr = os.pipe()
     pid = os.fork()
@@ -156,6 +188,7 @@ def _in_fork(text: str, render: bool) -> dict[str, Any]:
         code = 0
         try:
             os.close(rd)
+            _limit_child()
             payload = json.dumps(_stages_in_child(text, render)).encode()
             with os.fdopen(wr, "wb") as f:
                 f.write(payload)
@@ -166,12 +199,17 @@ def _in_fork(text: str, render: bool) -> dict[str, Any]:
     os.close(wr)
     with os.fdopen(rd, "rb") as f:
         raw = f.read()
-    _, status = os.waitpid(pid, 0)
+    _, status, usage = os.wait4(pid, 0)
+    cpu_s = usage.ru_utime + usage.ru_stime
     if os.WIFSIGNALED(status) or not raw:
         why = f"signal {os.WTERMSIG(status)}" if os.WIFSIGNALED(status) else f"exit {os.WEXITSTATUS(status)}"
-        return {"crash": f"the stages' process died ({why})"}
+        crash = f"the stages' process died ({why}) after {cpu_s:.1f} CPU s"
+        sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else 0
+        if sig == signal.SIGXCPU or (sig == signal.SIGKILL and cpu_s >= CHILD_CPU_S):
+            crash += f": past its {CHILD_CPU_S} CPU s limit"
+        return {"crash": crash, "rss_mib": usage.ru_maxrss / 1024, "cpu_s": cpu_s}
     data: dict[str, Any] = json.loads(raw)
-    return data
+    return {**data, "cpu_s": cpu_s}
 
 
 @functools.lru_cache(maxsize=1)
@@ -192,8 +230,10 @@ def run_valid(text: str, tally: ValidTally, render: bool) -> list[str]:
     tally.inputs += 1
     warm()
     result = _in_fork(text, render)
-    if "crash" in result:
-        tally.tracebacks += 1
+    if "crash" in result:  # past the child's CPU limit: over the bounds; any other death: a crash
+        over = "CPU s limit" in result["crash"]
+        tally.over_bounds += over
+        tally.tracebacks += not over
         problems.append(result["crash"])
     for stage, (problem, took, detail) in result.get("stages", {}).items():
         tally.stages[stage] += 1

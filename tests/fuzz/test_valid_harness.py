@@ -1,0 +1,128 @@
+"""The schema-valid harness itself: a spec whose stage breaks a bound is still caught.
+
+The stages here are stand-ins (a spin loop, an allocation, a loop in C) for what a spec could make
+archkit do: the test is of the harness's bounds, not of archkit. Each runs in the harness's own
+forked child (`valid_harness._in_fork`), with the bounds lowered so that the test stays short.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.fuzz import valid_harness as vh
+
+
+@pytest.fixture
+def harness(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> Callable[[Callable[[], Any]], tuple[list[str], Any]]:
+    """Run one stand-in stage as `check` through `run_valid`; reproducers go to tmp_path."""
+    monkeypatch.setattr(vh, "warm", lambda: None)  # no archkit stage runs here
+    monkeypatch.setattr(vh, "write_reproducer", lambda text, out, family: tmp_path / "repro.yaml")
+
+    def run(stage: Callable[[], Any]) -> tuple[list[str], vh.ValidTally]:
+        monkeypatch.setattr(vh, "_stages", lambda path, render: {"check": stage})
+        tally = vh.ValidTally()
+        return vh.run_valid("a: 1\n", tally, render=False), tally
+
+    return run
+
+
+def _spin(seconds: float) -> Callable[[], None]:
+    def spin() -> None:
+        end = time.process_time() + seconds
+        while time.process_time() < end:
+            pass
+
+    return spin
+
+
+def test_a_stage_within_its_bound_passes(harness: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(vh.BOUNDS_S, "check", 1.0)
+    problems, tally = harness(_spin(0.05))
+    assert problems == []
+    assert (tally.inputs, tally.stages["check"], tally.over_bounds, tally.tracebacks) == (1, 1, 0, 0)
+    assert 0.05 <= tally.slowest["check"] < 1.0
+
+
+def test_a_stage_past_its_cpu_bound_is_caught(harness: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(vh.BOUNDS_S, "check", 0.2)
+    problems, tally = harness(_spin(30.0))  # stopped by the CPU alarm, twice (the retry)
+    assert problems == ["check: no answer within 0.2 CPU s"]
+    assert (tally.over_bounds, tally.tracebacks, len(tally.failures)) == (1, 0, 1)
+
+
+def test_a_stage_stuck_in_compiled_code_is_ended_by_the_cpu_limit(
+    harness: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`sum` over a range runs in C and never returns to the interpreter, so the CPU alarm is not
+    handled; the child's RLIMIT_CPU ends it, and the parent counts it over the bounds."""
+    monkeypatch.setitem(vh.BOUNDS_S, "check", 0.2)
+    monkeypatch.setattr(vh, "CHILD_CPU_S", 1)
+    problems, tally = harness(lambda: sum(range(10**13)))
+    assert len(problems) == 1 and "died (signal 24)" in problems[0], problems
+    assert "past its 1 CPU s limit" in problems[0]
+    assert (tally.over_bounds, tally.tracebacks) == (1, 0)
+
+
+def test_a_stage_past_the_memory_bound_is_caught(harness: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bound is the child's own peak RSS: the parent's pages (which the child starts with) plus
+    what the spec adds. Lowered here to 64 MiB above the parent's current RSS; 160 MiB touched."""
+    rss = next(
+        int(line.split()[1]) / 1024
+        for line in Path("/proc/self/status").read_text(encoding="utf-8").splitlines()
+        if line.startswith("VmRSS:")
+    )
+    monkeypatch.setattr(vh, "MAX_RSS_MIB", rss + 64)
+    problems, tally = harness(lambda: bytearray(b"\x01") * (160 * 2**20))
+    assert len(problems) == 1 and problems[0].startswith("peak RSS"), problems
+    assert tally.over_bounds == 1 and tally.peak_rss_mib > rss + 64
+    problems, tally = harness(lambda: None)  # the same child without the allocation passes
+    assert problems == [] and tally.peak_rss_mib < rss + 64
+
+
+def test_an_exception_is_a_traceback_and_a_dead_child_a_crash(harness: Any) -> None:
+    def boom() -> None:
+        raise ZeroDivisionError("in a stage")
+
+    problems, tally = harness(boom)
+    assert problems == ["check: traceback: ZeroDivisionError: in a stage"]
+    assert (tally.tracebacks, tally.over_bounds) == (1, 0)
+
+    def die() -> None:
+        import os
+        import signal
+
+        os.kill(os.getpid(), signal.SIGTERM)  # not SIGSEGV: faulthandler would print a dump
+
+    problems, tally = harness(die)
+    assert len(problems) == 1 and "died (signal 15)" in problems[0] and "limit" not in problems[0]
+    assert (tally.tracebacks, tally.over_bounds) == (1, 0)
+
+
+def test_an_alarm_that_surfaces_as_another_exception_is_over_the_bound(
+    harness: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Numba wraps the alarm's exception in a SystemError, which the rule runner reports as AK199:
+    raised after the bound's CPU time, it is a run over the bound, not a crash."""
+    monkeypatch.setitem(vh.BOUNDS_S, "check", 0.2)
+
+    def wrapped() -> None:
+        crashed = False
+        try:
+            _spin(30.0)()
+        except BaseException:  # noqa: BLE001 - as the rule runner does: a diagnostic, no chain
+            crashed = True
+        if crashed:
+            raise AssertionError("rule crash: internal error in rule AK701: SystemError")
+
+    problems, tally = harness(wrapped)
+    # the CPU alarm, or on a busy machine the wall-clock one (12 times the bound) first
+    assert len(problems) == 1 and problems[0].startswith("check: no answer within"), problems
+    assert problems[0].endswith("(AssertionError at the alarm)") or "wall time" in problems[0]
+    assert (tally.over_bounds, tally.tracebacks) == (1, 0)
