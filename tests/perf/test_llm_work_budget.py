@@ -11,7 +11,7 @@ import yaml
 from typer.testing import CliRunner
 
 from archkit.cli import _load_commands, app
-from archkit.perf.llm import analysis, sim
+from archkit.perf.llm import analysis, sim, sim_kernel
 from archkit.perf.llm.model import Replica, replica
 from archkit.spec import load_text
 from archkit.spec.llm import LlmStage
@@ -66,15 +66,17 @@ def test_renumbering_leaves_the_run_unchanged(monkeypatch) -> None:
 
 def test_a_run_counts_its_work_and_stops_at_the_limit() -> None:
     """One sequence at a time (max_num_seqs 1), 512-token prompts, 256-token answers: a request
-    is 1 prefill + 255 decode iterations, each counting 1 + its one running sequence, so 512 units;
-    the loop checks before each iteration, so a limit of 10 requests' work + 1 answers exactly 10."""
+    is 1 prefill + 255 decode iterations, each counting ITERATION_WORK (24) + its one running
+    sequence, so 256 x 25 = 6,400 units; the loop checks before each iteration, so a limit of 10
+    requests' work + 1 answers exactly 10 and stops after one more iteration."""
     rep = _rep(max_num_seqs=1)
     n = 40
     req = sim.Requests.plain(np.arange(n) * 0.001, np.full(n, 512), np.full(n, 256))
     full = sim.simulate(rep, req)
-    assert full.work == 512 * n and not full.truncated and np.isfinite(full.e2e_s).all()
-    cut = sim.simulate(rep, req, max_work=512 * 10 + 1)
-    assert cut.truncated and cut.work == 512 * 10 + 2
+    assert sim_kernel.ITERATION_WORK == 24
+    assert full.work == 6_400 * n and not full.truncated and np.isfinite(full.e2e_s).all()
+    cut = sim.simulate(rep, req, max_work=6_400 * 10 + 1)
+    assert cut.truncated and cut.work == 6_400 * 10 + 25
     assert int(np.isfinite(cut.e2e_s).sum()) == 10
 
 
@@ -122,7 +124,7 @@ def test_long_answers_stop_at_the_budget_with_a_located_warning(tmp_path) -> Non
     # every run is given at most what is left and stops within one iteration's work of it
     assert budget.total <= spent <= budget.total * 1.01
     note = rows[0].budget_note
-    assert note is not None and "--sim-budget 16000000" in note and "48,000,000 units" in note
+    assert note is not None and "--sim-budget 16000000" in note and "80,000,000 units" in note
     assert rows[0].summary is not None and rows[0].summary.finished < rows[0].summary.requests
     assert any("cut short by the work budget" in n for n in rows[0].summary.notes)
 
@@ -135,3 +137,30 @@ def test_long_answers_stop_at_the_budget_with_a_located_warning(tmp_path) -> Non
     line = int(warn[0].split(":")[1])
     assert text[line - 1].strip().startswith(("workload:", "prompt_tokens:")), text[line - 1]
     assert "--sim-budget 16000000" in warn[0]
+
+
+REPRODUCERS = ROOT / "tests" / "fuzz" / "reproducers"
+
+
+def test_a_two_token_chunk_spends_the_budget_and_says_where(tmp_path) -> None:
+    """The fuzz reproducer `valid-rag-chat-chunk-2-tokens.yaml` (rag-chat with
+    `max_num_batched_tokens: 2`: a 1,800-token prompt takes 900 iterations of 1-2 running
+    sequences). Counted as 1 + its sequences an iteration, its analysis's ~24M iterations fitted the
+    budget as ~48M units while costing ~25 times that; counted as ITERATION_WORK + its sequences it
+    reaches the budget, stops within one iteration of it and says so at the workload's line."""
+    path = REPRODUCERS / "valid-rag-chat-chunk-2-tokens.yaml"
+    rows, spent = _spent(path)
+    total = analysis.WorkBudget().total
+    assert total == 80_000_000 and total <= spent <= total + 2 * (sim_kernel.ITERATION_WORK + 2)
+    note = rows[0].budget_note
+    assert note is not None and "80,000,000 units" in note and "--sim-budget 16000000" in note
+
+
+def test_an_ordinary_spec_stays_within_the_budget() -> None:
+    """examples/rag-chat.yaml and specs/llm-reference.yaml (whose engine runs mostly 1-3 sequences
+    an iteration, so the iterations' own cost is most of its work): no budget note, and each spends
+    at most 3/4 of the default budget, so their results are those of an unlimited run."""
+    for path in (RAG, ROOT / "specs" / "llm-reference.yaml"):
+        rows, spent = _spent(path)
+        assert spent <= 0.75 * analysis.WorkBudget().total, (path, spent)
+        assert all(r.budget_note is None for r in rows)

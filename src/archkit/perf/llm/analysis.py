@@ -30,9 +30,11 @@ _CANDIDATE_SEQS = (64, 128, 256, 512)
 _CANDIDATE_CHUNK = (512, 2048, 8192)
 # issue 28: the analysis's simulations share one budget of work (`sim.RUN_WORK`'s unit), drawn from
 # `archkit capacity --sim-budget` (pipeline events) at this rate: an event of the pipeline's loop
-# costs ~0.6 us, a unit of the engine's ~0.02 us (docs/benchmarks.md), so the default 4,000,000
-# events give the LLM analysis 48,000,000 units, ~1 CPU s beside the pipeline's ~2.5 s.
-WORK_PER_EVENT = 12
+# costs ~0.6 us, a unit of the engine's ~0.02 us (an iteration counted as `sim_kernel.ITERATION_WORK`
+# + its running sequences; docs/benchmarks.md), so the default 4,000,000 events give the LLM
+# analysis 80,000,000 units, ~1.5 CPU s beside the pipeline's ~2.5 s: examples/rag-chat.yaml's
+# analysis spends 43.5M units, specs/llm-reference.yaml's 53.5M (1.5x headroom).
+WORK_PER_EVENT = 20
 DEFAULT_EVENTS = 4_000_000  # perf.pipeline.SIM_BUDGET (not imported: that loads the pipeline)
 MAX_EVENTS = 400_000_000  # perf.pipeline.MAX_SIM_BUDGET
 

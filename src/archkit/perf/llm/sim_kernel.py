@@ -19,8 +19,9 @@ The loop is split by concern into helpers that share state through two small arr
   `DECODES`, `ADMITTED`, `SCANS` (full scans of the prefix groups that found none to evict);
   `f[ATTN]` and `f[KVREAD]` (float64) are the iteration's attention FLOPs and KV tokens read.
 
-The loop counts its work (issue 28): an iteration is 1 + its running sequences, a full scan of the
-groups 1 + groups/16 (a group's read is ~1/16 of a sequence's step); it stops at `max_work`.
+The loop counts its work (issue 28) in units of one running sequence's step: an iteration is
+`ITERATION_WORK` + its running sequences, a full scan of the groups 1 + groups/16 (a group's read is
+~1/16 of a sequence's step); it stops at `max_work`.
 """
 
 from __future__ import annotations
@@ -33,6 +34,14 @@ import numpy as np
 COMPUTED, GENERATED, HELD, SHARED, PHASE, TARGET, NPRE = 0, 1, 2, 3, 4, 5, 6
 NRUN, HEAD, TAIL, FREE, PREEMPTIONS, TOKENS, NS, DECODES, ADMITTED, SCANS = 0, 1, 2, 3, 4, 5, 6, 7, 8, 9
 ATTN, KVREAD = 0, 1
+
+# An iteration's own cost (arrivals, scheduling, the step's time, `_advance` and `_retire`'s loops)
+# in sequence steps: measured on rag-chat's engine, 4,000 requests (2026-12-03 14:09-14:53 UTC, load
+# ~5.7-6, tests/fuzz/reproducers/README.md), counting 1 an iteration gave 46-53 ns a unit with ~13
+# sequences running but 233 ns (`max_num_batched_tokens: 2`), 340 ns (`replicas: 4999`) and 728 ns
+# (`tensor: 63`) with 1-2 running: an iteration is ~0.5-0.7 us whatever the batch, ~25 steps. Counted
+# as 1, runs whose sequences execute one at a time did 17-25 times the work their budget allowed.
+ITERATION_WORK = 24
 
 
 def _hist_add(hist: np.ndarray, value: float, count: int, lo: float, inv_log_ratio: float) -> None:
@@ -347,7 +356,7 @@ def _run(
         end = now + dt
         busy += dt
         iters += 1
-        work += 1 + k[NRUN] + k[SCANS] * (1 + (ng >> 4))
+        work += ITERATION_WORK + k[NRUN] + k[SCANS] * (1 + (ng >> 4))
         out_tokens += _advance(q, k, sched, snew, arrival, output, group, group_tokens, g_cached, g_ref,
                                g_blocks, ttft, last, hist, end, prefix_caching, spec_k, spec_a, client,
                                hist_lo, inv_log_ratio)  # fmt: skip
