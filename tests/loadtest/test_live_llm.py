@@ -12,7 +12,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -153,30 +152,23 @@ def test_the_knee_search_starts_from_the_predicted_knee_and_stops_on_the_streame
     assert res.measured["predicted"]["knee_rps"]["predicted"] == knee
 
 
-def busy_cores(seconds: float = 3.0) -> float:
-    """Cores other processes kept busy over the last `seconds` (/proc/stat), measured now.
-
-    Not the load average: right after the parallel test pass it still reads ~3-4 on a 2-core
-    machine whose cores are idle, so a guard on it skipped this comparison in every CI run."""
-
-    def sample() -> tuple[int, int]:
-        vals = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
-        return sum(vals), vals[3] + vals[4]  # all jiffies, idle + iowait
-
-    t0, i0 = sample()
-    time.sleep(seconds)
-    t1, i1 = sample()
-    return (os.cpu_count() or 1) * (1 - (i1 - i0) / max(t1 - t0, 1))
-
-
-# Two sequential runs on one llama-server differ by the server's own drift when other work
-# shares the cores (its prefill time moved 729 -> 949 ms between runs at load 15,
-# docs/benchmarks.md); on an idle machine they agree within 1.5 %.
-BUSY_LIMIT = 0.5
+# Skipped under load: two sequential runs on one llama-server differ by the server's own drift
+# (its prefill time moved 729 -> 949 ms between runs at load 15, docs/benchmarks.md). The load
+# average stays above the cores for a while after the parallel test pass, so CI skips these.
+# Guarding on the cores busy at the time instead (/proc/stat) let them run in a clean-clone run
+# on idle cores, where one run agreed and the next differed by 35 % (ITL) and 26 % (TPOT):
+# sequential runs drift even on idle cores, so the comparison must pair the tools in turns before
+# it can gate CI (docs/benchmarks.md, LLM).
+QUIET = os.getloadavg()[0] <= (os.cpu_count() or 1)
 needs_peer = [
     needs_engine,
     pytest.mark.skipif(
         peer.aiperf() is None, reason="AIPerf missing: make setup installs it (mk/llm_peer.mk)"
+    ),
+    pytest.mark.skipif(
+        not QUIET,
+        reason="the machine is busier than its cores: two sequential runs on one llama-server then differ by "
+        "the server's own drift (its prefill time moved 729 -> 949 ms between runs at load 15, docs/benchmarks.md)",
     ),
 ]
 
@@ -190,11 +182,6 @@ def peer_test(fn):  # type: ignore[no-untyped-def]
 @pytest.fixture(scope="module")
 def peer_run(tmp_path_factory):
     """archkit, then AIPerf, on one llama-server at 0.25 req/s (below one slot's ~1.5 s per request)."""
-    busy = busy_cores()
-    if busy > BUSY_LIMIT:
-        pytest.skip(
-            f"other work keeps {busy:.2f} cores busy (limit {BUSY_LIMIT}): the comparison needs idle cores"
-        )
     out = tmp_path_factory.mktemp("peer") / "peer.json"
     r = subprocess.run(
         [
