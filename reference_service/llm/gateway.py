@@ -112,16 +112,17 @@ class Gateway:
         path = rag.cache_path(key, self.passages, self.s.rag_index_dir)
         if not path.is_file():
             LOG.warning("embedding %d passages into %s", len(self.passages), path)
-        while self.index is None:
-            try:
-                self.index = await rag.load_or_build(path, self.passages, self._embed_for_index)
-            except Refused as exc:  # the embedder restarted under us: wait for it and start again
-                LOG.warning("index build interrupted (%s); retrying", exc.message)
-                await asyncio.sleep(1.0)
+        self.index = await rag.load_or_build(path, self.passages, self._embed_for_index)
 
     async def _embed_for_index(self, text: str) -> np.ndarray:
-        # building the index is not a request: no request deadline, but not forever either
-        return await self.embed(text, timeout_s=max(self.s.embed_timeout_s, 60.0))
+        """One passage's embedding, tried until it comes (the embedder may restart, or stall while
+        the machine is busy): building the index is not a request, so no request deadline holds."""
+        while True:
+            try:
+                return await self.embed(text, timeout_s=max(self.s.embed_timeout_s, 60.0))
+            except Refused as exc:
+                LOG.warning("embedding a passage failed (%s); trying it again", exc.message)
+                await asyncio.sleep(1.0)
 
     async def embed(self, text: str, timeout_s: float | None = None) -> np.ndarray:
         """The embedding of one text (Refused 503/504 when the embedder is down or too slow)."""
