@@ -129,7 +129,6 @@ def render(
     from archkit import api
     from archkit.diagnostics import Severity
     from archkit.errors import ArchkitError
-    from archkit.generators import all_generators
 
     formats = tuple(_split([image_format]))
     bad = [f for f in formats if f not in FORMATS]
@@ -138,7 +137,7 @@ def render(
             f"--image-format: unknown image format {', '.join(bad) or image_format!r}; use svg, png or svg,png"
         ) from None
     names = _split(only)
-    known = all_generators()
+    known = api.generator_names()
     unknown = [n for n in names if n not in known]
     if unknown:
         raise fail(
@@ -150,17 +149,10 @@ def render(
         raise fail(f"--templates: {templates} is not a folder") from None
     measured_data = None
     if measured is not None:
-        from archkit.generators.measured import MeasuredError, load_report, read_measured
-
-        try:  # capped read; NaN/Infinity, bad JSON and unreadable files are one located line
-            measured_data = load_report(measured)
-        except MeasuredError as exc:
+        try:  # capped read; NaN/Infinity, bad JSON, unreadable files and no latencies are one line
+            measured_data = api.measured_report(measured)
+        except ArchkitError as exc:
             raise fail(f"--measured: {exc}") from None
-
-        if read_measured(measured_data) is None:
-            raise fail(
-                f"--measured: {measured}: no stage or end-to-end latencies found in the report"
-            ) from None
     progress = _Progress()
     try:
         res = api.render(
@@ -214,7 +206,7 @@ def render(
 
 def _echo_text(res: RenderResult, spec: Path, out: Path, check: bool, errors: list[Diagnostic]) -> None:
     """What a render did, in text: refused, redrawn and unrendered files, the counts, the errors."""
-    from archkit.checks.registry import INTERNAL_ERROR
+    from archkit.api import INTERNAL_ERROR
 
     w = res.write
     for rel in w.refused:
