@@ -310,6 +310,12 @@ class Edge(Node):
         description="share of the source stage's traffic that takes this edge (a cache miss ratio, a "
         "fallback share); unset: all of it (conservative)",
     )
+    decision: Annotated[Id, RefTo("control-flow node")] | None = Field(
+        None,
+        description="the control-flow decision that picks this edge: edges from one stage naming the same "
+        "decision are exclusive alternatives (each request takes one), their weights its branch shares "
+        "(seed 004 §2.1's precise or fast OCR; AK298)",
+    )
 
 
 class Dataflow(Node):
