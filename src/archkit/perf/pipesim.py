@@ -155,7 +155,7 @@ def _routes(spec: Spec, steps: dict[str, Step]) -> tuple[list[list[str]], list[f
         # mixed radix, the first group fastest: choice 0 takes none of a group's edges, choice k
         # its k-th (for a lone edge: bit j of a mask over the edges, as before exclusive groups)
         prob = 1.0
-        closed = set()
+        closed: set[int] = set()
         rest = combo
         for g in groups:
             pick = rest % (len(g) + 1)
