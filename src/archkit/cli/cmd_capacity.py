@@ -51,6 +51,7 @@ def _text(rep) -> str:
     if rep.workers:
         lines.append("")
     lines += _jobs(rep.jobs)
+    lines += _pools(rep.pools)
     from archkit.cli.capacity_llm import llm_text
 
     lines += llm_text(rep.llm)
@@ -132,6 +133,24 @@ def _jobs(rows: list) -> list[str]:
             util = f": online {', '.join(j['online_stages'])} {100 * j['online_utilisation']:.0f} % → {after}"
             util += f" at {j['rate_rps']:g} req/s"
         out.append(f"{head}{util}, online ceiling {_f(j['online_ceiling_rps'], ' req/s')} while it runs")
+    return out + ([""] if out else [])
+
+
+def _pools(rows: list) -> list[str]:
+    """Each connection pool against the concurrency the rate drives into it (seed 004 §1, `perf.pools`)."""
+    out = []
+    for r in rows:
+        hold = f"{r['hold_ms']:g} ms hold" + ("" if r["hold_declared"] else f" ('{r['target']}' P99)")
+        use = (
+            f"{r['calls_per_s_per_replica']:.3g} calls/s × {hold} = {r['in_use']:.3g} in use, "
+            f"{100 * r['wait_probability']:.1f} % of calls wait, at {r['rate_rps']:g} req/s; "
+            if r["rate_rps"]
+            else ""
+        )
+        out.append(
+            f"pool {r['pool']} ({r['size']} connection(s) per '{r['client']}' replica × {r['replicas']} to "
+            f"{r['target']}): {use}admits {_f(r['ceiling_rps'], ' req/s')}"
+        )
     return out + ([""] if out else [])
 
 

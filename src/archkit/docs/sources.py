@@ -52,6 +52,7 @@ ALSO: Mapping[str, tuple[str, ...]] = {
     "000 §5.10": ("the reference service's quantisation ablation (`reference_service/MEASUREMENTS.md`)",),
     "000 §5.12": ("`reference_service/verify_rollback.py`",),
     "000 §6": ("the review page",),
+    "004 §1": ("the connection-pool model (`archkit.perf.pools`), printed by `archkit capacity`",),
     "004 §2.1": ("`examples/loan-preapproval.yaml`",),
     "004 §2.2": ("`examples/loan-preapproval.yaml` (planes)",),
     "004 §2.3": ("the shared-resource capacity model (`archkit.perf.resources`)",),

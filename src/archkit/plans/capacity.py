@@ -37,6 +37,7 @@ class CapacityReport:
     llm: list[dict[str, Any]] = field(default_factory=list)  # plans.llm_capacity.llm_row per LLM stage
     curve: dict[str, Any] | None = None  # LoadCurve.as_dict() when rates were asked for (`--rate`)
     jobs: list[dict[str, Any]] = field(default_factory=list)  # batch GPU jobs' GPU time (`perf.jobs`)
+    pools: list[dict[str, Any]] = field(default_factory=list)  # connection pools (`perf.pools`)
 
     @property
     def knee(self) -> dict[str, Any]:
@@ -77,6 +78,7 @@ class CapacityReport:
             "curve": self.curve,
             "llm": self.llm,
             "jobs": self.jobs,
+            "pools": self.pools,
         }
 
 
@@ -125,6 +127,7 @@ def capacity_report(
         budget = sim_budget or SIM_BUDGET
         report.curve = sweep(spec, rates, requests=requests or DEFAULT_REQUESTS, budget=budget).as_dict()
     report.jobs = job_rows(spec)
+    report.pools = pool_rows(spec)
     paths = dataflow_paths(spec)
     for path in paths:
         report.paths.append(
@@ -320,6 +323,30 @@ def job_rows(spec: Spec) -> list[dict[str, Any]]:
             }
         )
     return rows
+
+
+def pool_rows(spec: Spec) -> list[dict[str, Any]]:
+    """Each connection pool's load per client replica and the request rate it admits (seed 004 §1;
+    `archkit.perf.pools`), at the peak rate when declared, as AK234 judges it."""
+    from archkit.perf.pools import pool_loads
+
+    return [
+        {
+            "pool": pl.pool,
+            "client": pl.client,
+            "target": pl.target,
+            "size": pl.size,
+            "replicas": pl.replicas,
+            "hold_ms": pl.hold_ms,
+            "hold_declared": pl.hold_declared,
+            "rate_rps": pl.rate_rps or None,
+            "calls_per_s_per_replica": round(pl.per_replica_cps, 4),
+            "in_use": round(pl.offered, 4),
+            "wait_probability": round(pl.wait_probability, 4),
+            "ceiling_rps": num(pl.ceiling_rps),
+        }
+        for pl in pool_loads(spec)
+    ]
 
 
 def num3(v: float) -> float | None:
