@@ -42,6 +42,8 @@ from archkit.spec.topology import *  # noqa: F403
 from archkit.spec.topology import NodePool, Service, Topology
 from archkit.spec.tracing import *  # noqa: F403
 from archkit.spec.tracing import Tracing
+from archkit.spec.workflow import *  # noqa: F403
+from archkit.spec.workflow import Workflow
 
 # --------------------------------------------------------------------------- metadata/budgets
 
@@ -155,6 +157,9 @@ class Spec(Node):
     budgets: Budgets = Field(default_factory=Budgets)
     dataflow: Dataflow = Field(default_factory=Dataflow)
     controlflow: Controlflow = Field(default_factory=Controlflow)
+    workflows: list[Workflow] = Field(
+        default_factory=list, max_length=1000, description="control-plane workflows (archkit.spec.workflow)"
+    )
     topology: Topology = Field(default_factory=Topology)
     faulttrees: list[FaultTree] = Field(default_factory=list)
     jobs: list[GpuJob] = Field(
