@@ -52,6 +52,7 @@ def _text(rep) -> str:
         lines.append("")
     lines += _jobs(rep.jobs)
     lines += _pools(rep.pools)
+    lines += _caches(rep.caches)
     from archkit.cli.capacity_llm import llm_text
 
     lines += llm_text(rep.llm)
@@ -151,6 +152,27 @@ def _pools(rows: list) -> list[str]:
             f"pool {r['pool']} ({r['size']} connection(s) per '{r['client']}' replica × {r['replicas']} to "
             f"{r['target']}): {use}admits {_f(r['ceiling_rps'], ' req/s')}"
         )
+    return out + ([""] if out else [])
+
+
+def _caches(rows: list) -> list[str]:
+    """Each cache's hit against its miss and their mix (seed 004 §3.3, `perf.cache`)."""
+    out = []
+    for r in rows:
+        ratio = "" if r["hit_ratio"] is None else f"hit ratio {100 * r['hit_ratio']:g} %, "
+        line = (
+            f"cache {r['stage']} ({ratio}a hit skips {', '.join(r['skips'])}): a hit {_f(r['hit_ms'])} ms "
+            f"instead of a miss's P50 {_f(r['miss_p50_ms'])} ms, P99 {_f(r['miss_p99_ms'])} ms"
+        )
+        if r["mixed_p99_ms"] is not None:
+            line += f"; mixed P99 {_f(r['mixed_p99_ms'])} ms, mean at most {_f(r['mean_ms'])} ms"
+        p = r["path"]
+        if p:
+            line += (
+                f"; path {' -> '.join(p['stages'])}: P99 sum {_f(p['p99_sum_ms'])} -> "
+                f"{_f(p['p99_sum_mixed_ms'])} ms with the mix"
+            )
+        out.append(line)
     return out + ([""] if out else [])
 
 

@@ -58,7 +58,10 @@ ALSO: Mapping[str, tuple[str, ...]] = {
     "004 §2.3": ("the shared-resource capacity model (`archkit.perf.resources`)",),
     "004 §3.1": ("the reference service's models (`reference_service/models.py`)",),
     "004 §3.2": ("`archkit capacity --rate`", "`archkit.perf.limits`"),
-    "004 §3.3": ("the reference service's cache (`reference_service/cache.py`)",),
+    "004 §3.3": (
+        "the reference service's cache (`reference_service/cache.py`)",
+        "the hit/miss mix of `archkit capacity` (`archkit.perf.cache`)",
+    ),
     "004 §4": ("the rule catalogue ([checks.md](checks.md))",),
     "004 §4.5": ("the reference service's scope (`reference_service/README.md`)",),
 }
