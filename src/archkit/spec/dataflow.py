@@ -203,6 +203,16 @@ class CacheSettings(Node):
     ttl_s: Annotated[float, Field(gt=0, le=10 * 365 * 86_400)] | None = None
     max_entries: Annotated[int, Field(ge=1, le=10**12)] | None = None
     hit_p99_ms: Ms | None = Field(None, description="latency of a hit")
+    hit_ratio: Fraction | None = Field(
+        None,
+        description="share of lookups that hit (e.g. the load test's share of repeated uploads); with "
+        "`skips`, `archkit capacity` mixes the hit and miss latencies (seed 004 §3.3, `archkit.perf.cache`)",
+    )
+    skips: list[Annotated[Id, RefTo("stage")]] = Field(
+        default_factory=list,
+        max_length=100,
+        description="the stages a hit makes unnecessary, in order (seed 004 §3.3: the OCR inference)",
+    )
 
 
 class Stage(Node):

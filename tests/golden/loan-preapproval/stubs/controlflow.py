@@ -61,7 +61,7 @@ def borderline(request: Any, criterion: Callable[[Any], str]) -> Outcome:
 def call_ocr(request: Any, target: Callable[[Any], Any]) -> Outcome:
     """Call 'call-ocr' to 'ocr' (controlflow.calls[0]): Fast OCR."""
     timeout_ms = 1600.0
-    retries = 1
+    retries = 3
     backoff_ms = 200.0
     backoff_multiplier = 1.0
     jitter = False
