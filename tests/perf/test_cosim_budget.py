@@ -120,3 +120,14 @@ def test_an_ordinary_llm_spec_fits_with_its_engines_counted(engine_work) -> None
     units = sum(engine_work) + sim.RUN_OVERHEAD_WORK * len(engine_work)
     assert pred.budget_note is None and units > 0
     assert math.ceil(units / WORK_PER_EVENT) < pred.sim_work <= SIM_BUDGET // 2
+
+
+def test_the_large_gpu_reproducer_spends_the_pipelines_budget(engine_work) -> None:
+    """`valid-rag-chat-gpu-4096gb.yaml` (batch 4: rag-chat with `gpu.memory_gb: 4096`, a million
+    prefix groups, retrieval at 0 replicas; `capacity` past 5 CPU s twice): its co-simulation's
+    engines spent 131 M units in 20 runs (6.6 M events' worth, 1.6 times the pipeline's whole
+    budget) beside the pipeline's 3.4 M events. Now the two together stay within the budget."""
+    pred = predict(_spec(REPRODUCERS / "valid-rag-chat-gpu-4096gb.yaml"), knee=True)
+    units = sum(engine_work) + sim.RUN_OVERHEAD_WORK * len(engine_work)
+    assert 0 < units <= SIM_BUDGET * WORK_PER_EVENT
+    assert math.ceil(units / WORK_PER_EVENT) <= pred.sim_work <= SIM_BUDGET + SLACK
