@@ -274,19 +274,27 @@ def _budget_warnings(spec: Path, rep) -> list[str]:
     """One stderr line per simulation the `--sim-budget` stopped: the pipeline's, the sweep's, and
     each LLM stage's at its `llm.workload` (file:line:col: the part of the spec asking the work)."""
     out = []
-    if rep.pipeline and rep.pipeline.get("budget_note"):
-        out.append(f"{spec}: warning: {rep.pipeline['budget_note']}")
-    if rep.curve and rep.curve.get("budget_note"):
-        out.append(f"{spec}: warning: {rep.curve['budget_note']}")
     llm = [r for r in rep.llm if r.get("budget_note")]
-    if llm:
+    located = llm or (rep.pipeline and rep.pipeline.get("budget_path"))
+    smap = None
+    if located:
         from archkit import api
-        from archkit.spec.sourcemap import parse_path
 
         smap = api.load(spec).source
-        for r in llm:
-            line, col = smap.at(parse_path(r["budget_path"])) if smap else (1, 1)
-            out.append(f"{spec}:{line}:{col}: warning: stage {r['stage']}: {r['budget_note']}")
+
+    def at(path: str | None) -> str:  # ":line:col" of a spec path (a co-simulated LLM stage's `llm`)
+        from archkit.spec.sourcemap import parse_path
+
+        line, col = smap.at(parse_path(path)) if smap and path else (1, 1)
+        return f":{line}:{col}"
+
+    if rep.pipeline and rep.pipeline.get("budget_note"):
+        where = at(rep.pipeline["budget_path"]) if rep.pipeline.get("budget_path") else ""
+        out.append(f"{spec}{where}: warning: {rep.pipeline['budget_note']}")
+    if rep.curve and rep.curve.get("budget_note"):
+        out.append(f"{spec}: warning: {rep.curve['budget_note']}")
+    for r in llm:
+        out.append(f"{spec}{at(r['budget_path'])}: warning: stage {r['stage']}: {r['budget_note']}")
     return out
 
 

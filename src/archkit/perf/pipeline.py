@@ -106,6 +106,9 @@ class PipelinePrediction:
     sim_budget: int = SIM_BUDGET
     budget_note: str | None = None  # set when the budget stopped the simulation or the knee search
     user_ttft: tuple[UserTtft, ...] = ()  # per LLM stage: first token as the user sees it (simulated)
+    # the spec path of the co-simulated stage whose own simulation the budget cut (its `llm`), for
+    # the warning's file:line:col; left out of `as_dict` when None, as it is for nearly every spec
+    budget_path: str | None = None
 
     def stage(self, stage_id: str) -> StagePrediction | None:
         return next((s for s in self.stages if s.stage == stage_id), None)
@@ -120,6 +123,8 @@ class PipelinePrediction:
         """Plain data for JSON: infinities and NaNs become None, floats are rounded."""
         out = json_ready(asdict(self))
         assert isinstance(out, dict)
+        if out["budget_path"] is None:
+            del out["budget_path"]
         return out
 
 
@@ -175,11 +180,14 @@ def predict(
     out = _assemble(applied, env, lm, sim, sim.rate_rps if arrivals is not None else rate, requests, seed)
     note = None
     if sim.cut_short:
+        within = f" ({sim.cut_in})" if sim.cut_in else ""
         note = (
             f"the simulation at {rate:g} req/s spent the budget of {budget:,} simulated events before "
-            "every request was answered: its percentiles cover the requests answered so far"
+            f"every request was answered{within}: its percentiles cover the requests answered so far"
         )
     out = replace(out, sim_work=sim.work, sim_budget=budget)
+    if sim.cut_stage is not None:
+        out = replace(out, budget_path=_llm_path(applied, sim.cut_stage))
     if knee and not sim.cut_short:
         search = knee_search(applied, None, requests, seed, budget=budget - sim.work, lm=lm)
         out = replace(out, simulated_knee_rps=search.knee_rps, sim_work=sim.work + search.work)
@@ -191,6 +199,13 @@ def predict(
         raise_it = min(MAX_SIM_BUDGET, 4 * budget)
         out = replace(out, budget_note=f"{note} (raise it with `archkit capacity --sim-budget {raise_it}`)")
     return out
+
+
+def _llm_path(spec: Spec, stage_id: str) -> str | None:
+    from archkit.spec.sourcemap import format_path
+
+    st = spec.stage(stage_id)
+    return format_path((*st.spec_path, "llm")) if st is not None and st.llm is not None else None
 
 
 def simulated_knee(

@@ -104,6 +104,8 @@ class PipelineSim:
     work: int = 0  # events plus the jobs and replicas they scanned (the unit of `max_work`)
     cut_short: bool = False  # the work budget ran out before every request was answered
     first_token: tuple[FirstToken, ...] = ()  # per co-simulated streaming stage (an LLM's user TTFT)
+    cut_in: str | None = None  # what the budget cut short in a co-simulated stage's own simulation
+    cut_stage: str | None = None  # that stage (the first, when several were cut)
 
 
 # At most this many weighted choice combinations are enumerated (2^12 independent edges).
@@ -318,13 +320,14 @@ def simulate_pipeline(
 
     units = used = left(0.0)
     first: list[FirstToken] = []
+    cut_in: tuple[str, str] | None = None
     for _ in range(_REFUSAL_ROUNDS if refusal is not None else 1):
         used = units
         loop = _loop(spec, order, used, compiled)
         out = loop(*args)
         if cosim:
             first = []  # this round's first tokens only
-            out = _cosimulate(spec, order, cosim, loop, args, out, seed, arr[run], first)
+            out, cut_in = _cosimulate(spec, order, cosim, loop, args, out, seed, arr[run], first)
         if refusal is None:
             break
         # refusals are a steady load on their cores: those left to the admitted requests are fewer,
@@ -334,6 +337,8 @@ def simulate_pipeline(
             break
         units = left(refused_rps)
     res = _result(spec, order, res_ids, res_units, arr, run, out, rate_rps, arrivals is None, seed, used)
+    if cut_in is not None:
+        res = replace(res, cut_in=cut_in[1], cut_stage=cut_in[0])
     return replace(res, first_token=tuple(first)) if first else res
 
 
@@ -445,7 +450,7 @@ def _cosimulate(
     seed: int,
     sent_s: np.ndarray,
     first: list[FirstToken],
-) -> Any:
+) -> tuple[Any, tuple[str, str] | None]:
     """The second pass: co-simulated stages' visits get the latencies their own model gives them.
 
     A visit's arrival at stage k is when the first pass (stage k instantaneous) finished it: the
@@ -453,10 +458,22 @@ def _cosimulate(
     not retry). The other inputs are the first pass's, so the stages before k see the same draws.
     A stage whose model also gives each visit's first output adds a `FirstToken` to `first`: its
     time before the stage runs from the request's sending (`sent_s`, before any rate limit's delay)
-    to that same arrival, the one the stage's own simulation was given."""
+    to that same arrival, the one the stage's own simulation was given.
+
+    One budget (args' last, simulated events) for the three: the first pass spent some, each
+    stage's own simulation gets what is left less as much again for the second pass
+    (`ServiceModel.visits`; issue 28: an LLM engine per replica per pass was uncounted work), the
+    second pass what remains after them. A visit its
+    model did not answer within that (`Visits.answered`) leaves its request unanswered (status 0:
+    the run is cut short) and the stage's latency unknown (NaN), never 0 s. Returns the second
+    pass's results, the work of all three, and (stage, what) the budget cut short in a model's
+    simulation, if it did."""
     rr, route_len, route_stage = args[1], args[2], args[3]
     work = args[6].copy()
     done_at, lat = out[0], out[2]
+    left = int(args[9]) - int(out[4])
+    unanswered: list[tuple[int, np.ndarray]] = []  # (stage, request indices) a model did not answer
+    cuts: list[tuple[str, str]] = []
     for k in cosim:
         seen = ~np.isnan(lat[k])
         if not seen.any():
@@ -472,13 +489,26 @@ def _cosimulate(
         at = done_at[seen] - after[seen]
         st = spec.stage(order[k].stage)
         assert st is not None
-        took = service_models.model_for(st).visits(spec, st, at, seed)
+        # the second pass will cost about what the first did: that much is kept for it
+        took = service_models.model_for(st).visits(spec, st, at, seed, max_work=max(left - int(out[4]), 0))
         if took is not None:
-            work[k, seen] = took.latency_s
+            left -= took.work
+            work[k, seen] = np.nan_to_num(took.latency_s)  # an unanswered visit: no work (not reported)
+            if took.answered is not None:
+                unanswered.append((k, np.flatnonzero(seen)[~took.answered]))
+            if took.cut is not None:
+                cuts.append((order[k].stage, took.cut))
             if took.first_s is not None:
-                first.append(_first_token(order[k].stage, at - sent_s[seen], took.first_s))
-    second = loop(*args[:6], work, *args[7:])
-    return (*second[:4], second[4] + out[4], second[5])  # the work of both passes
+                ok = slice(None) if took.answered is None else took.answered
+                first.append(_first_token(order[k].stage, (at - sent_s[seen])[ok], took.first_s[ok]))
+    second = loop(*args[:6], work, *args[7:9], max(1, left))
+    status, lat2 = second[1], second[2]
+    for k, idx in unanswered:
+        status[idx] = 0  # cut short: `_result` counts it neither answered nor failed
+        lat2[k, idx] = np.nan
+    spent = int(args[9]) - left  # the first pass and the models' simulations
+    cut = (cuts[0][0], "; ".join(c for _, c in cuts)) if cuts else None
+    return (*second[:4], second[4] + spent, second[5]), cut
 
 
 def _result(

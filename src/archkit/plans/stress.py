@@ -20,6 +20,12 @@ TOKEN_STOPS: dict[str, tuple[str, str, float]] = {
     "tpot_ms": ("tpot_ms", "p99_ms", 0.99),
 }
 KNEE_STEPS_EACH_SIDE = 2  # a search from the predicted knee starts factor² below it, ends factor² above
+# Steps of one stress level at most (issue 28): the schema admits a 1 ns step over a 10 M req/s
+# range, a million steps that the k6 and locust generators wrote out as 52 MB and 22 MB scripts
+# (530 MiB of memory to render; the schema-valid fuzz run of 2026-12-03, batch 5). A thousand
+# steps of the shortest step locust's shape can follow (its tick, 1 s) already outlast a
+# 15-minute test; a schedule stops at its thousandth step.
+MAX_STRESS_STEPS = 1_000
 
 
 class SearchError(InputError, ValueError):
@@ -73,6 +79,7 @@ def stress_schedule(
     `step_duration_s`: a P99 judged from 20 samples would end the search on the noise. A search
     without `start_rps` brackets `basis.knee_rps`, from factor² below it to factor² above it (its
     max_rps, if given, still caps it); an ITL stop counts `basis.per_request` samples per request.
+    Either stops at MAX_STRESS_STEPS steps.
     """
     basis = basis or Basis()
     step_s = level.step_duration_s or 10.0
@@ -86,6 +93,7 @@ def stress_schedule(
             min(
                 int(math.floor((top - start) / step + 1e-9)) + 1,
                 int(math.floor(level.duration_s / step_s + 1e-9)) or 1,
+                MAX_STRESS_STEPS,
             ),
         )
         return [(round(i * step_s, 6), step_s, round(start + i * step, 6)) for i in range(count)]
@@ -104,7 +112,7 @@ def stress_schedule(
     need = math.ceil(min_samples(q) / basis.per_request)  # requests
     out: list[tuple[float, float, float]] = []
     t, rate = 0.0, first
-    while not out or (rate <= top * (1 + 1e-9) and t < level.duration_s):  # at least the first step
+    while not out or (rate <= top * (1 + 1e-9) and t < level.duration_s and len(out) < MAX_STRESS_STEPS):
         seconds = max(step_s, math.ceil(need / rate))
         out.append((round(t, 6), float(seconds), round(rate, 6)))
         t += seconds

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 from pydantic import Field
 
 from archkit.spec.base import (
+    MAX_BATCH,
     MAX_ITEMS,
     MAX_MS,
     MAX_WORKERS,
@@ -17,7 +18,6 @@ from archkit.spec.base import (
     Instances,
     Ms,
     Node,
-    PositiveInt,
     Seconds,
 )
 from archkit.spec.governance import ConfidenceBreaker, Consent
@@ -166,10 +166,12 @@ class ModelInfo(Node):
     )
     device: Device = Device.gpu
     instances: Instances = 1
-    items_per_call: PositiveInt = Field(
+    # at most a batch: Triton refuses a request larger than max_batch_size, and the simulation's
+    # batch tables are as long as the batch in items (issue 28: 1,000,000 made 2 M-entry tables)
+    items_per_call: Annotated[int, Field(ge=1, le=MAX_BATCH)] = Field(
         1,
-        description="items each inference request carries (a client that sends line crops in pairs: 2); "
-        "the batcher never splits a request",
+        description="items each inference request carries (a client that sends line crops in pairs: 2), "
+        f"at most {MAX_BATCH:,}; the batcher never splits a request",
     )
     batching: Batching | None = None
     service_time: list[BatchTiming] = Field(default_factory=list)

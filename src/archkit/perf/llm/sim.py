@@ -33,6 +33,12 @@ _HIST_BINS = 4_700
 # specs/llm-reference.yaml's analysis is ~12.3M units (2.6x headroom).
 # A run that spends it stops; its unfinished requests stay unanswered (NaN).
 RUN_WORK = 32_000_000
+# What one engine run costs beside its iterations (the requests' arrays, the kernel's call and its
+# result), in the same unit: ~45-64 us a run of 1-4 requests on rag-chat's engine, ~2,200-3,200
+# units at ~20 ns a unit (2026-12-03 17:04 UTC, load ~11, `heavy`, 2,000 runs each). A pipeline's
+# co-simulation runs one engine per replica each pass: `replicas: 4999` made 49,070 runs of a few
+# requests each, whose fixed cost no budget counted (issue 28). `simulate_replicas` charges it.
+RUN_OVERHEAD_WORK = 2_500
 _UNLIMITED = 2**62
 
 
@@ -270,28 +276,43 @@ def simulate_replicas(
     rep: Replica, req: Requests, replicas: int, *, seed: int = 0, max_work: int = RUN_WORK
 ) -> list[SimRun]:
     """Requests spread at random over `replicas` independent engines (a Kubernetes Service), the
-    engines' runs sharing `max_work` (a replica after it is spent runs none: every request unanswered).
-    An engine that draws no request is not simulated (an empty run)."""
+    engines' runs sharing `max_work`, each run charged its work plus RUN_OVERHEAD_WORK. A replica
+    after it is spent is not simulated: its run is empty but for its requests, all unanswered
+    (`SimRun.truncated`, `work` 0). An engine that draws no request is not simulated (an empty
+    run, not truncated)."""
+    return _replica_runs(rep, req, _groups(req, replicas, seed), seed, max_work)[0]
+
+
+def _groups(req: Requests, replicas: int, seed: int) -> list[np.ndarray]:
+    """Each replica's request indices in arrival order (one replica: all of them)."""
     if replicas == 1:
-        return [simulate(rep, req, seed=seed, max_work=max_work)]
-    runs = []
-    for i, idx in enumerate(_by_replica(_pick(req, replicas, seed), replicas)):
-        sub = req.take(idx)  # indices in arrival order (a stable sort)
-        if not len(idx):
-            runs.append(_empty(sub))
+        return [np.arange(len(req.arrival_s))]
+    return _by_replica(_pick(req, replicas, seed), replicas)
+
+
+def _replica_runs(
+    rep: Replica, req: Requests, groups: list[np.ndarray], seed: int, max_work: int
+) -> tuple[list[SimRun], int]:
+    """`simulate_replicas`' runs and the work they were charged."""
+    runs, spent = [], 0
+    for i, idx in enumerate(groups):
+        sub = req if len(groups) == 1 else req.take(idx)  # indices in arrival order (a stable sort)
+        if not len(idx) or spent >= max_work:
+            runs.append(_empty(sub, unanswered=len(idx) > 0))
             continue
-        runs.append(simulate(rep, sub, seed=seed + i, max_work=max_work))
-        max_work = max(max_work - runs[-1].work, 0)
-    return runs
+        runs.append(simulate(rep, sub, seed=seed + i, max_work=max_work - spent))
+        spent += runs[-1].work + RUN_OVERHEAD_WORK
+    return runs, spent
 
 
-def _empty(req: Requests) -> SimRun:
-    none = np.zeros(0)
+def _empty(req: Requests, unanswered: bool = False) -> SimRun:
+    """The run of an engine not simulated: none of `req` answered (NaN), truncated when it had any."""
+    n = len(req.arrival_s)
     return SimRun(
         req,
-        none,
-        none,
-        np.zeros(0, dtype=np.int64),
+        np.full(n, np.nan),
+        np.full(n, np.nan),
+        np.zeros(n, dtype=np.int64),
         np.zeros(_HIST_BINS, dtype=np.int64),
         0,
         0,
@@ -299,30 +320,48 @@ def _empty(req: Requests) -> SimRun:
         0.0,
         0,
         0.0,
+        truncated=unanswered,
     )
 
 
+@dataclass(frozen=True)
+class Served:
+    """Each request's TTFT and end-to-end time over several engines (`per_request`), in its order."""
+
+    ttft_s: np.ndarray
+    e2e_s: np.ndarray
+    answered: np.ndarray  # bool: False where the work limit came first (its engine stopped, or never ran)
+    work: int  # units spent, RUN_OVERHEAD_WORK a run included
+    replicas: int  # engines that drew a request
+    cut: int  # of them: stopped by the work limit, or never simulated
+
+
 def per_request(
-    rep: Replica, req: Requests, replicas: int, *, seed: int = 0
-) -> tuple[np.ndarray, np.ndarray]:
-    """Each request's TTFT and end-to-end time (s), in `req`'s order, over `replicas` engines.
+    rep: Replica, req: Requests, replicas: int, *, seed: int = 0, max_work: int = RUN_WORK
+) -> Served:
+    """Each request's TTFT and end-to-end time (s), in `req`'s order, over `replicas` engines that
+    share `max_work` (`simulate_replicas`).
 
     A request its engine never answered (larger than the whole KV cache) is given the time to the
-    end of its engine's run: the pipeline sees it answered last rather than never (and one the
-    work limit left unanswered, `SimRun.truncated`, likewise: no earlier than it arrived)."""
-    runs = simulate_replicas(rep, req, replicas, seed=seed)
-    if replicas > 1:
-        groups = _by_replica(_pick(req, replicas, seed), replicas)
-    else:
-        groups = [np.arange(len(req.arrival_s))]
-    ttft, e2e = np.empty(len(req.arrival_s)), np.empty(len(req.arrival_s))
+    end of its engine's run: the pipeline sees it answered last rather than never. One the work
+    limit left unanswered (its engine stopped, or never ran) is not answered (`Served.answered`):
+    its times are NaN, never 0."""
+    groups = _groups(req, replicas, seed)
+    runs, work = _replica_runs(rep, req, groups, seed, max_work)
+    n = len(req.arrival_s)
+    ttft, e2e, answered = np.full(n, np.nan), np.full(n, np.nan), np.ones(n, dtype=bool)
+    drew = cut = 0
     for idx, r in zip(groups, runs, strict=True):
         if not len(idx):
             continue
+        drew += 1
+        cut += r.truncated
         late = np.maximum(r.end_s - r.requests.arrival_s, 0.0)
-        ttft[idx] = np.where(np.isfinite(r.ttft_s), r.ttft_s, late)
-        e2e[idx] = np.where(np.isfinite(r.e2e_s), r.e2e_s, late)
-    return ttft, e2e
+        left = ~np.isfinite(r.e2e_s) if r.truncated else np.zeros(len(idx), dtype=bool)
+        answered[idx] = ~left
+        ttft[idx] = np.where(np.isfinite(r.ttft_s), r.ttft_s, np.where(left, np.nan, late))
+        e2e[idx] = np.where(np.isfinite(r.e2e_s), r.e2e_s, np.where(left, np.nan, late))
+    return Served(ttft, e2e, answered, int(work), drew, cut)
 
 
 # --------------------------------------------------------------------------- summaries

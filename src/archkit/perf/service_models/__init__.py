@@ -96,6 +96,11 @@ class Visits:
     latency_s: np.ndarray  # each visit's time in the stage (s): its work in the second pass
     # a streaming stage's time to its first output (an LLM engine's TTFT, s), or None
     first_s: np.ndarray | None = None
+    work: int = 0  # what its simulation spent, in the pipeline's unit of work (simulated events)
+    # False where the work budget stopped before the visit's answer (its latency is NaN): the
+    # pipeline counts that request as cut short, never as answered in 0 s; None: every visit answered
+    answered: np.ndarray | None = None
+    cut: str | None = None  # what the budget cut short, in words, when it did
 
 
 @dataclass(frozen=True)
@@ -140,10 +145,14 @@ class ServiceModel(ABC):
     def predict(self, spec: Spec, stage: Stage, arrival_rps: float, replicas: int) -> StageLatency | None:
         """Closed-form latency at `arrival_rps` items/s over `replicas` replicas (None: unknown)."""
 
-    def visits(self, spec: Spec, stage: Stage, arrival_s: np.ndarray, seed: int) -> Visits | None:
+    def visits(
+        self, spec: Spec, stage: Stage, arrival_s: np.ndarray, seed: int, max_work: int | None = None
+    ) -> Visits | None:
         """A co-simulated stage (its `Step.cosim`): each visit's latency (s), and its first output's
         when it streams, from the visits' arrival times at the stage (s, any order), by a simulation
-        of its own; None: the handler serves it."""
+        of its own; None: the handler serves it. `max_work`: what is left of the pipeline's budget
+        (simulated events; None: the model's own limit); the simulation stays within it and says
+        what it spent (`Visits.work`) and which visits it did not answer (`Visits.answered`)."""
         return None
 
 

@@ -58,9 +58,11 @@ class ContinuousBatcher(ServiceModel):
     def predict(self, spec: Spec, stage: Stage, arrival_rps: float, replicas: int) -> StageLatency | None:
         return None
 
-    def visits(self, spec: Spec, stage: Stage, arrival_s: np.ndarray, seed: int) -> Visits | None:
+    def visits(
+        self, spec: Spec, stage: Stage, arrival_s: np.ndarray, seed: int, max_work: int | None = None
+    ) -> Visits | None:
         from archkit.perf.llm import sim
-        from archkit.perf.llm.analysis import device_of
+        from archkit.perf.llm.analysis import WORK_PER_EVENT, device_of
         from archkit.perf.llm.model import replica
 
         llm, dev = stage.llm, device_of(spec, stage)
@@ -70,7 +72,21 @@ class ContinuousBatcher(ServiceModel):
         replicas = llm.parallelism.replicas or (svc.replicas if svc and svc.replicas else 1)
         order = np.argsort(arrival_s, kind="stable")
         req = sim.for_arrivals(llm.workload, np.asarray(arrival_s, dtype=np.float64)[order], seed=seed)
-        ttft, e2e = sim.per_request(replica(llm, dev), req, replicas, seed=seed)
-        latency, first = np.empty(len(order)), np.empty(len(order))
-        latency[order], first[order] = e2e, ttft
-        return Visits(latency, first)
+        # the engines' work in the pipeline's budget: WORK_PER_EVENT of their units to an event (no
+        # budget given: one run's RUN_WORK, as the engines had before the pipeline's budget counted them)
+        units = sim.RUN_WORK if max_work is None else max(max_work, 0) * WORK_PER_EVENT
+        got = sim.per_request(replica(llm, dev), req, replicas, seed=seed, max_work=units)
+        latency, first, answered = (
+            np.empty(len(order)),
+            np.empty(len(order)),
+            np.empty(len(order), dtype=bool),
+        )
+        latency[order], first[order], answered[order] = got.e2e_s, got.ttft_s, got.answered
+        cut = None
+        if got.cut:
+            cut = (
+                f"stage {stage.id!r}'s LLM engines: {got.cut:,} of the {got.replicas:,} replicas that drew a "
+                f"visit stopped or never ran, {int((~answered).sum()):,} of {len(order):,} visits unanswered"
+            )
+        work = -(-got.work // WORK_PER_EVENT)
+        return Visits(latency, first, work, None if answered.all() else answered, cut)
