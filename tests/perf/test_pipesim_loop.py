@@ -1,8 +1,8 @@
 """The simulation's event loop compiled by numba and as plain Python: the same outputs, bit for bit.
 
-The loop is split into parts that numba inlines (`perf/pipesim_loop`) over a state laid out in
-`perf/pipesim_state`; the plain-Python run of the same source is the reference it must match,
-over every example spec and environment at a light and a saturating rate.
+The loop (`perf/pipesim_loop`) runs the same source both ways; the plain-Python run is the
+reference a compiled loop (or a split of it into parts, issue 27) must match, over every example
+spec and environment at a light and a saturating rate.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ SPECS = sorted((ROOT / "examples").glob("*.yaml")) + [ROOT / "specs" / "ocr-refe
 def _digest(out: tuple[Any, ...]) -> str:
     h = hashlib.sha256()
     for x in out:
-        h.update(np.ascontiguousarray(x).tobytes() if isinstance(x, np.ndarray) else repr(x).encode())
+        h.update(np.ascontiguousarray(x).tobytes() if isinstance(x, np.ndarray) else repr(float(x)).encode())
     return h.hexdigest()
 
 

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import hashlib
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
-from archkit.perf import pipesim_kernel, pipesim_loop, pipesim_state, service_models
+from archkit.perf import pipesim_kernel, service_models
 from archkit.perf import queueing as q
 from archkit.perf.pipeline import prepare
 from archkit.perf.pipesim import simulate_pipeline
@@ -57,14 +55,6 @@ def test_kernel_stamp_matches_the_builtin_handlers():
     """numba caches the event loop by its own file: a change to a built-in handler's body must
     change `pipesim_kernel.HANDLERS_STAMP`, or a stale compiled loop would run."""
     assert service_models.handlers_stamp() == pipesim_kernel.HANDLERS_STAMP
-
-
-def test_loop_stamp_matches_its_state_module():
-    """The compiled loop embeds `pipesim_state`'s row numbers, allocation and growth, and numba
-    caches it by the loop's own file: a change to the state module must change
-    `pipesim_loop.STATE_STAMP`, or a stale compiled loop would run."""
-    digest = hashlib.sha256(Path(pipesim_state.__file__).read_bytes()).hexdigest()[:16]
-    assert digest == pipesim_loop.STATE_STAMP
 
 
 def test_registry_refuses_a_taken_slot_and_a_second_name():

@@ -8,24 +8,19 @@ handler slots at the service models' handlers (`archkit.perf.service_models`).
 
 from __future__ import annotations
 
-import types
 from typing import Any
 
 import numpy as np
 
 from archkit.perf import pipesim_loop as loop
-from archkit.perf import pipesim_state
 from archkit.perf.service_models import worker_pool
 
 HANDLERS_STAMP = loop.HANDLERS_STAMP
 SCAN_PER_EVENT = loop.SCAN_PER_EVENT
+# the loop's parts as plain Python, taken before a compile replaces them
+_PY = {name: getattr(loop, name) for name in loop.PARTS}
+run_python = loop._run  # the same loop as plain Python (the benchmark's peer; what runs without numba)
 _compiled: Any = None
-
-
-def _tables(args: tuple[Any, ...]) -> tuple[Any, ...]:
-    """`pipesim`'s arguments with the steps' 15 parameter arrays (4-17 and 19) as the loop's two tables."""
-    sti, stf = pipesim_state.steps(*args[4:18], args[19])
-    return (*args[:4], sti, stf, args[18], *args[20:])
 
 
 def run(*args: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int, float]:
@@ -36,13 +31,8 @@ def run(*args: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int
     global _compiled
     if _compiled is None:
         _compiled = _compile()
-    out: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int, float] = _compiled(*_tables(args))
+    out: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int, float] = _compiled(*args)
     return out
-
-
-def run_python(*args: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int, float]:
-    """The same loop as plain Python (the benchmark's peer; what runs without numba)."""
-    return loop._run(*_tables(args))  # type: ignore[no-any-return]
 
 
 def bind(handlers: dict[int, Any]) -> None:
@@ -51,6 +41,7 @@ def bind(handlers: dict[int, Any]) -> None:
     `run_python` sees the change at once; the compiled loop is rebuilt on its next use."""
     global _compiled
     g = vars(loop)
+    g.update(_PY)  # the parts as plain Python again, until the next compile
     for slot in range(4):
         h = handlers.get(slot)
         g[f"_h{slot}_calls"] = h.calls if h is not None else worker_pool.calls
@@ -78,21 +69,16 @@ def _compile() -> Any:
 
     # a plug-in's handler is compiled afresh each process: the on-disk cache knows only the loop's file
     cache = service_models.only_builtin()
-    # the compiled loop resolves its parts in a copy of the module's globals, so that `run_python`
-    # stays plain Python after a compile (calling compiled parts from Python converts every array)
-    g = dict(vars(loop))
-
-    def own(name: str) -> Any:
-        fn = getattr(loop, name)
-        return types.FunctionType(fn.__code__, g, fn.__name__, fn.__defaults__)
-
-    for name in loop.GROWTH:  # `pipesim_state`'s, once a run or when a pool is full: plain calls
-        g[name] = numba.njit(cache=True)(getattr(loop, name))
+    g = vars(loop)
+    # the functions the loop calls must be compiled first: the loop resolves them as globals
+    g["_grow_i"] = numba.njit(cache=True)(_PY["_grow_i"])
+    g["_grow_f"] = numba.njit(cache=True)(_PY["_grow_f"])
     # inlined into the loop at numba's IR level: a handler costs no call (the benchmark's speed)
     for slot in range(4):
         for part in ("calls", "take", "work"):
             name = f"_h{slot}_{part}"
             g[name] = numba.njit(cache=cache, inline="always")(g[name])
-    for name in loop.PARTS:
-        g[name] = numba.njit(cache=cache, inline="always")(own(name))
-    return numba.njit(cache=cache, nogil=True)(own("_run"))
+    for name in ("_calls", "_take", "_work"):
+        g[name] = numba.njit(cache=cache, inline="always")(_PY[name])
+    g["_release"] = numba.njit(cache=cache)(_PY["_release"])
+    return numba.njit(cache=cache, nogil=True)(loop._run)
