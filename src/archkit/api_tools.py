@@ -15,24 +15,30 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from archkit.checks.registry import INTERNAL_ERROR
 from archkit.errors import InputError
 from archkit.faulttree import FaultTreeError
 
 if TYPE_CHECKING:
+    from archkit.doctor import Tool
     from archkit.faulttree import FaultTreeAnalysis
     from archkit.generators.toolchain import InstallResult
     from archkit.spec.model import FaultTree, Spec
 
 __all__ = [
+    "INTERNAL_ERROR",
     "CalibrationOptions",
     "CalibrationOutcome",
     "FaultTreeError",
     "analyse_fault_tree",
     "calibrate",
+    "doctor",
     "export_fault_tree",
     "fault_trees",
+    "generator_names",
     "import_fault_trees",
     "install_renderers",
+    "measured_report",
     "plantuml_jar",
     "slo_export",
     "slo_import",
@@ -314,3 +320,32 @@ def plantuml_jar() -> Path:
     from archkit.generators.toolchain import find_plantuml_jar
 
     return find_plantuml_jar()
+
+
+def generator_names() -> list[str]:
+    """The generators `render --only` may name: the built-in ones and the plug-ins', in render order."""
+    from archkit.generators import all_generators
+
+    return list(all_generators())
+
+
+def measured_report(path: str | os.PathLike[str]) -> Any:
+    """A load-test report for `render --measured`, read with a size cap; MeasuredError (exit 2) when
+    it cannot be read as JSON or holds no stage or end-to-end latencies."""
+    from archkit.generators.measured import MeasuredError, load_report, read_measured
+
+    data = load_report(path)
+    if read_measured(data) is None:
+        raise MeasuredError(f"{path}: no stage or end-to-end latencies found in the report")
+    return data
+
+
+# --------------------------------------------------------------------------- tools
+
+
+def doctor(spec: Spec | None = None) -> list[Tool]:
+    """The external tools archkit uses, each found or not, and whether `spec`'s outputs (without
+    one: what `archkit render` needs) need it."""
+    from archkit.doctor import doctor as probe
+
+    return probe(spec)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
-from functools import cached_property
+from functools import cached_property, partial
 from importlib.metadata import entry_points
 from typing import Any, ClassVar, TypeVar
 
@@ -15,12 +15,14 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from archkit.diagnostics import Diagnostic, Severity
 from archkit.errors import ArchkitError
+from archkit.isolation import Failure, isolated
 from archkit.spec.loader import file_of, source_of
 from archkit.spec.model import Node, Spec
 from archkit.spec.sourcemap import SourceMap, format_path, parse_path
 
 CODE_RE = re.compile(r"^AK[1-9][0-9]{2}$")
-# A rule or a generator that raised: reported as a finding so that the others still run.
+# A rule or a generator that raised (`archkit.isolation`): reported as a finding so that the
+# others still run.
 INTERNAL_ERROR = "AK199"
 FAMILIES = {
     "AK1": "spec structure",
@@ -233,6 +235,11 @@ def split_suppressed(spec: Spec, diags: Iterable[Diagnostic]) -> tuple[list[Diag
     return active, suppressed
 
 
+def internal_error(failure: Failure, file: str) -> Diagnostic:
+    """A rule or a generator that raised: an AK199 error on the spec's first line, naming it."""
+    return Diagnostic(INTERNAL_ERROR, Severity.ERROR, failure.message, file)
+
+
 def run_rules(
     spec: Spec,
     select: list[str] | None = None,
@@ -253,21 +260,18 @@ def run_rules(
         if not _selected(code, select, ignore) or (families is not None and code[:3] not in families):
             continue
         ctx.rule = rule_cls
-        try:
-            out.extend(rule_cls().check(ctx))
-        except Exception as exc:  # a broken rule must not hide the others' findings
-            out.append(
-                Diagnostic(
-                    INTERNAL_ERROR,
-                    Severity.ERROR,
-                    f"internal error in rule {code}: {type(exc).__name__}: {exc}",
-                    ctx.file,
-                )
-            )
+        # a broken rule must not hide the others' findings (what it found before raising stays)
+        failed = isolated("rule", code, partial(_check, rule_cls, ctx, out))
+        if isinstance(failed, Failure):
+            out.append(internal_error(failed, ctx.file))
     active, dropped = split_suppressed(spec, out)
     if suppressed is not None:
         suppressed.extend(dropped)
     return active
+
+
+def _check(rule_cls: type[Rule], ctx: Context, out: list[Diagnostic]) -> None:
+    out.extend(rule_cls().check(ctx))
 
 
 def run_partial(
@@ -297,7 +301,3 @@ def run_partial(
             skipped[fam] = hit
     diags = run_rules(spec, select, ignore, families=families - set(skipped), suppressed=suppressed)
     return diags, skipped
-
-
-def iter_rules() -> Iterator[type[Rule]]:
-    yield from all_rules().values()

@@ -31,7 +31,6 @@ def doctor(
     Exit 1 if one that SPEC needs (without SPEC: what `archkit render` needs) is missing.
     """
     from archkit import api
-    from archkit.doctor import doctor as run_doctor
 
     loaded = None
     if spec is not None:
@@ -43,7 +42,7 @@ def doctor(
                 typer.echo(diag_line(d), err=True)
             raise fail(f"{spec}: the spec does not load")
         loaded = res.spec
-    tools = run_doctor(loaded)
+    tools = api.doctor(loaded)
     missing = [t for t in tools if t.needed and not t.found]
     if format is DoctorFormat.json:
         typer.echo(json.dumps({"tools": [t.as_dict() for t in tools]}, indent=2, ensure_ascii=False))

@@ -8,12 +8,16 @@ import threading
 import time
 from enum import Enum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from archkit.cli import app
 from archkit.cli.output import diag_line, fail, fail_for
+
+if TYPE_CHECKING:
+    from archkit.api import RenderResult
+    from archkit.diagnostics import Diagnostic
 
 FORMATS = ("svg", "png")
 
@@ -125,7 +129,6 @@ def render(
     from archkit import api
     from archkit.diagnostics import Severity
     from archkit.errors import ArchkitError
-    from archkit.generators import all_generators
 
     formats = tuple(_split([image_format]))
     bad = [f for f in formats if f not in FORMATS]
@@ -134,7 +137,7 @@ def render(
             f"--image-format: unknown image format {', '.join(bad) or image_format!r}; use svg, png or svg,png"
         ) from None
     names = _split(only)
-    known = all_generators()
+    known = api.generator_names()
     unknown = [n for n in names if n not in known]
     if unknown:
         raise fail(
@@ -146,17 +149,10 @@ def render(
         raise fail(f"--templates: {templates} is not a folder") from None
     measured_data = None
     if measured is not None:
-        from archkit.generators.measured import MeasuredError, load_report, read_measured
-
-        try:  # capped read; NaN/Infinity, bad JSON and unreadable files are one located line
-            measured_data = load_report(measured)
-        except MeasuredError as exc:
+        try:  # capped read; NaN/Infinity, bad JSON, unreadable files and no latencies are one line
+            measured_data = api.measured_report(measured)
+        except ArchkitError as exc:
             raise fail(f"--measured: {exc}") from None
-
-        if read_measured(measured_data) is None:
-            raise fail(
-                f"--measured: {measured}: no stage or end-to-end latencies found in the report"
-            ) from None
     progress = _Progress()
     try:
         res = api.render(
@@ -204,30 +200,43 @@ def render(
             )
         )
     else:
-        for rel in w.refused:
-            typer.echo(
-                f"archkit: refused to overwrite {out / rel}: archkit did not write it (use --force)", err=True
-            )
-        for rel, why in sorted(res.notes.items()):
-            typer.echo(f"archkit: {rel}: {why}", err=True)
-        for rel, why in sorted(res.skipped.items()):
-            typer.echo(f"archkit: not rendered: {out / rel}: {why}", err=True)
-        if check:
-            for rel in w.stale:
-                typer.echo(f"stale: {out / rel}")
-            typer.echo(f"{out}: {len(w.stale)} stale, {len(w.unchanged)} up to date")
-        else:
-            typer.echo(
-                f"{out}: {len(w.written)} written, {len(w.unchanged)} unchanged"
-                + (f", {len(w.refused)} refused" if w.refused else "")
-                + (f", {len(res.skipped)} not rendered" if res.skipped else "")
-            )
-        if res.rule_cost is not None:  # the rules' cost: what the Prometheus will record and alert on
-            typer.echo(res.rule_cost.line())
-        if errors:
-            typer.echo(
-                f"archkit: {spec}: {len(errors)} error(s) found by the checks, shown on the review page "
-                f"(details: archkit check {spec})",
-                err=True,
-            )
+        _echo_text(res, spec, out, check, errors)
     raise typer.Exit(0 if w.ok and not res.skipped and not errors else 1)
+
+
+def _echo_text(res: RenderResult, spec: Path, out: Path, check: bool, errors: list[Diagnostic]) -> None:
+    """What a render did, in text: refused, redrawn and unrendered files, the counts, the errors."""
+    from archkit.api import INTERNAL_ERROR
+
+    w = res.write
+    for rel in w.refused:
+        typer.echo(
+            f"archkit: refused to overwrite {out / rel}: archkit did not write it (use --force)", err=True
+        )
+    for rel, why in sorted(res.notes.items()):
+        typer.echo(f"archkit: {rel}: {why}", err=True)
+    for rel, why in sorted(res.skipped.items()):
+        typer.echo(f"archkit: not rendered: {out / rel}: {why}", err=True)
+    if check:
+        for rel in w.stale:
+            typer.echo(f"stale: {out / rel}")
+        typer.echo(f"{out}: {len(w.stale)} stale, {len(w.unchanged)} up to date")
+    else:
+        typer.echo(
+            f"{out}: {len(w.written)} written, {len(w.unchanged)} unchanged"
+            + (f", {len(w.refused)} refused" if w.refused else "")
+            + (f", {len(res.skipped)} not rendered" if res.skipped else "")
+        )
+    if res.rule_cost is not None:  # the rules' cost: what the Prometheus will record and alert on
+        typer.echo(res.rule_cost.line())
+    # a rule or a generator that raised (AK199) is named here; the checks' findings are on the page
+    for d in errors:
+        if d.code == INTERNAL_ERROR:
+            typer.echo(diag_line(d), err=True)
+    found = [d for d in errors if d.code != INTERNAL_ERROR]
+    if found:
+        typer.echo(
+            f"archkit: {spec}: {len(found)} error(s) found by the checks, shown on the review page "
+            f"(details: archkit check {spec})",
+            err=True,
+        )

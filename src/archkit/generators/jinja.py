@@ -94,10 +94,6 @@ def dot_label(value: Any) -> str:
     return s.replace("\r", "").replace("\n", "\\n")
 
 
-def html_text(value: Any) -> str:
-    return str(jinja2.utils.markupsafe.escape(value))
-
-
 def md_text(value: Any) -> str:
     """Markdown-inert inline text (table cells too)."""
     s = str(value).replace("\r", "").replace("\n", " ")

@@ -227,16 +227,6 @@ def find_dot() -> str:
     return dot
 
 
-def plantuml_ready(explicit: Path | None = None) -> str | None:
-    """None when PlantUML can run here; else why not, with the fix."""
-    try:
-        find_java()
-        find_plantuml_jar(explicit)
-    except RendererMissing as exc:
-        return str(exc)
-    return None
-
-
 # --------------------------------------------------------------------------- installing the jar
 
 

@@ -106,8 +106,6 @@ CODES: tuple[VerdictCode, ...] = (
     ),
 )
 
-_BY_ID = {c.id: c for c in CODES}
-
 
 def code_of(verdict_id: str) -> str | None:
     """The code of a verdict id (`end_to_end.p99_ms` -> LT101), or None for an unknown id."""
@@ -115,7 +113,3 @@ def code_of(verdict_id: str) -> str | None:
         if re.fullmatch(c.pattern, verdict_id):
             return c.id
     return None
-
-
-def verdict_code(code: str) -> VerdictCode | None:
-    return _BY_ID.get(code)

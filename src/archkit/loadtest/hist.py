@@ -46,13 +46,6 @@ def merge(hists: Iterable[HdrHistogram]) -> HdrHistogram:
     return out
 
 
-def percentile_ms(h: HdrHistogram, p: float) -> float | None:
-    """The p-th percentile in milliseconds, or None when nothing was recorded."""
-    if not h.get_total_count():
-        return None
-    return round(percentile_values(h, (p,))[p] / 1000.0, 3)
-
-
 def percentile_values(h: HdrHistogram, percentiles: Iterable[float]) -> dict[float, int]:
     """hdrh's get_percentile_to_value_dict, with the walk over the buckets done by numpy.
 

@@ -183,11 +183,6 @@ def mdc_wait_exact(arrival_rate: float, service_time: float, servers: int = 1, s
     return lq / arrival_rate
 
 
-def mmc_wait_median(arrival_rate: float, service_time: float, servers: int = 1) -> float:
-    """Median queueing delay of M/M/c (0 when fewer than half of the arrivals wait)."""
-    return mmc_wait_quantile(arrival_rate, service_time, servers, 0.5)
-
-
 # ---------------------------------------------------------------- Poisson / Erlang helpers
 
 

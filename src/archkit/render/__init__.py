@@ -16,9 +16,10 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from archkit.checks.registry import INTERNAL_ERROR
-from archkit.diagnostics import Diagnostic, Severity
+from archkit.checks.registry import internal_error
+from archkit.diagnostics import Diagnostic
 from archkit.errors import ArchkitError, InputError, SpecLoadError, UnknownNameError
+from archkit.isolation import ANY, Failure, isolated
 from archkit.plans.context import RunContext, prepare, with_environment
 from archkit.plans.slo import RuleCost, rule_cost
 from archkit.render.tree import WriteResult, write_tree
@@ -99,16 +100,17 @@ def generate(
         if progress:
             progress(gen.name, i, len(selected))
         # memoised per context, so a generator that embeds another's output (the review page)
-        # and the file pass share one run
-        try:
-            out: Mapping[str, str | bytes] = ctx.memo(f"generator:{gen.name}", partial(gen.fn, ctx))
-        except InputError:
-            raise  # the user's input (a template folder, an option) is wrong: exit 2 as always
-        except Exception as exc:  # a broken generator must not stop the others (as a broken rule)
-            if strict:
-                raise
-            message = f"internal error in generator {gen.name}: {type(exc).__name__}: {exc}"
-            diagnostics.append(Diagnostic(INTERNAL_ERROR, Severity.ERROR, message, spec_path))
+        # and the file pass share one run; a broken generator does not stop the others, but the
+        # user's input (a template folder, an option) being wrong exits 2 as always
+        out: Mapping[str, str | bytes] | Failure = isolated(
+            "generator",
+            gen.name,
+            partial(ctx.memo, f"generator:{gen.name}", partial(gen.fn, ctx)),
+            catch=() if strict else ANY,
+            passes=(InputError,),
+        )
+        if isinstance(out, Failure):
+            diagnostics.append(internal_error(out, spec_path))
             continue
         for rel, content in out.items():
             if rel in files:

@@ -7,8 +7,10 @@ options ask for and runs its checks; `run_inputs` does the same for inputs alrea
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
+from archkit.isolation import Failure, isolated
 from archkit.spec import Spec, file_of
 from archkit.verify.findings import Finding, Recorder, Status
 from archkit.verify.registry import Providers, Reading, Source, sources
@@ -48,25 +50,28 @@ def run_inputs(spec: Spec, inputs: Mapping[str, Any], timeout_s: float = 10.0) -
     for cls in sources():
         if cls.name not in inputs:
             continue
-        try:
-            reading = cls().check(spec, inputs[cls.name], timeout_s)
-        except Exception as exc:  # a broken source must not hide the others' findings (as a rule)
-            reading = _broken(spec, cls, exc)
+        # a broken source must not hide the others' findings (as a rule or a generator)
+        reading = isolated("verify source", cls.name, partial(_check, cls, spec, inputs[cls.name], timeout_s))
+        if isinstance(reading, Failure):
+            reading = _broken(spec, cls, reading)
         report.sources.append(reading.entry)
         report.api_calls += reading.api_calls
         report.findings += reading.findings
     return report
 
 
-def _broken(spec: Spec, cls: type[Source], exc: Exception) -> Reading:
+def _check(cls: type[Source], spec: Spec, given: Any, timeout_s: float) -> Reading:
+    return cls().check(spec, given, timeout_s)
+
+
+def _broken(spec: Spec, cls: type[Source], failure: Failure) -> Reading:
     """A source whose checks raised: one unknown finding under its first code, naming the error."""
     rec = Recorder(spec, cls.name)
     codes = cls.codes()
     if not codes:
-        raise exc
-    message = f"internal error in verify source {cls.name}: {type(exc).__name__}: {exc}"
-    rec.unknown(codes[0], f"source/{cls.name}", spec, message)
-    return Reading({"area": cls.name, "error": message}, rec.findings)
+        raise failure.error
+    rec.unknown(codes[0], f"source/{cls.name}", spec, failure.message)
+    return Reading({"area": cls.name, "error": failure.message}, rec.findings)
 
 
 def verify_spec(

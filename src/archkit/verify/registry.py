@@ -215,7 +215,3 @@ def all_options() -> list[Option]:
                 raise DuplicateCodeError(f"verify option {opt.cli} declared by two sources")
             seen.setdefault(opt.name, opt)
     return list(seen.values())
-
-
-def codes_of(checks: Iterable[type[Check]]) -> set[str]:
-    return {c.id for chk in checks for c in chk.codes()}

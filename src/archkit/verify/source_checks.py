@@ -1,9 +1,11 @@
 """What the checks of one network source share: the spec, the recorder, and the guard around each check.
 
 A check is a small `Check` subclass whose `run(ctx, target)` reports with its own class's codes;
-a source's procedural part only reads its input and loops over its checks. The guard makes a
-check that trips over a malformed answer one *unknown* finding under that check's code, and
-the checks after it still run (as the Kubernetes source does per object).
+a source's procedural part only reads its input and loops over its checks. The guard (the one
+plug-in guard, `archkit.isolation`) makes a check that trips over a malformed answer one
+*unknown* finding under that check's code, and the checks after it still run (as the
+Kubernetes source does per object). Transport errors are not caught here: each source turns
+them into its own "stopped answering" finding.
 """
 
 from __future__ import annotations
@@ -11,14 +13,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TypeVar
 
+from archkit.isolation import MALFORMED, Failure, isolated
 from archkit.spec.model import Spec
 from archkit.verify.findings import Code, Recorder
 
 T = TypeVar("T")
-
-# What reading a malformed answer raises (a field of the wrong type, a missing key); transport
-# errors are not caught here: each source turns them into its own "stopped answering" finding.
-MALFORMED = (AttributeError, TypeError, ValueError, KeyError, IndexError)
 
 
 class SourceContext:
@@ -40,16 +39,15 @@ class SourceContext:
         field: str | None = None,
     ) -> T | None:
         """`run()`, or None and an unknown finding under `code` when the answer it reads is malformed."""
-        try:
-            return run()
-        except MALFORMED as exc:
-            detail = " ".join(str(exc).split())[:200]
-            self.rec.unknown(
-                code,
-                label,
-                node,
-                f"cannot check {label} ({code.title}): {self.source_title} answered something malformed "
-                f"({type(exc).__name__}: {detail})",
-                field=field,
-            )
-            return None
+        done = isolated("verify check", code.id, run, catch=MALFORMED)
+        if not isinstance(done, Failure):
+            return done
+        self.rec.unknown(
+            code,
+            label,
+            node,
+            f"cannot check {label} ({code.title}): {self.source_title} answered something malformed "
+            f"({done.detail})",
+            field=field,
+        )
+        return None

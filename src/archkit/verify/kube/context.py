@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from archkit.isolation import MALFORMED, Failure, isolated
 from archkit.spec.model import KubeRef, NodePool, Service, Spec
 from archkit.verify.findings import Recorder
 from archkit.verify.kube.helpers import (
@@ -77,15 +78,13 @@ class KubeContext:
 
     def guarded(self, obj: NodePool | Service, label: str, code: Code, run: Any) -> None:
         """Run one object's checks; a malformed Kubernetes object makes them unknown, not a crash."""
-        try:
-            run()
-        except (AttributeError, TypeError, ValueError, KeyError, IndexError) as exc:
+        done = isolated("verify check", code.id, run, catch=MALFORMED)
+        if isinstance(done, Failure):
             self.rec.unknown(
                 code,
                 label,
                 obj,
-                f"cannot check '{obj.id}': a Kubernetes object it needs is malformed "
-                f"({type(exc).__name__}: {exc})",
+                f"cannot check '{obj.id}': a Kubernetes object it needs is malformed ({done.detail})",
             )
 
     def why_not(self, *kinds: str) -> str | None:
