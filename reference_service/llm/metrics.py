@@ -7,6 +7,8 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 # From one token on a free engine (~10 ms) to a long answer on 2 busy cores (~2 min).
 SECONDS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0)
 # Inter-token gaps: a decode step of the 135M model is ~5-50 ms on 2 cores.
+# A pipeline stage: from a NumPy search over a small index (~0.1 ms) to a whole answer.
+STAGES = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, *SECONDS)
 GAPS = (0.001, 0.0025, 0.005, 0.01, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1.0)
 
 
@@ -46,6 +48,21 @@ class Metrics:
         self.cold_start = Gauge(
             "llm_cold_start_seconds",
             "Seconds from launching the engine to ready, latest (re)start",
+            registry=r,
+        )
+        self.stage_seconds = Histogram(
+            "llm_stage_duration_seconds",
+            "Time in each pipeline stage; `stage` is the spec's stage id (validate, embed, search, "
+            "generate, relay)",
+            ["stage"],
+            buckets=STAGES,
+            registry=r,
+        )
+        self.engine_rss = Gauge(
+            "llm_engine_resident_memory_bytes",
+            "Resident memory (VmRSS) of the llama-server process the gateway supervises; `engine` is "
+            "generate or embed",
+            ["engine"],
             registry=r,
         )
         self.engine_restarts = Counter(

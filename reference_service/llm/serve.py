@@ -33,6 +33,13 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--max-output-tokens", type=int, default=d.max_output_tokens)
     ap.add_argument("--request-timeout", type=float, default=d.request_timeout_s)
     ap.add_argument("--ready-timeout", type=float, default=60.0, help="exit 1 if not ready in this time")
+    rag = ap.add_argument_group("RAG variant (specs/llm-rag-reference.yaml)")
+    rag.add_argument("--rag", action="store_true", help="embed, search and generate from the passages found")
+    rag.add_argument("--embed-port", type=int, default=8092, help="the embedding llama-server's port")
+    rag.add_argument("--passages", type=int, default=d.rag_passages, help="generated passages to index")
+    rag.add_argument("--top-k", type=int, default=d.rag_top_k, help="passages put into the prompt")
+    rag.add_argument("--embed-timeout", type=float, default=d.embed_timeout_s, help="embedding deadline (s)")
+    rag.add_argument("--index-dir", default=None, help="index cache (default ~/.cache/archkit/llm-rag)")
     return ap.parse_args(argv)
 
 
@@ -41,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     import uvicorn
 
-    from .engine import EngineMissing, llama_server_path, model_path
+    from .engine import EngineMissing, embed_command, llama_server_path, model_path
     from .gateway import create_app
     from .supervisor import EngineSupervisor
 
@@ -55,8 +62,13 @@ def main(argv: list[str] | None = None) -> int:
         max_inflight=args.max_inflight,
         max_output_tokens=args.max_output_tokens,
         request_timeout_s=args.request_timeout,
+        embed_port=args.embed_port if args.rag else None,
+        rag_passages=args.passages,
+        rag_top_k=args.top_k,
+        embed_timeout_s=args.embed_timeout,
+        rag_index_dir=args.index_dir,
     )
-    supervisor = None
+    supervisor = embed_supervisor = None
     model = args.model
     run_dir = Path(tempfile.mkdtemp(prefix="llm-"))
     if not args.external_engine:
@@ -74,7 +86,9 @@ def main(argv: list[str] | None = None) -> int:
                 )
                 return 2
         supervisor = EngineSupervisor(settings, run_dir, binary, model)
-    app = create_app(settings, supervisor, model)
+        if settings.rag:
+            embed_supervisor = EngineSupervisor(settings, run_dir, binary, model, embed_command, "embed")
+    app = create_app(settings, supervisor, model, embed_supervisor)
     server = uvicorn.Server(
         uvicorn.Config(
             app,
@@ -107,7 +121,14 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"ready: http://{settings.host}:{settings.http_port}/v1/chat/completions (engine "
             f"http://{settings.host}:{settings.engine_port}, {settings.parallel} slots x "
-            f"{settings.ctx_per_slot} tokens) in {time.monotonic() - started:.1f} s",
+            f"{settings.ctx_per_slot} tokens"
+            + (
+                f"; embedder http://{settings.host}:{settings.embed_port}, top {settings.rag_top_k} of "
+                f"{settings.rag_passages} passages"
+                if settings.rag
+                else ""
+            )
+            + f") in {time.monotonic() - started:.1f} s",
             flush=True,
         )
 

@@ -36,6 +36,18 @@ class LlmSettings:
     request_timeout_s: float = 120.0
     engine_timeout_s: float = 600.0  # llama-server's own read/write timeout
     retry_after_s: int = 1
+    # RAG variant (specs/llm-rag-reference.yaml), on when embed_port is set: a second llama-server
+    # with --embeddings embeds the question, the gateway searches its passage index and puts the
+    # top passages in front of the question.
+    embed_port: int | None = None
+    rag_passages: int = 1000
+    rag_top_k: int = 3
+    embed_timeout_s: float = 5.0  # the embed stage's timeout_ms in the RAG spec
+    rag_index_dir: str | None = None  # where built indexes are cached (default: ~/.cache/archkit/llm-rag)
+
+    @property
+    def rag(self) -> bool:
+        return self.embed_port is not None
 
     @property
     def ctx_per_slot(self) -> int:

@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from .engine import command
@@ -17,11 +18,32 @@ from .settings import LlmSettings
 LOG = logging.getLogger("reference_service.llm.supervisor")
 
 
+def rss_bytes(pid: int) -> float:
+    """VmRSS of a process in bytes (the kernel reports kB), NaN when the process is gone."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return float(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return float("nan")
+
+
 class EngineSupervisor:
     """Owns the engine process: start, watch, restart with backoff (1 s doubling to 10 s), stop."""
 
-    def __init__(self, settings: LlmSettings, run_dir: Path, binary: Path, model: Path) -> None:
+    def __init__(
+        self,
+        settings: LlmSettings,
+        run_dir: Path,
+        binary: Path,
+        model: Path,
+        make_command: Callable[[LlmSettings, Path, Path], list[str]] = command,
+        name: str = "engine",
+    ) -> None:
         self.s, self.run_dir, self.binary, self.model = settings, run_dir, binary, model
+        self.make_command, self.name = make_command, name
         self.proc: subprocess.Popen | None = None
         self.metrics = None  # set by the gateway
         self.restarts = 0
@@ -34,27 +56,38 @@ class EngineSupervisor:
     def _launch(self) -> None:
         if self._log is not None:
             self._log.close()
-        self._log = open(self.run_dir / "engine.log", "ab")  # noqa: SIM115 - the child writes it
+        self._log = open(self.run_dir / f"{self.name}.log", "ab")  # noqa: SIM115 - the child writes it
         self._launched_at = time.monotonic()
         self._served = False
         env = dict(os.environ)
         env.pop("LLAMA_ARG_HOST", None)  # the command line is the whole configuration
         self.proc = subprocess.Popen(
-            command(self.s, self.binary, self.model),
+            self.make_command(self.s, self.binary, self.model),
             env=env,
             stdout=self._log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
             start_new_session=True,
         )
-        LOG.warning("llama-server started (pid %d)", self.proc.pid)
+        LOG.warning("llama-server (%s) started (pid %d)", self.name, self.proc.pid)
 
     def log_tail(self, lines: int = 15) -> str:
         try:
-            text = (self.run_dir / "engine.log").read_text(errors="replace")
+            text = (self.run_dir / f"{self.name}.log").read_text(errors="replace")
         except OSError:
             return ""
         return "\n".join(text.splitlines()[-lines:])
+
+    def rss_bytes(self) -> float:
+        """The engine process's resident memory (VmRSS in /proc/<pid>/status); NaN when not running.
+
+        Exported by the gateway as llm_engine_resident_memory_bytes: the series of the spec's
+        memory-growth golden signal (AK616; seed 000 §5.4's slow leak shows in its slope).
+        """
+        proc = self.proc
+        if proc is None or proc.poll() is not None:
+            return float("nan")
+        return rss_bytes(proc.pid)
 
     def mark_ready(self) -> None:
         """Called by the gateway when the engine first answers /health ok after a (re)start."""
@@ -77,7 +110,8 @@ class EngineSupervisor:
             if crashed:
                 backoff = 1.0
             LOG.warning(
-                "llama-server %s with %s; restarting in %.0f s; last log lines:\n%s",
+                "llama-server (%s) %s with %s; restarting in %.0f s; last log lines:\n%s",
+                self.name,
                 "exited" if crashed else "failed to start",
                 self.proc.returncode,
                 backoff,

@@ -72,9 +72,9 @@ def test_efficiency_from_measured_rates() -> None:
     # 2 x 134.5e6 FLOPs per token in 2 ms = 134.5 GFLOPS of the catalogue's 144: 0.934
     assert eff["prefill_mfu"] == pytest.approx(2 * 134.5e6 / (0.002 * 0.144e12), abs=1e-4)
     # the model's weights (134.5e6 x q4_1's 20/32 B = 84.1 MB) streamed in the step at the mean
-    # context (67 + 64 / 2 = 99 tokens: 11 + 0.99 ms) less the 1 ms overhead = 10.99 ms, of 13 GB/s
-    assert eff["weight_bytes"] == int(134.5e6 * 20 / 32) and eff["decode_context_tokens"] == 99
-    assert eff["decode_bandwidth"] == pytest.approx(134.5e6 * 20 / 32 / (0.01099 * 13e9), abs=1e-4)
+    # context (67 + 16 / 2 = 75 tokens: 11 + 0.75 ms) less the 1 ms overhead = 10.75 ms, of 13 GB/s
+    assert eff["weight_bytes"] == int(134.5e6 * 20 / 32) and eff["decode_context_tokens"] == 75
+    assert eff["decode_bandwidth"] == pytest.approx(134.5e6 * 20 / 32 / (0.01075 * 13e9), abs=1e-4)
     assert eff["step_overhead_ms"] == 1.0 and eff["file_bytes"] == 98_362_432
 
 
@@ -92,8 +92,8 @@ def test_the_calibrated_model_reproduces_the_measured_decode_step() -> None:
     tuned.efficiency.step_overhead_ms = 0.0
     tuned.efficiency.prefill_mfu = eff["prefill_mfu"]
     step = replica(tuned, llm.accelerator.resolve(None)).decode_step_s(1, 0) * 1000
-    # 6.83 + 0.0088 x 99 = 7.70 ms; the model adds the KV bytes of one token only (23 KB: ~2 us)
-    assert step == pytest.approx(6.83 + 0.0088 * 99, rel=1e-3)
+    # 6.83 + 0.0088 x 75 = 7.49 ms; the model adds the KV bytes of one token only (23 KB: ~2 us)
+    assert step == pytest.approx(6.83 + 0.0088 * 75, rel=1e-3)
 
 
 def test_a_calibration_replaces_the_llm_stages_declared_efficiency(tmp_path) -> None:
@@ -180,15 +180,15 @@ def test_efficiency_carries_the_per_request_costs() -> None:
 
 def test_a_large_prefill_intercept_leaves_the_measured_decode_step_intact() -> None:
     """The 10:28 fidelity calibration: prefill 22.9 ms + 4.87 ms per token, decode 8.2585 ms + 0.0128169
-    ms per context token. Half the decode base (4.129 ms) as overhead left 5.40 ms at the mean context
-    (99 tokens: 9.527 ms step) for the 84.1 MB of weights, more than 13 GB/s allows (6.47 ms); the
-    overhead is cut to 9.527 - 6.47 = 3.06 ms, the bandwidth share is 1 and the step is the measured one."""
+    ms per context token. Half the decode base (4.129 ms) as overhead left 5.09 ms at the mean context
+    (75 tokens: 9.220 ms step) for the 84.1 MB of weights, more than 13 GB/s allows (6.47 ms); the
+    overhead is cut to 9.220 - 6.47 = 2.75 ms, the bandwidth share is 1 and the step is the measured one."""
     from archkit.perf.llm.model import replica
 
     llm = _load(SPEC).stage("generate").llm
     decode = {"base_ms": 8.2585, "per_context_token_ms": 0.0128169}
     eff = efficiency(llm, {"ms_per_token": 4.86949, "fixed_ms": 22.8891}, decode, 96_576_768)
-    step = 8.2585 + 0.0128169 * 99
+    step = 8.2585 + 0.0128169 * 75
     floor = 134.5e6 * 20 / 32 / 13e9 * 1000
     assert eff["step_overhead_ms"] == pytest.approx(step - floor, abs=1e-3)
     assert eff["decode_bandwidth"] == pytest.approx(1.0, abs=1e-3)

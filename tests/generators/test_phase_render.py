@@ -14,7 +14,7 @@ from archkit.cli import _load_commands, app
 
 LOAN = ROOT / "examples" / "loan-preapproval.yaml"
 GOLDEN = ROOT / "tests" / "golden" / "phase" / "loan-preapproval-mva"
-MVA = ["frontend-check", "ocr-cache", "ocr", "extract", "risk-score", "assemble"]
+MVA = ["frontend-check", "ocr-cache", "ocr", "ocr-precise", "extract", "risk-score", "assemble"]
 
 
 def _sources(out: Path) -> dict[str, str | bytes]:
@@ -39,8 +39,9 @@ def test_mva_holds_the_marked_stages_and_their_edges_only(tmp_path):
         assert f"{later} ·" not in dot
     for sid in MVA:
         assert f"{sid} ·" in dot
-    # AK116's path: 6 stages, 7 edges among them (the full design has 11)
-    assert dot.count(" -> ") == 7
+    # AK116's path: 7 stages, 10 edges among them (the full design has 14): the fast and the
+    # precise OCR (seed 004 §2.1) each take the photo and give text to the cache and to extraction
+    assert dot.count(" -> ") == 10
 
 
 def test_phase_refuses_other_generators(tmp_path):

@@ -181,6 +181,9 @@ def _declared(spec: Spec) -> set[str]:
             names |= {sig.metric, sig.metric + "_bucket"}
     if gs.gpu_memory and gs.gpu_memory.total_metric:
         names.add(gs.gpu_memory.total_metric)
+    # a connection pool's in-use gauge and a workflow's exhausted-retries counter (seed 004 §1, §2.2)
+    names |= {cp.in_use.metric for cp in spec.connection_pools if cp.in_use is not None}
+    names |= {wf.retries_exhausted.metric for wf in spec.workflows if wf.retries_exhausted is not None}
     # an LLM stage's engine declares its series through the engine adapter (archkit.engines)
     from archkit.engines import adapter
 

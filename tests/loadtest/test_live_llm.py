@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -152,13 +153,32 @@ def test_the_knee_search_starts_from_the_predicted_knee_and_stops_on_the_streame
     assert res.measured["predicted"]["knee_rps"]["predicted"] == knee
 
 
-# Skipped under load: two sequential runs on one llama-server differ by the server's own drift
-# (its prefill time moved 729 -> 949 ms between runs at load 15, docs/benchmarks.md). The load
-# average stays above the cores for a while after the parallel test pass, so CI skips these.
-# Guarding on the cores busy at the time instead (/proc/stat) let them run in a clean-clone run
-# on idle cores, where one run agreed and the next differed by 35 % (ITL) and 26 % (TPOT):
-# sequential runs drift even on idle cores, so the comparison must pair the tools in turns before
-# it can gate CI (docs/benchmarks.md, LLM).
+def busy_cores(seconds: float = 3.0) -> float:
+    """Cores other processes kept busy over the last `seconds` (/proc/stat), measured now.
+
+    Not the load average: right after the parallel test pass it still reads ~3-4 on a 2-core
+    machine whose cores are idle, so a guard on it skipped this comparison in every CI run."""
+
+    def sample() -> tuple[int, int]:
+        vals = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+        return sum(vals), vals[3] + vals[4]  # all jiffies, idle + iowait
+
+    t0, i0 = sample()
+    time.sleep(seconds)
+    t1, i1 = sample()
+    return (os.cpu_count() or 1) * (1 - (i1 - i0) / max(t1 - t0, 1))
+
+
+# The tools run in turns (ROUNDS rounds of both, the first alternating) and each figure is the
+# median of the rounds' paired ratios, so a server that drifts between runs cancels (sequential
+# runs on idle cores once differed by 35 % in ITL, docs/benchmarks.md). The cores busy now must be
+# few (BUSY_LIMIT). The load-average guard stays as well, so CI (whose load average after the
+# parallel pass is above the cores) still skips it: on quiet cores (0.03-0.10 busy) three runs in
+# turns passed, passed and missed (ITL against AIPerf's inter-chunk gaps +11.8 %), the rounds'
+# own ratios spreading by up to +-58 % within seconds (docs/benchmarks.md, LLM peer), so five
+# rounds do not yet make it a gate.
+BUSY_LIMIT = 0.5
+ROUNDS = 5
 QUIET = os.getloadavg()[0] <= (os.cpu_count() or 1)
 needs_peer = [
     needs_engine,
@@ -167,8 +187,8 @@ needs_peer = [
     ),
     pytest.mark.skipif(
         not QUIET,
-        reason="the machine is busier than its cores: two sequential runs on one llama-server then differ by "
-        "the server's own drift (its prefill time moved 729 -> 949 ms between runs at load 15, docs/benchmarks.md)",
+        reason="the load average is above the cores: the rounds' ratios then spread further than five "
+        "rounds' median absorbs (docs/benchmarks.md, LLM peer)",
     ),
 ]
 
@@ -181,23 +201,17 @@ def peer_test(fn):  # type: ignore[no-untyped-def]
 
 @pytest.fixture(scope="module")
 def peer_run(tmp_path_factory):
-    """archkit, then AIPerf, on one llama-server at 0.25 req/s (below one slot's ~1.5 s per request)."""
+    """archkit and AIPerf in turns on one llama-server at 0.5 req/s (one slot takes ~0.4 s a request
+    on idle cores, ~1.2 s on busy ones): ROUNDS rounds of 6 requests each."""
+    busy = busy_cores()
+    if busy > BUSY_LIMIT:
+        pytest.skip(
+            f"{busy:.2f} cores busy with other work (limit {BUSY_LIMIT}): the engine's core is not free"
+        )
     out = tmp_path_factory.mktemp("peer") / "peer.json"
+    args = ["--rate", "0.5", "--requests", "6", "--rounds", str(ROUNDS), "--isl", "32", "--osl", "16"]
     r = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "bench" / "bench_llm_peer.py"),
-            "--rate",
-            "0.25",
-            "--requests",
-            "12",
-            "--isl",
-            "32",
-            "--osl",
-            "16",
-            "--json",
-            str(out),
-        ],  # fmt: skip
+        [sys.executable, str(ROOT / "bench" / "bench_llm_peer.py"), *args, "--json", str(out)],
         capture_output=True,
         text=True,
         timeout=900,
@@ -205,31 +219,30 @@ def peer_run(tmp_path_factory):
     )
     assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
     got = json.loads(out.read_text())
-    assert got["archkit"]["requests"] == 12 and got["aiperf"]["requests"] == 12, got
+    assert got["requests"] == {"archkit": [6] * ROUNDS, "aiperf": [6] * ROUNDS}, got["requests"]
+    keys = ("ttft_p50_diff_pct", "tpot_vs_aiperf_itl_diff_pct", "itl_vs_aiperf_inter_chunk_diff_pct")
+    print(f"peer: busy {busy:.2f} cores;", {k: got[k] for k in keys}, got["per_round_pct"])  # -s shows it
     return got
 
 
 @peer_test
 def test_archkit_and_aiperf_agree_on_the_inter_token_gaps(peer_run) -> None:
-    """Every gap between chunks (one token each): archkit's ITL P50 within 5 % of AIPerf's inter-chunk P50."""
-    assert abs(peer_run["itl_vs_aiperf_inter_chunk_diff_pct"]) <= 5, peer_run
+    """Every gap between chunks (one token each): archkit's ITL P50 within 5 % of AIPerf's
+    inter-chunk P50, the median of the rounds' ratios."""
+    assert abs(peer_run["itl_vs_aiperf_inter_chunk_diff_pct"]) <= 5, peer_run["per_round_pct"]
 
 
 @peer_test
 def test_archkit_and_aiperf_agree_on_ttft_and_tpot(peer_run) -> None:
-    """TTFT P50 within 5 %; per-request time per output token within 5 % (AIPerf calls it ITL).
+    """TTFT P50 within 5 %; per-request time per output token within 5 % (AIPerf calls it ITL);
+    medians of the rounds' ratios.
 
     Like with like: both send prompts the server counts as the same length (its own
     llamacpp:prompt_tokens_total over each run), and TTFT less the server's prefill time is the
     client's share. The 33 % gap once recorded at load 5.6 is not a difference of definition: on a
     quiet machine (load 0.2) both prompts were 62 tokens, prefilled by the server in 266 and 263
-    ms, and the TTFT P50s were 1.5 % apart (docs/benchmarks.md, LLM); under load the server's own
-    prefill time drifts between two sequential runs (729 -> 949 ms at load 15), which the server
-    counters recorded with each run now show."""
-    same = (
-        peer_run["archkit"]["server"]["prompt_tokens_per_request"]
-        == peer_run["aiperf"]["server"]["prompt_tokens_per_request"]
-    )
-    assert same, peer_run
-    assert abs(peer_run["ttft_p50_diff_pct"]) <= 5, peer_run
-    assert abs(peer_run["tpot_vs_aiperf_itl_diff_pct"]) <= 5, peer_run
+    ms, and the TTFT P50s were 1.5 % apart (docs/benchmarks.md, LLM); the server's own prefill time
+    drifts between runs (729 -> 949 ms at load 15), which pairing the tools in turns cancels."""
+    assert peer_run["same_prompt_tokens"], peer_run["round_details"]
+    assert abs(peer_run["ttft_p50_diff_pct"]) <= 5, peer_run["per_round_pct"]
+    assert abs(peer_run["tpot_vs_aiperf_itl_diff_pct"]) <= 5, peer_run["per_round_pct"]

@@ -98,8 +98,8 @@ def test_the_basis_is_the_knee_archkit_capacity_predicts() -> None:
         update={"search": level.search.model_copy(update={"stop_percentile": "itl_p50_ms"})}
     )
     assert (
-        search_basis(spec, itl, base).per_request == 63.0
-    )  # 64 output tokens, one gap after each but the first
+        search_basis(spec, itl, base).per_request == 15.0
+    )  # 16 output tokens, one gap after each but the first
 
 
 def _row(ttft50: float, ttft99: float, n_ttft: int, itl50: float, n_itl: int, **kw) -> dict:

@@ -5,12 +5,13 @@ reference_service/triton_worker.py), so it cannot take a generated file; this te
 same Triton binary (PyTriton's 2.51 tritonserver, from reference_service/.venv) on a model
 repository of the generated files and asks it for each model's config over HTTP.
 
-One stand-in, and only one line of each file changes: PyTriton ships Triton with the Python
-backend alone, so `backend: "onnxruntime"` becomes `backend: "python"` and each model is a tiny
-Python model (an identity). Everything else — max_batch_size, dynamic batching with its preferred
-sizes, queue delay and queue policy, the instance group, the version policy and a warm-up
-request — is Triton's to accept or refuse, and the config Triton reports is held to the spec by
-the checks `verify --triton-url` runs (zero drift).
+The spec declares `backend: python` (the service runs OpenVINO from Triton's Python backend, the
+only one PyTriton ships), so the generated files load unchanged. One stand-in: each model's
+`1/model.py` is a tiny Python model (an identity), not the service's OpenVINO model. Everything in
+the config — the backend, max_batch_size, dynamic batching with its preferred sizes, queue delay
+and queue policy, the instance group, the version policy and a warm-up request — is Triton's to
+accept or refuse, and the config Triton reports is held to the spec by the checks
+`verify --triton-url` runs (zero drift, VT239's backend included).
 """
 
 from __future__ import annotations
@@ -86,10 +87,10 @@ def test_triton_loads_generated_configs_with_zero_drift(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     for rel, text in files.items():
         assert isinstance(text, str)
-        assert text.count('backend: "onnxruntime"\n') == 1
+        assert text.count('backend: "python"\n') == 1
         path = repo / rel.removeprefix("triton/")
         (path.parent / "1").mkdir(parents=True)
-        path.write_text(text.replace('backend: "onnxruntime"\n', 'backend: "python"\n'), encoding="utf-8")
+        path.write_text(text, encoding="utf-8")
         (path.parent / "1" / "model.py").write_text(MODEL_PY, encoding="utf-8")
     assert "model_warmup" in (repo / "ocr_detector" / "config.pbtxt").read_text(encoding="utf-8")
     dist = site / "pytriton" / "tritonserver"
@@ -144,6 +145,7 @@ def test_triton_loads_generated_configs_with_zero_drift(tmp_path: Path) -> None:
             check_config(rec, model.name, model, config)
         assert rec.findings
         assert [f.message for f in rec.findings if f.status is not Status.PASS] == []
+        assert "VT239" in {f.code for f in rec.findings}
         det = json.loads(_get(f"{base}/v2/models/ocr_detector/config")[1])
         assert det["dynamic_batching"]["default_queue_policy"]["timeout_action"] == "REJECT"
         assert [w["name"] for w in det["model_warmup"]] == ["warmup-det"]

@@ -52,9 +52,9 @@ def test_builtin_sources_in_report_order_each_code_complete():
     assert [s.name for s in sources()][:3] == ["kube", "triton", "prometheus"]
     codes = all_codes()
     assert (
-        len(codes) == 66
+        len(codes) == 67
     )  # VP320: latency SLO thresholds; VC410-VC414: control-flow code; VS510-511: store; VL4xx: llama.cpp;
-    # VK122: NVIDIA env; VT229: repository file hash; VM240-241: served model hashes
+    # VK122: NVIDIA env; VT229: repository file hash; VM240-241: served model hashes; VT239: backend
     for cid, (code, area) in codes.items():
         src = next(s for s in sources() if s.name == area)
         assert cid.startswith(src.prefix), cid

@@ -13,6 +13,7 @@ SPEC = load_file(Path(__file__).parent / "fixtures" / "ocr-triton.yaml").spec
 DETECT = triton_models(SPEC)[0][1]
 CONFIG = {
     "name": "ocr_detector",
+    "backend": "onnxruntime",
     "max_batch_size": 4,
     "version_policy": {"latest": {"num_versions": 1}},
     "dynamic_batching": {
@@ -33,7 +34,7 @@ def _check(config: dict) -> dict:
 def test_matching_config_passes():
     found = _check(CONFIG)
     assert {c: f.status for c, f in found.items()} == {
-        c: Status.PASS for c in ("VT220", "VT221", "VT222", "VT223", "VT224", "VT225", "VT227")
+        c: Status.PASS for c in ("VT220", "VT221", "VT222", "VT223", "VT224", "VT225", "VT227", "VT239")
     }
 
 
@@ -109,3 +110,42 @@ def test_environment_batching_replaces_the_stage_and_points_at_its_line():
         == triton_models(SPEC)[1][1].version_policy.spec_path
     )
     assert gpu.dataflow.edges[0].spec_path == ("dataflow", "edges", 0)
+
+
+def test_backend_other_than_the_formats_default_is_drift():
+    """ONNX served from the Python backend (as the reference OCR service does) against a spec that
+    declares no backend: the format's default, onnxruntime, is what the spec promises."""
+    found = _check({**CONFIG, "backend": "python"})
+    assert found["VT239"].status is Status.DRIFT
+    assert found["VT239"].message == (
+        "model 'ocr_detector' runs on the python backend, the spec implies (format onnx) onnxruntime: its "
+        "service times and batching were measured on that runtime"
+    )
+    # where to declare it: the model's backend field (on the model's line while it is unset)
+    assert found["VT239"].path == "dataflow.stages[0].model.backend"
+    assert found["VT239"].line == 12
+
+
+def test_declared_backend_is_compared_and_platform_names_count():
+    import copy
+
+    from archkit.spec.serving import TritonBackend
+
+    det = copy.deepcopy(DETECT)
+    det.backend = TritonBackend.python
+
+    def run(config: dict) -> object:
+        rec = Recorder(SPEC, "triton")
+        check_config(rec, "model/ocr_detector", det, config)
+        return next(f for f in rec.findings if f.code == "VT239")
+
+    assert run({**CONFIG, "backend": "python"}).status is Status.PASS
+    drift = run(CONFIG)
+    assert drift.status is Status.DRIFT
+    assert "runs on the onnxruntime backend, the spec declares python" in drift.message
+    # Triton's older `platform` spelling of the same backend
+    legacy = {k: v for k, v in CONFIG.items() if k != "backend"} | {"platform": "onnxruntime_onnx"}
+    assert _check(legacy)["VT239"].status is Status.PASS
+    # neither: unknown, not a pass
+    bare = {k: v for k, v in CONFIG.items() if k != "backend"}
+    assert _check(bare)["VT239"].status is Status.UNKNOWN

@@ -41,6 +41,7 @@ STAGE = """\
         version: "{version}"
         format: onnx
         server: triton
+        backend: python
         device: cpu
         instances: {m.instances}
         batching:
@@ -87,7 +88,8 @@ def test_reference_triton_matches_the_spec(service):
 
 
 @pytest.mark.parametrize(
-    "case", ["renamed-model", "queue-delay", "max-batch", "preferred-sizes", "instances", "version"]
+    "case",
+    ["renamed-model", "queue-delay", "max-batch", "preferred-sizes", "instances", "version", "backend"],
 )
 def test_spec_changes_show_as_drift(service, case):
     prof = _profile(service)
@@ -142,6 +144,13 @@ def test_spec_changes_show_as_drift(service, case):
             ),
             ("instances:", 1),
         )
+    elif case == "backend":
+        # the service runs ONNX from Triton's Python backend (OpenVINO in model.py), not onnxruntime
+        code, fragment, where = (
+            "VT239",
+            "model 'ocr_detector' runs on the python backend, the spec declares onnxruntime",
+            ("backend: onnxruntime", 0),
+        )
     else:
         version = "3"
         code, fragment, where = (
@@ -150,6 +159,8 @@ def test_spec_changes_show_as_drift(service, case):
             ('version: "3"', 0),
         )
     text = spec_text(det, rec, version)
+    if case == "backend":
+        text = text.replace("backend: python", "backend: onnxruntime", 1)
     report = _verify(text, service.triton_http)
     drift = [f for f in report.findings if f.status is Status.DRIFT]
     assert [f.code for f in drift] == [code], [(f.code, f.message) for f in drift]

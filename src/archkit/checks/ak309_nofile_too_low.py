@@ -26,7 +26,8 @@ Every connection is a file descriptor. The seed measured more than 2,000 open co
 a Triton server at 1,000 QPS — about two sockets per request per second — against the
 default limit of 1024, and requests failed. archkit estimates the need per replica as
 2 × (peak or design rate) / replicas for services that run a stage reached over
-per-request connections (HTTP, gRPC; not pooled Redis/SQL/Kafka clients), and compares it
+per-request connections (HTTP, gRPC; not pooled Redis/SQL/Kafka clients, whose pools AK234
+sizes), and compares it
 with `ulimits.nofile` (1024 when unset). Set nofile: 65536.
 """
 

@@ -51,6 +51,8 @@ def _text(rep) -> str:
     if rep.workers:
         lines.append("")
     lines += _jobs(rep.jobs)
+    lines += _pools(rep.pools)
+    lines += _caches(rep.caches)
     from archkit.cli.capacity_llm import llm_text
 
     lines += llm_text(rep.llm)
@@ -132,6 +134,45 @@ def _jobs(rows: list) -> list[str]:
             util = f": online {', '.join(j['online_stages'])} {100 * j['online_utilisation']:.0f} % → {after}"
             util += f" at {j['rate_rps']:g} req/s"
         out.append(f"{head}{util}, online ceiling {_f(j['online_ceiling_rps'], ' req/s')} while it runs")
+    return out + ([""] if out else [])
+
+
+def _pools(rows: list) -> list[str]:
+    """Each connection pool against the concurrency the rate drives into it (seed 004 §1, `perf.pools`)."""
+    out = []
+    for r in rows:
+        hold = f"{r['hold_ms']:g} ms hold" + ("" if r["hold_declared"] else f" ('{r['target']}' P99)")
+        use = (
+            f"{r['calls_per_s_per_replica']:.3g} calls/s × {hold} = {r['in_use']:.3g} in use, "
+            f"{100 * r['wait_probability']:.1f} % of calls wait, at {r['rate_rps']:g} req/s; "
+            if r["rate_rps"]
+            else ""
+        )
+        out.append(
+            f"pool {r['pool']} ({r['size']} connection(s) per '{r['client']}' replica × {r['replicas']} to "
+            f"{r['target']}): {use}admits {_f(r['ceiling_rps'], ' req/s')}"
+        )
+    return out + ([""] if out else [])
+
+
+def _caches(rows: list) -> list[str]:
+    """Each cache's hit against its miss and their mix (seed 004 §3.3, `perf.cache`)."""
+    out = []
+    for r in rows:
+        ratio = "" if r["hit_ratio"] is None else f"hit ratio {100 * r['hit_ratio']:g} %, "
+        line = (
+            f"cache {r['stage']} ({ratio}a hit skips {', '.join(r['skips'])}): a hit {_f(r['hit_ms'])} ms "
+            f"instead of a miss's P50 {_f(r['miss_p50_ms'])} ms, P99 {_f(r['miss_p99_ms'])} ms"
+        )
+        if r["mixed_p99_ms"] is not None:
+            line += f"; mixed P99 {_f(r['mixed_p99_ms'])} ms, mean at most {_f(r['mean_ms'])} ms"
+        p = r["path"]
+        if p:
+            line += (
+                f"; path {' -> '.join(p['stages'])}: P99 sum {_f(p['p99_sum_ms'])} -> "
+                f"{_f(p['p99_sum_mixed_ms'])} ms with the mix"
+            )
+        out.append(line)
     return out + ([""] if out else [])
 
 

@@ -52,12 +52,16 @@ ALSO: Mapping[str, tuple[str, ...]] = {
     "000 §5.10": ("the reference service's quantisation ablation (`reference_service/MEASUREMENTS.md`)",),
     "000 §5.12": ("`reference_service/verify_rollback.py`",),
     "000 §6": ("the review page",),
+    "004 §1": ("the connection-pool model (`archkit.perf.pools`), printed by `archkit capacity`",),
     "004 §2.1": ("`examples/loan-preapproval.yaml`",),
     "004 §2.2": ("`examples/loan-preapproval.yaml` (planes)",),
     "004 §2.3": ("the shared-resource capacity model (`archkit.perf.resources`)",),
     "004 §3.1": ("the reference service's models (`reference_service/models.py`)",),
     "004 §3.2": ("`archkit capacity --rate`", "`archkit.perf.limits`"),
-    "004 §3.3": ("the reference service's cache (`reference_service/cache.py`)",),
+    "004 §3.3": (
+        "the reference service's cache (`reference_service/cache.py`)",
+        "the hit/miss mix of `archkit capacity` (`archkit.perf.cache`)",
+    ),
     "004 §4": ("the rule catalogue ([checks.md](checks.md))",),
     "004 §4.5": ("the reference service's scope (`reference_service/README.md`)",),
 }

@@ -9,7 +9,7 @@ from archkit.generators.diagram_text import num, pct, wrap
 from archkit.generators.jinja import render
 from archkit.generators.registry import RenderContext, register
 from archkit.generators.renderers import register_fallback
-from archkit.spec.model import Call, Decision, Terminal
+from archkit.spec.model import Call, Decision, Terminal, Workflow
 
 # Seed 004 §2.1: failure branches must be drawn with arrows of a different colour, not left in
 # a PRD footnote; every failure path here is a red dashed arrow.
@@ -77,6 +77,15 @@ def _call_text(c: Call) -> str:
     return "\\n".join(lines)
 
 
+def _workflow_text(wf: Workflow) -> str:
+    """One italic line under each of a workflow's calls: the engine, the state store, the alert."""
+    state = f"state in {wf.state.store}" if wf.state is not None else "state not persisted"
+    alert = (
+        "alert when retries run out" if wf.retries_exhausted is not None else "no alert when retries run out"
+    )
+    return styled(puml(f"workflow {wf.label or wf.id} ({wf.engine}) · {state} · {alert}", 60), "//", "//")
+
+
 def _decision_text(d: Decision) -> str:
     lines = [styled(puml(d.label or d.id, 40), "**", "**")]
     if d.label:
@@ -127,6 +136,11 @@ class _Emitter:
                 self.nested.setdefault(c.caller, []).append(c)
         self.happy: list[str] = []
         self.shared: str | None = None
+        # seed 004 §2.2: which workflow runs each call, drawn with where its state lives and its alert
+        self.workflow: dict[str, str] = {}
+        for wf in ctx.spec.workflows:
+            for sid in wf.steps:
+                self.workflow.setdefault(sid, _workflow_text(wf))
 
     def out(self, depth: int, text: str) -> None:
         self.lines.append("  " * depth + text)
@@ -199,7 +213,8 @@ class _Emitter:
         self.out(depth, "detach")
 
     def call(self, node: Call, depth: int) -> None:
-        self.out(depth, f":{_call_text(node)};")
+        wf = self.workflow.get(node.id)
+        self.out(depth, f":{_call_text(node)}" + (f"\\n{wf}" if wf else "") + ";")
         inner = self.nested.get(node.id)
         if inner:
             self.out(depth, "note right")

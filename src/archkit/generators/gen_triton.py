@@ -1,11 +1,11 @@
 """The `triton` generator: one Triton `config.pbtxt` per model stage the spec serves with Triton.
 
 The files form a model repository (`triton/<model>/config.pbtxt`; the model files go in
-`<model>/<version>/`). Every field comes from the stage's `model`: the backend from its format,
-`max_batch_size`, dynamic batching (preferred sizes, queue delay, the queue policy's bound and
-timeout), the instance group (count and kind from `device`), the version policy (seed 000 §2.2)
-and, where a load-test scenario declares the model's inputs, a zero-data warm-up request so the
-first real request does not pay the cold start (seed 000 §3.4). `archkit verify --triton-repo`
+`<model>/<version>/`). Every field comes from the stage's `model`: the backend (declared, else the
+format's default: archkit.spec.serving), `max_batch_size`, dynamic batching (preferred sizes, queue
+delay, the queue policy's bound and timeout), the instance group (count and kind from `device`),
+the version policy (seed 000 §2.2) and, where a load-test scenario declares the model's inputs, a
+zero-data warm-up request so the first real request does not pay the cold start (seed 000 §3.4). `archkit verify --triton-repo`
 parses these files with Triton's own `ModelConfig` message and runs the same checks as against a
 live server (`archkit.verify.triton_config`), so a generated file that drifts is a bug.
 """
@@ -16,21 +16,8 @@ import json
 import re
 
 from archkit.generators.registry import RenderContext, register
-from archkit.spec.model import ModelFormat, ModelInfo, Scenario, Spec, Stage
-
-# Triton backend per model format (Triton's backend names: onnxruntime, pytorch, tensorrt,
-# tensorflow, python, fil — the Forest Inference Library serves XGBoost). A pickled model is
-# loaded by Python code; `other` has no backend archkit can name.
-BACKEND: dict[ModelFormat, str | None] = {
-    ModelFormat.onnx: "onnxruntime",
-    ModelFormat.torchscript: "pytorch",
-    ModelFormat.tensorrt: "tensorrt",
-    ModelFormat.savedmodel: "tensorflow",
-    ModelFormat.python: "python",
-    ModelFormat.pickle: "python",
-    ModelFormat.xgboost: "fil",
-    ModelFormat.other: None,
-}
+from archkit.spec.model import ModelInfo, Scenario, Spec, Stage
+from archkit.spec.serving import backend_of
 
 # The load-test's datatype names (KServe v2: BOOL, UINT8, ..., BYTES) as Triton's DataType enum.
 _DATATYPE = {
@@ -107,11 +94,11 @@ def config_pbtxt(ctx: RenderContext, stage: Stage, model: ModelInfo) -> str:
     """The text of one model's config.pbtxt (protobuf text format of Triton's ModelConfig)."""
     lines = [ctx.header("#"), f"# from stage '{stage.id}', {_where(model)}"]
     lines.append(f"name: {_q(model.name)}")
-    backend = BACKEND[model.format]
+    backend = backend_of(model.format, model.backend)
     if backend is None:
         lines.append(f"# format '{model.format.value}': no Triton backend known; set `backend` by hand")
     else:
-        lines.append(f"backend: {_q(backend)}")
+        lines.append(f"backend: {_q(backend.value)}")
     b = model.batching
     lines.append(f"max_batch_size: {b.max_batch_size if b is not None else 0}")
     if b is not None:

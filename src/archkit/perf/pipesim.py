@@ -3,8 +3,10 @@
 What it simulates (every choice is the spec's or stated here):
 - Arrivals: Poisson at `rate_rps`, or recorded send times.
 - Route: each request visits the stages reached from the sources over sync edges, each edge
-  taken with its `weight` (unset: always), in topological order, one after the other. Async
-  hand-offs are off the request's path and are not simulated.
+  taken with its `weight` (unset: always), in topological order, one after the other; edges
+  from one stage that name the same `decision` are exclusive (a request takes one of them, each
+  with its weight, or none with the rest). Async hand-offs are off the request's path and are
+  not simulated.
 - Other stages: a time drawn from a log-normal with median `cpu_ms` (else the P50) and the
   stage's measured spread, else its P50 → P99 budgets' (`resources.service_sigma`): work on the shared cores
   when the stage declares `cpu_ms`, else a delay; with `concurrency`, each replica has that
@@ -43,7 +45,7 @@ from archkit.perf import service_models
 from archkit.perf.limits import admission_groups, apply_rate_limits, entry_refusal_stage, stage_queue_limits
 from archkit.perf.resources import LoadModel
 from archkit.perf.service_models import Step
-from archkit.spec.model import Spec
+from archkit.spec.model import Edge, Spec
 
 MAX_REQUESTS = 5_000_000
 MAX_CALLS = (
@@ -104,30 +106,65 @@ class PipelineSim:
     first_token: tuple[FirstToken, ...] = ()  # per co-simulated streaming stage (an LLM's user TTFT)
 
 
+# At most this many weighted choice combinations are enumerated (2^12 independent edges).
+_MAX_ROUTES = 1 << 12
+
+
+def _choice_groups(sync: list[Edge]) -> list[list[Edge]]:
+    """The weighted choices a request makes, in edge order: one edge alone (taken or not), or the
+    edges from one stage naming the same decision (exactly one of them, or none)."""
+    groups: list[list[Edge]] = []
+    by_decision: dict[tuple[str, str], list[Edge]] = {}
+    for e in sync:
+        if e.weight is None or e.weight >= 1:
+            continue
+        if e.decision is None:
+            groups.append([e])
+            continue
+        key = (e.from_, e.decision)
+        if key not in by_decision:
+            by_decision[key] = []
+            groups.append(by_decision[key])
+        by_decision[key].append(e)
+    kept: list[list[Edge]] = []
+    combos = 1
+    for g in groups:
+        combos *= len(g) + 1
+        if combos > _MAX_ROUTES:
+            break
+        kept.append(g)
+    return kept
+
+
 def _routes(spec: Spec, steps: dict[str, Step]) -> tuple[list[list[str]], list[float]]:
-    """Distinct routes with their probabilities (enumerated over weighted edges, at most 2^12)."""
+    """Distinct routes with their probabilities (enumerated over weighted choices, at most 2^12)."""
     ids = [s.id for s in spec.dataflow.stages]
     known = set(ids)
     sync = [e for e in spec.dataflow.edges if e.mode == "sync" and e.from_ in known and e.to in known]
     inbound = {e.to for e in spec.dataflow.edges if e.to in known}
     sources = [i for i in ids if i not in inbound]
-    weighted = [e for e in sync if e.weight is not None and e.weight < 1][:12]
+    groups = _choice_groups(sync)
     order = {sid: i for i, sid in enumerate(ids)}
     from archkit.perf.latency import sync_graph, topo_order
 
     stages, succ, _ = sync_graph(spec)
     topo = {sid: i for i, sid in enumerate(topo_order(stages, succ))}
     routes: dict[tuple[str, ...], float] = {}
-    for mask in range(1 << len(weighted)):
+    total = math.prod(len(g) + 1 for g in groups)
+    for combo in range(total):
+        # mixed radix, the first group fastest: choice 0 takes none of a group's edges, choice k
+        # its k-th (for a lone edge: bit j of a mask over the edges, as before exclusive groups)
         prob = 1.0
-        closed = set()
-        for j, e in enumerate(weighted):
-            w = float(e.weight or 0.0)
-            if mask >> j & 1:
-                prob *= w
+        closed: set[int] = set()
+        rest = combo
+        for g in groups:
+            pick = rest % (len(g) + 1)
+            rest //= len(g) + 1
+            if pick:
+                prob *= float(g[pick - 1].weight or 0.0)
             else:
-                prob *= 1 - w
-                closed.add(id(e))
+                prob *= 1 - sum(float(e.weight or 0.0) for e in g)
+            closed.update(id(e) for k, e in enumerate(g, start=1) if k != pick)
         if prob <= 0:
             continue
         seen: set[str] = set()

@@ -37,6 +37,8 @@ class CapacityReport:
     llm: list[dict[str, Any]] = field(default_factory=list)  # plans.llm_capacity.llm_row per LLM stage
     curve: dict[str, Any] | None = None  # LoadCurve.as_dict() when rates were asked for (`--rate`)
     jobs: list[dict[str, Any]] = field(default_factory=list)  # batch GPU jobs' GPU time (`perf.jobs`)
+    pools: list[dict[str, Any]] = field(default_factory=list)  # connection pools (`perf.pools`)
+    caches: list[dict[str, Any]] = field(default_factory=list)  # caches' hit/miss mix (`perf.cache`)
 
     @property
     def knee(self) -> dict[str, Any]:
@@ -77,6 +79,8 @@ class CapacityReport:
             "curve": self.curve,
             "llm": self.llm,
             "jobs": self.jobs,
+            "pools": self.pools,
+            "caches": self.caches,
         }
 
 
@@ -125,7 +129,9 @@ def capacity_report(
         budget = sim_budget or SIM_BUDGET
         report.curve = sweep(spec, rates, requests=requests or DEFAULT_REQUESTS, budget=budget).as_dict()
     report.jobs = job_rows(spec)
+    report.pools = pool_rows(spec)
     paths = dataflow_paths(spec)
+    report.caches = cache_rows(spec, paths)
     for path in paths:
         report.paths.append(
             {
@@ -320,6 +326,73 @@ def job_rows(spec: Spec) -> list[dict[str, Any]]:
             }
         )
     return rows
+
+
+def pool_rows(spec: Spec) -> list[dict[str, Any]]:
+    """Each connection pool's load per client replica and the request rate it admits (seed 004 §1;
+    `archkit.perf.pools`), at the peak rate when declared, as AK234 judges it."""
+    from archkit.perf.pools import pool_loads
+
+    return [
+        {
+            "pool": pl.pool,
+            "client": pl.client,
+            "target": pl.target,
+            "size": pl.size,
+            "replicas": pl.replicas,
+            "hold_ms": pl.hold_ms,
+            "hold_declared": pl.hold_declared,
+            "rate_rps": pl.rate_rps or None,
+            "calls_per_s_per_replica": round(pl.per_replica_cps, 4),
+            "in_use": round(pl.offered, 4),
+            "wait_probability": round(pl.wait_probability, 4),
+            "ceiling_rps": num(pl.ceiling_rps),
+        }
+        for pl in pool_loads(spec)
+    ]
+
+
+def cache_rows(spec: Spec, paths: list[Any]) -> list[dict[str, Any]]:
+    """Each cache's hit and miss latency over the stages a hit skips, their mix at its hit ratio, and
+    the critical path's P99 sum with the mix in place of the miss (seed 004 §3.3; `perf.cache`)."""
+    from archkit.perf.cache import cache_mixes
+
+    rows = []
+    for m in cache_mixes(spec):
+        mixed = m.mixed_p99_ms
+        row: dict[str, Any] = {
+            "stage": m.stage,
+            "skips": list(m.skips),
+            "hit_ratio": m.hit_ratio,
+            "hit_ms": m.hit_ms,
+            "miss_p50_ms": num(m.miss_p50_ms),
+            "miss_p99_ms": num(m.miss_p99_ms),
+            "mixed_p99_ms": num(mixed),
+            "mean_ms": num(m.mean_ms),
+            "path": None,
+        }
+        # the heaviest path through what a hit skips: its P99 sum with the mix for the cached segment
+        on = [p for p in paths if set(m.skips) <= set(p.stages)]
+        if mixed is not None and on:
+            p = max(on, key=lambda x: x.p99_sum)
+            # the segment (lookup and skipped stages) leaves the path; the mix, lookup included, joins it
+            covered = sum(v for sid, v in _p99s(spec, [m.stage, *m.skips]) if sid in p.stages)
+            row["path"] = {
+                "stages": p.stages,
+                "p99_sum_ms": num(p.p99_sum),
+                "p99_sum_mixed_ms": num(p.p99_sum - covered + mixed),
+            }
+        rows.append(row)
+    return rows
+
+
+def _p99s(spec: Spec, ids: list[str]) -> list[tuple[str, float]]:
+    out = []
+    for sid in ids:
+        st = spec.stage(sid)
+        if st is not None:
+            out.append((sid, st.p99_ms if st.p99_ms is not None else (st.p95_ms or st.p50_ms or 0.0)))
+    return out
 
 
 def num3(v: float) -> float | None:

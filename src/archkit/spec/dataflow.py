@@ -23,6 +23,7 @@ from archkit.spec.base import (
 from archkit.spec.governance import ConfidenceBreaker, Consent
 from archkit.spec.model_contract import ModelContract
 from archkit.spec.refs import IdOf, RefTo
+from archkit.spec.serving import TritonBackend
 
 if TYPE_CHECKING:  # the llm section builds on this one; archkit.spec.model completes `Stage`
     from archkit.spec.llm import LlmStage
@@ -158,6 +159,11 @@ class ModelInfo(Node):
     )
     format: ModelFormat = ModelFormat.onnx
     server: str | None = Field(None, description="serving runtime, e.g. triton")
+    backend: TritonBackend | None = Field(
+        None,
+        description="Triton backend that runs the files where it is not the format's default (onnx: onnxruntime), "
+        "e.g. python for ONNX served by OpenVINO from model.py (archkit.spec.serving; AK398, VT239)",
+    )
     device: Device = Device.gpu
     instances: Instances = 1
     items_per_call: PositiveInt = Field(
@@ -197,6 +203,16 @@ class CacheSettings(Node):
     ttl_s: Annotated[float, Field(gt=0, le=10 * 365 * 86_400)] | None = None
     max_entries: Annotated[int, Field(ge=1, le=10**12)] | None = None
     hit_p99_ms: Ms | None = Field(None, description="latency of a hit")
+    hit_ratio: Fraction | None = Field(
+        None,
+        description="share of lookups that hit (e.g. the load test's share of repeated uploads); with "
+        "`skips`, `archkit capacity` mixes the hit and miss latencies (seed 004 §3.3, `archkit.perf.cache`)",
+    )
+    skips: list[Annotated[Id, RefTo("stage")]] = Field(
+        default_factory=list,
+        max_length=100,
+        description="the stages a hit makes unnecessary, in order (seed 004 §3.3: the OCR inference)",
+    )
 
 
 class Stage(Node):
@@ -303,6 +319,12 @@ class Edge(Node):
         None,
         description="share of the source stage's traffic that takes this edge (a cache miss ratio, a "
         "fallback share); unset: all of it (conservative)",
+    )
+    decision: Annotated[Id, RefTo("control-flow node")] | None = Field(
+        None,
+        description="the control-flow decision that picks this edge: edges from one stage naming the same "
+        "decision are exclusive alternatives (each request takes one), their weights its branch shares "
+        "(seed 004 §2.1's precise or fast OCR; AK298)",
     )
 
 

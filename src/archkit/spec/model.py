@@ -35,11 +35,15 @@ from archkit.spec.loadtest import *  # noqa: F403
 from archkit.spec.loadtest import Loadtest
 from archkit.spec.observability import *  # noqa: F403
 from archkit.spec.observability import Observability, Policies, Slo
+from archkit.spec.pools import *  # noqa: F403
+from archkit.spec.pools import ConnectionPool
 from archkit.spec.refs import IdOf, RefTo, refs_of
 from archkit.spec.topology import *  # noqa: F403
 from archkit.spec.topology import NodePool, Service, Topology
 from archkit.spec.tracing import *  # noqa: F403
 from archkit.spec.tracing import Tracing
+from archkit.spec.workflow import *  # noqa: F403
+from archkit.spec.workflow import Workflow
 
 # --------------------------------------------------------------------------- metadata/budgets
 
@@ -153,10 +157,16 @@ class Spec(Node):
     budgets: Budgets = Field(default_factory=Budgets)
     dataflow: Dataflow = Field(default_factory=Dataflow)
     controlflow: Controlflow = Field(default_factory=Controlflow)
+    workflows: list[Workflow] = Field(
+        default_factory=list, max_length=1000, description="control-plane workflows (archkit.spec.workflow)"
+    )
     topology: Topology = Field(default_factory=Topology)
     faulttrees: list[FaultTree] = Field(default_factory=list)
     jobs: list[GpuJob] = Field(
         default_factory=list, max_length=1000, description="batch/offline GPU jobs (archkit.spec.governance)"
+    )
+    connection_pools: list[ConnectionPool] = Field(
+        default_factory=list, max_length=1000, description="pooled clients per service (archkit.spec.pools)"
     )
     observability: Observability = Field(default_factory=Observability)
     tracing: Tracing | None = Field(None, description="spans on external calls (archkit.spec.tracing)")

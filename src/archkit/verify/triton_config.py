@@ -1,8 +1,9 @@
-"""Triton model configuration checks: batching, queue, instances, version policy (VT220-VT228)."""
+"""Triton model configuration checks: backend, batching, queue, instances, version policy (VT220-VT239)."""
 
 from __future__ import annotations
 
 from archkit.spec.model import ModelInfo
+from archkit.spec.serving import TritonBackend, backend_of
 from archkit.verify.findings import Recorder
 from archkit.verify.registry import Check, Code
 
@@ -247,8 +248,60 @@ class VersionPolicyKept(ConfigCheck):
             )
 
 
+# Triton's older `platform` names, which a config may give instead of `backend` (Triton model
+# configuration, "Platform and backend").
+_PLATFORM_BACKEND = {
+    "onnxruntime_onnx": TritonBackend.onnxruntime.value,
+    "pytorch_libtorch": TritonBackend.pytorch.value,
+    "tensorrt_plan": TritonBackend.tensorrt.value,
+    "tensorflow_savedmodel": TritonBackend.tensorflow.value,
+    "tensorflow_graphdef": TritonBackend.tensorflow.value,
+}
+
+
+class ServingBackend(ConfigCheck):
+    """The backend that runs the model as declared (else the format's default)."""
+
+    code = Code(
+        "VT239",
+        "serving backend",
+        "The backend Triton runs the model with (config `backend`, or its `platform`) is the spec's "
+        "`model.backend`, else its format's default: the measured service times belong to that runtime.",
+        "Triton model configuration (backend)",
+    )
+
+    def run(self, rec: Recorder, label: str, model: ModelInfo, config: dict) -> None:
+        want = backend_of(model.format, model.backend)
+        if want is None:
+            return
+        raw = str(config.get("backend") or "")
+        platform = str(config.get("platform") or "")
+        have = raw or _PLATFORM_BACKEND.get(platform, platform)
+        declared = "declares" if model.backend is not None else f"implies (format {model.format.value})"
+        if not have:
+            rec.unknown(
+                self.code,
+                label,
+                model,
+                f"model '{model.name}' names no backend or platform; the spec {declared} {want.value}",
+                field="backend",
+            )
+            return
+        rec.expect(
+            self.code,
+            label,
+            model,
+            have == want.value,
+            ok=f"backend {have}",
+            drift=f"model '{model.name}' runs on the {have} backend, the spec {declared} {want.value}: its "
+            "service times and batching were measured on that runtime",
+            field="backend",
+        )
+
+
 # In the order their findings appear for one model.
 CONFIG_CHECKS: tuple[type[ConfigCheck], ...] = (
+    ServingBackend,
     MaxBatchSize,
     DynamicBatching,
     QueueTimeout,

@@ -23,6 +23,7 @@ from archkit.spec.model import Spec, Stage
 
 SIM_REQUESTS = 8_000  # requests per predicted run: P99 from 8,000 samples rests on 80 of them
 SEARCH_REQUESTS = 2_500  # per probe of a rate or configuration search
+REFINE_STEPS = 3  # bisections of the knee sweep's last step (to 1/8 of it: 0.6 % of the capacity)
 ATTAINMENT_TARGET = 0.9  # "the highest rate at which at least 90 % meet the SLOs" (issue 30)
 _CANDIDATE_GPUS = ("L4", "A10G", "L40S", "A100-40GB", "A100-80GB", "H100-SXM", "H200")
 _CANDIDATE_TP = (1, 2, 4, 8)
@@ -317,9 +318,29 @@ def knee_rps(
         except _Spent:
             return prev
         if p99 > 2 * light:
-            return prev
+            return _refine(rep, llm, prev, cap * float(frac), 2 * light, base, budget)
         prev = cap * float(frac)
     return prev
+
+
+def _refine(
+    rep: Replica, llm: LlmStage, lo: float, hi: float, limit: float, base: Path | None, budget: WorkBudget
+) -> float:
+    """The knee between the sweep's last rate below the doubling (`lo`) and its first above (`hi`).
+
+    The sweep's step is 5 % of the capacity, which is coarse where the knee lies far below it: with
+    two slots and short answers (specs/llm-reference.yaml: capacity 4.5 req/s, knee ~0.9 req/s)
+    one step is a quarter of the knee, and reporting `lo` put the knee 28 % under the rate at which
+    8,000 simulated requests' TTFT P99 doubles (docs/benchmarks.md, LLM Fidelity). Bisection to an
+    eighth of a step; `lo` again when the work budget runs out."""
+    for _ in range(REFINE_STEPS):
+        mid = (lo + hi) / 2
+        try:
+            p99 = _run(rep, llm, mid, SEARCH_REQUESTS, base, budget, "the knee sweep").ttft_ms["p99"]
+        except _Spent:
+            return lo
+        lo, hi = (lo, mid) if p99 > limit else (mid, hi)
+    return lo
 
 
 def predicted_knee(

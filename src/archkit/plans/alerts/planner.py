@@ -493,6 +493,12 @@ def alert_plan(spec: Spec) -> AlertPlan:
     from archkit.plans.alerts.breaker import breaker_alerts
 
     breaker_alerts(p)
+    from archkit.plans.alerts.pool import pool_alerts
+
+    pool_alerts(p)
+    from archkit.plans.alerts.workflow import workflow_alerts
+
+    workflow_alerts(p)
     return AlertPlan(spec.metadata.name, p.alerts, p.records, rules.matrices)
 
 

@@ -39,7 +39,7 @@ SCENARIOS = [
         "inputs": [
         ],
         "outputs": [],
-        "llm": {'stage': 'generate', 'model': 'smollm2-135m-instruct-q4_1', 'prompt': {'distribution': 'fixed', 'min_tokens': 1, 'mean_tokens': 367.0}, 'output': {'distribution': 'fixed', 'min_tokens': 1, 'mean_tokens': 64.0}, 'prefix': {'groups': 1, 'tokens': 24, 'share': 1.0}, 'slo': {'ttft_ms': 8000.0, 'tpot_ms': 120.0}},
+        "llm": {'stage': 'generate', 'model': 'smollm2-135m-instruct-q4_1', 'prompt': {'distribution': 'fixed', 'min_tokens': 1, 'mean_tokens': 150.0}, 'output': {'distribution': 'fixed', 'min_tokens': 1, 'mean_tokens': 64.0}, 'prefix': {'groups': 1, 'tokens': 24, 'share': 1.0}, 'slo': {'ttft_ms': 8000.0, 'tpot_ms': 120.0}},
     },
 ]
 
@@ -55,9 +55,9 @@ LEVELS = {
     'knee': {
         "kind": 'stress',
         "users": 8,
-        "rate_rps": 0.100406,
+        "rate_rps": 0.128051,
         "duration_s": 1800.0,
-        "steps": [(0.0, 0.100406), (60.0, 0.150609), (100.0, 0.225914), (127.0, 0.33887), (145.0, 0.508306)],
+        "steps": [(0.0, 0.128051), (47.0, 0.192077), (79.0, 0.288115), (100.0, 0.432173), (114.0, 0.648259)],
     },
 }
 

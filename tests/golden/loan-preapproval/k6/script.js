@@ -106,7 +106,7 @@ const LEVELS = {
 // budgets and scenario percentiles as thresholds, judged at baseline levels (as archkit's judge does)
 const THRESHOLDS = {
   "http_req_duration": [
-    "p(50)<=1500",
+    "p(50)<=2500",
     "p(99)<=4000"
   ],
   "http_req_failed": [

@@ -41,8 +41,8 @@ def cache_hit(request: Any, criterion: Callable[[Any], str]) -> Outcome:
 def pick_ocr(request: Any, criterion: Callable[[Any], str]) -> Outcome:
     """Decision 'pick-ocr' (controlflow.decisions[2]): Precise or fast OCR?"""
     timeout_ms = None
-    branches = {"precise": "call-ocr", "fast": "call-ocr"}
-    fallback = "call-ocr"
+    branches = {"precise": "call-ocr-precise", "fast": "call-ocr"}
+    fallback = "call-ocr-precise"
     return run_decision(
         "pick-ocr", criterion, request, timeout_ms=timeout_ms, branches=branches, fallback=fallback
     )
@@ -59,9 +59,9 @@ def borderline(request: Any, criterion: Callable[[Any], str]) -> Outcome:
 
 
 def call_ocr(request: Any, target: Callable[[Any], Any]) -> Outcome:
-    """Call 'call-ocr' to 'ocr' (controlflow.calls[0]): call ocr."""
-    timeout_ms = 2500.0
-    retries = 1
+    """Call 'call-ocr' to 'ocr' (controlflow.calls[0]): Fast OCR."""
+    timeout_ms = 1600.0
+    retries = 3
     backoff_ms = 200.0
     backoff_multiplier = 1.0
     jitter = False
@@ -82,8 +82,32 @@ def call_ocr(request: Any, target: Callable[[Any], Any]) -> Outcome:
     )
 
 
+def call_ocr_precise(request: Any, target: Callable[[Any], Any]) -> Outcome:
+    """Call 'call-ocr-precise' to 'ocr-precise' (controlflow.calls[1]): Precise OCR."""
+    timeout_ms = 2800.0
+    retries = 0
+    backoff_ms = 0.0
+    backoff_multiplier = 1.0
+    jitter = False
+    breaker = None
+    fallback = "manual-entry"
+    return run_call(
+        "call-ocr-precise",
+        target,
+        request,
+        timeout_ms=timeout_ms,
+        retries=retries,
+        backoff_ms=backoff_ms,
+        backoff_multiplier=backoff_multiplier,
+        jitter=jitter,
+        breaker=breaker,
+        fallback=fallback,
+        next_node="call-extract",
+    )
+
+
 def call_extract(request: Any, target: Callable[[Any], Any]) -> Outcome:
-    """Call 'call-extract' to 'extract' (controlflow.calls[1]): call extract."""
+    """Call 'call-extract' to 'extract' (controlflow.calls[2]): call extract."""
     timeout_ms = 300.0
     retries = 1
     backoff_ms = 50.0
@@ -107,7 +131,7 @@ def call_extract(request: Any, target: Callable[[Any], Any]) -> Outcome:
 
 
 def call_registry(request: Any, target: Callable[[Any], Any]) -> Outcome:
-    """Call 'call-registry' to 'registry-verify' (controlflow.calls[2]): call registry-verify."""
+    """Call 'call-registry' to 'registry-verify' (controlflow.calls[3]): call registry-verify."""
     timeout_ms = 800.0
     retries = 0
     backoff_ms = 0.0
@@ -131,7 +155,7 @@ def call_registry(request: Any, target: Callable[[Any], Any]) -> Outcome:
 
 
 def call_score(request: Any, target: Callable[[Any], Any]) -> Outcome:
-    """Call 'call-score' to 'risk-score' (controlflow.calls[3]): call risk-score."""
+    """Call 'call-score' to 'risk-score' (controlflow.calls[4]): call risk-score."""
     timeout_ms = 100.0
     retries = 1
     backoff_ms = 10.0
@@ -155,7 +179,7 @@ def call_score(request: Any, target: Callable[[Any], Any]) -> Outcome:
 
 
 def call_score_unverified(request: Any, target: Callable[[Any], Any]) -> Outcome:
-    """Call 'call-score-unverified' to 'risk-score' (controlflow.calls[4]): Score without registry result (skips human review)."""
+    """Call 'call-score-unverified' to 'risk-score' (controlflow.calls[5]): Score without registry result (skips human review)."""
     timeout_ms = 100.0
     retries = 1
     backoff_ms = 10.0
@@ -179,7 +203,7 @@ def call_score_unverified(request: Any, target: Callable[[Any], Any]) -> Outcome
 
 
 def call_review(request: Any, target: Callable[[Any], Any]) -> Outcome:
-    """Call 'call-review' to 'review-queue' (controlflow.calls[5]): call review-queue."""
+    """Call 'call-review' to 'review-queue' (controlflow.calls[6]): call review-queue."""
     timeout_ms = 200.0
     retries = 2
     backoff_ms = 50.0
@@ -203,7 +227,7 @@ def call_review(request: Any, target: Callable[[Any], Any]) -> Outcome:
 
 
 def call_assemble(request: Any, target: Callable[[Any], Any]) -> Outcome:
-    """Call 'call-assemble' to 'assemble' (controlflow.calls[6]): call assemble."""
+    """Call 'call-assemble' to 'assemble' (controlflow.calls[7]): call assemble."""
     timeout_ms = 600.0
     retries = 1
     backoff_ms = 100.0

@@ -121,13 +121,13 @@ def test_pick_ocr_first_line_sets_the_spec_timeout():
 def test_pick_ocr_answer_picks_the_branch(monkeypatch):
     monkeypatch.setattr(resilience, "TIME_SCALE", 1.0)
     out = controlflow.pick_ocr("request", Callee(answer="precise"))
-    assert (out.next, out.fell_back) == ("call-ocr", False)
-    expect_fallback(lambda: controlflow.pick_ocr("request", Callee(answer="no such outcome")), "call-ocr")
+    assert (out.next, out.fell_back) == ("call-ocr-precise", False)
+    expect_fallback(lambda: controlflow.pick_ocr("request", Callee(answer="no such outcome")), "call-ocr-precise")
 
 
 def test_pick_ocr_failure_falls_back(monkeypatch):
     monkeypatch.setattr(resilience, "TIME_SCALE", 1.0)
-    expect_fallback(lambda: controlflow.pick_ocr("request", Callee(error=LookupError("no data"))), "call-ocr")
+    expect_fallback(lambda: controlflow.pick_ocr("request", Callee(error=LookupError("no data"))), "call-ocr-precise")
 
 
 def test_borderline_first_line_sets_the_spec_timeout():
@@ -151,31 +151,62 @@ def test_borderline_failure_falls_back(monkeypatch):
 def test_call_ocr_first_line_sets_the_spec_timeout():
     line = first_line(controlflow.call_ocr)
     assert isinstance(line, ast.Assign) and line.targets[0].id == "timeout_ms"
-    assert ast.literal_eval(line.value) == 2500.0
+    assert ast.literal_eval(line.value) == 1600.0
 
 
 def test_call_ocr_answer_goes_to_next(monkeypatch):
-    monkeypatch.setattr(resilience, "TIME_SCALE", 0.024)
+    monkeypatch.setattr(resilience, "TIME_SCALE", 0.0375)
     out = controlflow.call_ocr("request", Callee(answer="ok"))
     assert (out.next, out.value, out.fell_back) == ("call-extract", "ok", False)
 
 
 def test_call_ocr_errors_are_retried_then_fall_back(monkeypatch):
-    monkeypatch.setattr(resilience, "TIME_SCALE", 0.024)
+    monkeypatch.setattr(resilience, "TIME_SCALE", 0.0375)
     callee = Callee(error=ConnectionError("refused"))
     expect_fallback(lambda: controlflow.call_ocr("request", callee), "manual-entry")
-    assert callee.calls == 1 + 1
+    assert callee.calls == 3 + 1
 
 
 def test_call_ocr_timeout_abandons_a_slow_callee(monkeypatch):
-    monkeypatch.setattr(resilience, "TIME_SCALE", 0.024)
+    monkeypatch.setattr(resilience, "TIME_SCALE", 0.0375)
     callee = Callee(hang=True)
     start = time.monotonic()
     expect_fallback(lambda: controlflow.call_ocr("request", callee), "manual-entry")
     took_ms = (time.monotonic() - start) * 1000
     # every try waited its full (scaled) timeout, and no try waited for the callee to finish
-    assert callee.calls == 1 + 1
-    assert took_ms >= (1 + 1) * 60.0 * 0.95
+    assert callee.calls == 3 + 1
+    assert took_ms >= (3 + 1) * 60.0 * 0.95
+    assert took_ms < 5000
+
+
+def test_call_ocr_precise_first_line_sets_the_spec_timeout():
+    line = first_line(controlflow.call_ocr_precise)
+    assert isinstance(line, ast.Assign) and line.targets[0].id == "timeout_ms"
+    assert ast.literal_eval(line.value) == 2800.0
+
+
+def test_call_ocr_precise_answer_goes_to_next(monkeypatch):
+    monkeypatch.setattr(resilience, "TIME_SCALE", 0.02142857142857143)
+    out = controlflow.call_ocr_precise("request", Callee(answer="ok"))
+    assert (out.next, out.value, out.fell_back) == ("call-extract", "ok", False)
+
+
+def test_call_ocr_precise_errors_are_retried_then_fall_back(monkeypatch):
+    monkeypatch.setattr(resilience, "TIME_SCALE", 0.02142857142857143)
+    callee = Callee(error=ConnectionError("refused"))
+    expect_fallback(lambda: controlflow.call_ocr_precise("request", callee), "manual-entry")
+    assert callee.calls == 0 + 1
+
+
+def test_call_ocr_precise_timeout_abandons_a_slow_callee(monkeypatch):
+    monkeypatch.setattr(resilience, "TIME_SCALE", 0.02142857142857143)
+    callee = Callee(hang=True)
+    start = time.monotonic()
+    expect_fallback(lambda: controlflow.call_ocr_precise("request", callee), "manual-entry")
+    took_ms = (time.monotonic() - start) * 1000
+    # every try waited its full (scaled) timeout, and no try waited for the callee to finish
+    assert callee.calls == 0 + 1
+    assert took_ms >= (0 + 1) * 60.0 * 0.95
     assert took_ms < 5000
 
 
