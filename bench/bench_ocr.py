@@ -103,12 +103,24 @@ def free_ports(n: int) -> list[int]:
 _AMD_FAMILIES = {23: "Zen 1/2", 25: "Zen 3/4", 26: "Zen 5"}
 
 
-def cpu_model() -> str:
-    out = subprocess.run(["lscpu"], capture_output=True, text=True, check=False).stdout
+# QEMU's named CPU models report these model names (QEMU target/i386/cpu.c, ``model_id``): a
+# guest's CPUID, not a part (bench/avx2_guest.sh runs `-cpu EPYC-Rome` on whatever host it has).
+_QEMU_MODEL = re.compile(r"AMD EPYC-\w+ Processor|QEMU Virtual CPU.*|Intel \w+ Processor \([\w-]+\)")
+
+
+def cpu_model(lscpu: str | None = None) -> str:
+    out = (
+        subprocess.run(["lscpu"], capture_output=True, text=True, check=False).stdout
+        if lscpu is None
+        else lscpu
+    )
     m = re.search(r"Model name:\s*(.+)", out)
     name = m.group(1).strip() if m else platform.processor()
     fam = re.search(r"CPU family:\s*(\d+)", out)
     model = re.search(r"^Model:\s*(\d+)", out, re.M)
+    if _QEMU_MODEL.fullmatch(name):
+        ids = f"CPU family {fam.group(1)} model {model.group(1)}, " if fam and model else ""
+        return f"{name} ({ids}QEMU CPU model: a guest's CPUID on another host's cores, not that part)"
     if fam and model:
         arch = _AMD_FAMILIES.get(int(fam.group(1))) if "AMD" in name else None
         name += f" (CPU family {fam.group(1)} model {model.group(1)}{', ' + arch if arch else ''})"

@@ -127,29 +127,32 @@ def main(argv: list[str] | None = None) -> int:
         )
         names = []
     for n in names[: args.limit or None]:
-        want = wanted[n]
-        got = _ocr(args.url, (GOLDEN / n).read_bytes())
-        if got["text"] != want["text"]:
-            problems.append(f"{n}: text changed: {got['text']!r} != {want['text']!r}")
-            continue
-        for a, b in zip(got["lines"], want["lines"], strict=False):
-            if (
-                max(
-                    abs(x - y)
-                    for pa, pb in zip(a["box"], b["box"], strict=False)
-                    for x, y in zip(pa, pb, strict=False)
-                )
-                > BOX_TOLERANCE_PX
-            ):
-                problems.append(f"{n}: box moved more than {BOX_TOLERANCE_PX} px: {a['box']} vs {b['box']}")
-            if abs(a["confidence"] - b["confidence"]) > CONFIDENCE_TOLERANCE:
-                problems.append(f"{n}: confidence {a['confidence']} vs {b['confidence']}")
+        problems += [f"{n}: {p}" for p in differences(_ocr(args.url, (GOLDEN / n).read_bytes()), wanted[n])]
     checked = len(names[: args.limit or None])
     if problems:
         print("\n".join(f"FAIL {p}" for p in problems))
         return 1
     print(f"rollback verified: {len(MODELS)} models ready, {checked} golden outputs unchanged at {precision}")
     return 0
+
+
+def differences(got: dict, want: dict) -> list[str]:
+    """Where one served result leaves the recorded one: text not equal, a box moved more than
+    BOX_TOLERANCE_PX, a confidence more than CONFIDENCE_TOLERANCE."""
+    if got["text"] != want["text"]:
+        return [f"text changed: {got['text']!r} != {want['text']!r}"]
+    out = []
+    for a, b in zip(got["lines"], want["lines"], strict=False):
+        moved = max(
+            abs(x - y)
+            for pa, pb in zip(a["box"], b["box"], strict=False)
+            for x, y in zip(pa, pb, strict=False)
+        )
+        if moved > BOX_TOLERANCE_PX:
+            out.append(f"box moved more than {BOX_TOLERANCE_PX} px: {a['box']} vs {b['box']}")
+        if abs(a["confidence"] - b["confidence"]) > CONFIDENCE_TOLERANCE:
+            out.append(f"confidence {a['confidence']} vs {b['confidence']}")
+    return out
 
 
 def _write_atomically(path: Path, text: str) -> None:
