@@ -77,7 +77,8 @@ mkdir -p "$cache"
 # The stock Debian kernel: it has 9p, virtio and overlayfs as modules (the cloud kernel has no 9p).
 kpkg=$(apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/{print $2; exit}')
 [[ -n "$kpkg" ]] || { echo "avx2_guest.sh: apt-cache knows no linux-image-amd64 (run apt-get update)" >&2; exit 2; }
-kdir=$cache/$kpkg
+# keyed by this script too: the startup image embeds its init below
+kdir=$cache/$kpkg-$(sha256sum "${BASH_SOURCE[0]}" | cut -c1-12)
 if [[ ! -f $kdir/initrd.img ]]; then
     rm -rf "$kdir.tmp" && mkdir -p "$kdir.tmp/deb" "$kdir.tmp/initramfs"
     (cd "$kdir.tmp/deb" && apt-get download "$kpkg" >/dev/null 2>&1 && dpkg-deb -x ./*.deb x)
@@ -105,11 +106,12 @@ mount -t 9p -o $opts,ro,cache=loose hostroot /lower
 mount -t tmpfs -o size=2g tmpfs /upper && mkdir -p /upper/u /upper/w
 mount -t overlay -o lowerdir=/lower,upperdir=/upper/u,workdir=/upper/w overlay /newroot
 out=$(sed -n 's/.*avx2out=\([^ ]*\).*/\1/p' /proc/cmdline)
+# /tmp first: the shared out folder may lie under it (pytest tmp_path), and a later tmpfs would hide it
+mount -t tmpfs -o size=2g tmp /newroot/tmp
 mkdir -p /newroot$out && mount -t 9p -o $opts out /newroot$out
 mount -t proc proc /newroot/proc && mount -t sysfs sys /newroot/sys && mount -t devtmpfs dev /newroot/dev
 mkdir -p /newroot/dev/shm /newroot/dev/pts && mount -t tmpfs -o size=2g shm /newroot/dev/shm
 mount -t devpts devpts /newroot/dev/pts
-mount -t tmpfs -o size=2g tmp /newroot/tmp
 ip link set lo up
 cp /proc/cpuinfo /newroot$out/guest-cpuinfo.txt
 chroot /newroot /bin/sh $out/guest-cmd.sh

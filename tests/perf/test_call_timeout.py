@@ -5,9 +5,7 @@ fail 6.4 % of the requests at 0.1 req/s, all of them during the generation after
 The cause is in the event loop (src/archkit/perf/pipesim_loop.py): a visit's EV_TIMEOUT event is
 keyed by (request, attempt) only, and a finished visit resets `attempt` to 0 for the next stage,
 so the first stage's pending deadline still matches while the request is at a later stage and
-ends it there. The fix (the event must also fall at the current visit's start + its stage's
-timeout) belongs to that module, which is being restructured (issue 27); the test is strict-xfail
-until it lands, so that the fix flips it and the marker goes.
+ends it there. The fix: the event must also fall at the current visit's start + its stage's timeout.
 """
 
 from __future__ import annotations
@@ -63,11 +61,6 @@ def test_a_call_deadline_its_stage_misses_still_ends_the_request() -> None:
     assert (sim.failed, sim.completed) == (500, 0)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="pipesim_loop.py: an earlier stage's EV_TIMEOUT still matches (request, attempt 0) after "
-    "its visit ended; the fix also requires now == vstart + the current stage's timeout",
-)
 @pytest.mark.parametrize("compiled", [True, False])
 def test_a_call_deadline_does_not_cover_the_stages_after_its_target(compiled: bool) -> None:
     spec = _spec()

@@ -14,7 +14,8 @@ import math
 import pytest
 
 from archkit.perf.pipeline import predict
-from archkit.perf.pipesim import _routes, compile_steps, simulate_pipeline
+from archkit.perf.pipesim import compile_steps, simulate_pipeline
+from archkit.perf.pipesim_routes import enumerate_routes
 from archkit.perf.resources import load_model, reach
 from archkit.spec import load_text
 
@@ -77,13 +78,13 @@ def test_branch_shares_set_each_stage_reach_and_the_gpu_demand():
 def test_exclusive_branches_route_each_request_through_one_model():
     spec = _spec()
     steps, _, _ = compile_steps(spec, load_model(spec))
-    routes, probs = _routes(spec, steps)
+    routes, probs = enumerate_routes(spec, steps)
     assert routes == [["gate", "fast"], ["gate", "precise"]]
     assert probs == pytest.approx([0.8, 0.2], abs=1e-12)
     # the same weights without the decision are independent edges: a request may run both
     # models (0.8 × 0.2) or neither (0.2 × 0.8), which is not what a dispatch does
     independent = _spec(SPEC.replace(", decision: pick}", "}"))
-    routes, probs = _routes(independent, steps)
+    routes, probs = enumerate_routes(independent, steps)
     assert dict(zip(map(tuple, routes), probs, strict=True)) == pytest.approx(
         {
             ("gate", "fast"): 0.64,

@@ -43,9 +43,10 @@ import numpy as np
 from archkit.perf import pipesim_kernel as kernel
 from archkit.perf import service_models
 from archkit.perf.limits import admission_groups, apply_rate_limits, entry_refusal_stage, stage_queue_limits
+from archkit.perf.pipesim_routes import enumerate_routes
 from archkit.perf.resources import LoadModel
 from archkit.perf.service_models import Step
-from archkit.spec.model import Edge, Spec
+from archkit.spec.model import Spec
 
 MAX_REQUESTS = 5_000_000
 MAX_CALLS = (
@@ -106,81 +107,6 @@ class PipelineSim:
     first_token: tuple[FirstToken, ...] = ()  # per co-simulated streaming stage (an LLM's user TTFT)
     cut_in: str | None = None  # what the budget cut short in a co-simulated stage's own simulation
     cut_stage: str | None = None  # that stage (the first, when several were cut)
-
-
-# At most this many weighted choice combinations are enumerated (2^12 independent edges).
-_MAX_ROUTES = 1 << 12
-
-
-def _choice_groups(sync: list[Edge]) -> list[list[Edge]]:
-    """The weighted choices a request makes, in edge order: one edge alone (taken or not), or the
-    edges from one stage naming the same decision (exactly one of them, or none)."""
-    groups: list[list[Edge]] = []
-    by_decision: dict[tuple[str, str], list[Edge]] = {}
-    for e in sync:
-        if e.weight is None or e.weight >= 1:
-            continue
-        if e.decision is None:
-            groups.append([e])
-            continue
-        key = (e.from_, e.decision)
-        if key not in by_decision:
-            by_decision[key] = []
-            groups.append(by_decision[key])
-        by_decision[key].append(e)
-    kept: list[list[Edge]] = []
-    combos = 1
-    for g in groups:
-        combos *= len(g) + 1
-        if combos > _MAX_ROUTES:
-            break
-        kept.append(g)
-    return kept
-
-
-def _routes(spec: Spec, steps: dict[str, Step]) -> tuple[list[list[str]], list[float]]:
-    """Distinct routes with their probabilities (enumerated over weighted choices, at most 2^12)."""
-    ids = [s.id for s in spec.dataflow.stages]
-    known = set(ids)
-    sync = [e for e in spec.dataflow.edges if e.mode == "sync" and e.from_ in known and e.to in known]
-    inbound = {e.to for e in spec.dataflow.edges if e.to in known}
-    sources = [i for i in ids if i not in inbound]
-    groups = _choice_groups(sync)
-    order = {sid: i for i, sid in enumerate(ids)}
-    from archkit.perf.latency import sync_graph, topo_order
-
-    stages, succ, _ = sync_graph(spec)
-    topo = {sid: i for i, sid in enumerate(topo_order(stages, succ))}
-    routes: dict[tuple[str, ...], float] = {}
-    total = math.prod(len(g) + 1 for g in groups)
-    for combo in range(total):
-        # mixed radix, the first group fastest: choice 0 takes none of a group's edges, choice k
-        # its k-th (for a lone edge: bit j of a mask over the edges, as before exclusive groups)
-        prob = 1.0
-        closed: set[int] = set()
-        rest = combo
-        for g in groups:
-            pick = rest % (len(g) + 1)
-            rest //= len(g) + 1
-            if pick:
-                prob *= float(g[pick - 1].weight or 0.0)
-            else:
-                prob *= 1 - sum(float(e.weight or 0.0) for e in g)
-            closed.update(id(e) for k, e in enumerate(g, start=1) if k != pick)
-        if prob <= 0:
-            continue
-        seen: set[str] = set()
-        stack = list(sources)
-        while stack:
-            sid = stack.pop()
-            if sid in seen:
-                continue
-            seen.add(sid)
-            stack.extend(e.to for e in sync if e.from_ == sid and id(e) not in closed and e.weight != 0)
-        route = tuple(sorted((s for s in seen if s in steps), key=lambda s: (topo.get(s, 0), order[s])))
-        routes[route] = routes.get(route, 0.0) + prob
-    keys = sorted(routes, key=lambda r: (-routes[r], r))
-    return [list(k) for k in keys], [routes[k] for k in keys]
 
 
 def _answers(spec: Spec, node_id: str | None) -> bool:
@@ -258,7 +184,7 @@ def simulate_pipeline(
     visit's arrival time at it, the model turns those into visit latencies, and a second pass
     runs with them as the visits' work (`_cosimulate`)."""
     steps, res_ids, res_units = compile_steps(spec, load)
-    routes, probs = _routes(spec, steps)
+    routes, probs = enumerate_routes(spec, steps)
     rng = np.random.default_rng(seed)
     if arrivals is not None:
         arr = np.sort(np.asarray(arrivals, dtype=np.float64))[:MAX_REQUESTS]

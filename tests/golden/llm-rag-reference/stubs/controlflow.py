@@ -39,15 +39,39 @@ def valid_input(request: Any, criterion: Callable[[Any], str]) -> Outcome:
 def engine_ready(request: Any, criterion: Callable[[Any], str]) -> Outcome:
     """Decision 'engine-ready' (controlflow.decisions[2]): Engine ready?"""
     timeout_ms = None
-    branches = {"yes": "call-generate", "no": "unavailable-503"}
+    branches = {"yes": "call-embed", "no": "unavailable-503"}
     fallback = "unavailable-503"
     return run_decision(
         "engine-ready", criterion, request, timeout_ms=timeout_ms, branches=branches, fallback=fallback
     )
 
 
+def call_embed(request: Any, target: Callable[[Any], Any]) -> Outcome:
+    """Call 'call-embed' to 'embed' (controlflow.calls[0]): Embed the question."""
+    timeout_ms = 5000.0
+    retries = 0
+    backoff_ms = 0.0
+    backoff_multiplier = 1.0
+    jitter = False
+    breaker = None
+    fallback = "unavailable-503"
+    return run_call(
+        "call-embed",
+        target,
+        request,
+        timeout_ms=timeout_ms,
+        retries=retries,
+        backoff_ms=backoff_ms,
+        backoff_multiplier=backoff_multiplier,
+        jitter=jitter,
+        breaker=breaker,
+        fallback=fallback,
+        next_node="call-generate",
+    )
+
+
 def call_generate(request: Any, target: Callable[[Any], Any]) -> Outcome:
-    """Call 'call-generate' to 'generate' (controlflow.calls[0]): Generate (streamed)."""
+    """Call 'call-generate' to 'generate' (controlflow.calls[1]): Generate (streamed)."""
     timeout_ms = 120000.0
     retries = 0
     backoff_ms = 0.0

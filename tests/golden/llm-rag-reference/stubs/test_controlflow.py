@@ -105,13 +105,44 @@ def test_engine_ready_first_line_sets_the_spec_timeout():
 def test_engine_ready_answer_picks_the_branch(monkeypatch):
     monkeypatch.setattr(resilience, "TIME_SCALE", 1.0)
     out = controlflow.engine_ready("request", Callee(answer="yes"))
-    assert (out.next, out.fell_back) == ("call-generate", False)
+    assert (out.next, out.fell_back) == ("call-embed", False)
     expect_fallback(lambda: controlflow.engine_ready("request", Callee(answer="no such outcome")), "unavailable-503")
 
 
 def test_engine_ready_failure_falls_back(monkeypatch):
     monkeypatch.setattr(resilience, "TIME_SCALE", 1.0)
     expect_fallback(lambda: controlflow.engine_ready("request", Callee(error=LookupError("no data"))), "unavailable-503")
+
+
+def test_call_embed_first_line_sets_the_spec_timeout():
+    line = first_line(controlflow.call_embed)
+    assert isinstance(line, ast.Assign) and line.targets[0].id == "timeout_ms"
+    assert ast.literal_eval(line.value) == 5000.0
+
+
+def test_call_embed_answer_goes_to_next(monkeypatch):
+    monkeypatch.setattr(resilience, "TIME_SCALE", 0.012)
+    out = controlflow.call_embed("request", Callee(answer="ok"))
+    assert (out.next, out.value, out.fell_back) == ("call-generate", "ok", False)
+
+
+def test_call_embed_errors_are_retried_then_fall_back(monkeypatch):
+    monkeypatch.setattr(resilience, "TIME_SCALE", 0.012)
+    callee = Callee(error=ConnectionError("refused"))
+    expect_fallback(lambda: controlflow.call_embed("request", callee), "unavailable-503")
+    assert callee.calls == 0 + 1
+
+
+def test_call_embed_timeout_abandons_a_slow_callee(monkeypatch):
+    monkeypatch.setattr(resilience, "TIME_SCALE", 0.012)
+    callee = Callee(hang=True)
+    start = time.monotonic()
+    expect_fallback(lambda: controlflow.call_embed("request", callee), "unavailable-503")
+    took_ms = (time.monotonic() - start) * 1000
+    # every try waited its full (scaled) timeout, and no try waited for the callee to finish
+    assert callee.calls == 0 + 1
+    assert took_ms >= (0 + 1) * 60.0 * 0.95
+    assert took_ms < 5000
 
 
 def test_call_generate_first_line_sets_the_spec_timeout():
