@@ -97,22 +97,33 @@ def _p99(st: Stage) -> float:
 
 def _longest(spec: Spec, ids: list[str]) -> list[Stage]:
     """The skipped stages' heaviest chain by P99 over the sync edges among them: stages one after
-    the other add up, alternatives (a fast and a precise model) count once, the slower."""
-    stages = {s.id: s for s in spec.dataflow.stages if s.id in set(ids)}
+    the other add up, alternatives (a fast and a precise model) count once, the slower.
+
+    Iterative (issue 28: no recursion on the spec's depth): each stage's heaviest chain onward,
+    taken in reverse topological order; a stage on a cycle (which a data flow should not hold)
+    counts its own P99 and whatever it reaches outside the cycle."""
+    wanted = set(ids)
+    stages = {s.id: s for s in spec.dataflow.stages if s.id in wanted}
     succ: dict[str, list[str]] = {sid: [] for sid in stages}
+    indegree = dict.fromkeys(stages, 0)
     for e in spec.dataflow.edges:
         if e.mode == "sync" and e.from_ in stages and e.to in stages and e.from_ != e.to:
             succ[e.from_].append(e.to)
+            indegree[e.to] += 1
+    order = [sid for sid in stages if indegree[sid] == 0]
+    k = 0
+    while k < len(order):
+        for t in succ[order[k]]:
+            indegree[t] -= 1
+            if indegree[t] == 0:
+                order.append(t)
+        k += 1
+    placed = set(order)
+    cyclic = [sid for sid in stages if sid not in placed]
     best: dict[str, tuple[float, list[str]]] = {}
-
-    def walk(sid: str, seen: frozenset[str]) -> tuple[float, list[str]]:
-        if sid in best:
-            return best[sid]
-        tails = [walk(t, seen | {sid}) for t in succ[sid] if t not in seen]
+    for sid in cyclic + order[::-1]:
+        tails = [best[t] for t in succ[sid] if t in best]
         tail = max(tails, key=lambda x: x[0], default=(0.0, []))
         best[sid] = (_p99(stages[sid]) + tail[0], [sid, *tail[1]])
-        return best[sid]
-
-    chains = [walk(sid, frozenset()) for sid in stages]
-    chain = max(chains, key=lambda x: x[0], default=(0.0, []))[1]
+    chain = max((best[sid] for sid in stages), key=lambda x: x[0], default=(0.0, []))[1]
     return [stages[sid] for sid in chain]

@@ -355,7 +355,7 @@ def pool_rows(spec: Spec) -> list[dict[str, Any]]:
 def cache_rows(spec: Spec, paths: list[Any]) -> list[dict[str, Any]]:
     """Each cache's hit and miss latency over the stages a hit skips, their mix at its hit ratio, and
     the critical path's P99 sum with the mix in place of the miss (seed 004 §3.3; `perf.cache`)."""
-    from archkit.perf.cache import cache_mixes
+    from archkit.perf.cache import cache_mixes, mixed_quantile
 
     rows = []
     for m in cache_mixes(spec):
@@ -373,14 +373,19 @@ def cache_rows(spec: Spec, paths: list[Any]) -> list[dict[str, Any]]:
         }
         # the heaviest path through what a hit skips: its P99 sum with the mix for the cached segment
         on = [p for p in paths if set(m.skips) <= set(p.stages)]
-        if mixed is not None and on:
+        if mixed is not None and m.hit_ratio is not None and on:
             p = max(on, key=lambda x: x.p99_sum)
-            # the segment (lookup and skipped stages) leaves the path; the mix, lookup included, joins it
-            covered = sum(v for sid, v in _p99s(spec, [m.stage, *m.skips]) if sid in p.stages)
+            # the segment on the path (the skipped stages, and the lookup when the path runs through
+            # it rather than beside it) leaves the path; the mix of a hit and that segment joins it
+            seg = [sid for sid in (m.stage, *m.skips) if sid in p.stages]
+            seg_p50 = sum((st.p50_ms or 0.0) for sid in seg if (st := spec.stage(sid)) is not None)
+            seg_p99 = sum(v for _, v in _p99s(spec, seg))
             row["path"] = {
                 "stages": p.stages,
                 "p99_sum_ms": num(p.p99_sum),
-                "p99_sum_mixed_ms": num(p.p99_sum - covered + mixed),
+                "p99_sum_mixed_ms": num(
+                    p.p99_sum - seg_p99 + mixed_quantile(m.hit_ratio, m.hit_ms, seg_p50, seg_p99)
+                ),
             }
         rows.append(row)
     return rows
