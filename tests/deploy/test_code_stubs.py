@@ -52,8 +52,8 @@ def test_stubs_compile_pass_their_tests_and_have_zero_drift(spec_file: Path, tmp
 EDITS = [
     # (old text, new text, code): one call of examples/loan-preapproval.yaml at a time
     ("    timeout_ms = 1600.0\n", "    timeout_ms = 5000.0\n", "VC411"),
-    ("    timeout_ms = 1600.0\n    retries = 1\n", "    retries = 1\n    timeout_ms = 1600.0\n", "VC411"),
-    ("    retries = 1\n    backoff_ms = 200.0\n", "    retries = 3\n    backoff_ms = 200.0\n", "VC412"),
+    ("    timeout_ms = 1600.0\n    retries = 3\n", "    retries = 3\n    timeout_ms = 1600.0\n", "VC411"),
+    ("    retries = 3\n    backoff_ms = 200.0\n", "    retries = 4\n    backoff_ms = 200.0\n", "VC412"),
     ('    fallback = "call-score-unverified"\n', '    fallback = "call-score"\n', "VC413"),
     ("CircuitBreaker(0.3, 30.0, 60.0, 20)", "CircuitBreaker(0.5, 30.0, 60.0, 20)", "VC414"),
     ("def call_extract(", "def call_extract_v2(", "VC410"),

@@ -24,7 +24,7 @@ def test_query_op_threshold_rebuild_the_expression(spec_file: Path) -> None:
     for a in plan.alerts:
         if a.group == "slo" and not a.query:
             continue  # SLO burn-rate rules come from archkit.plans.slo; pieces are optional there
-        assert a.query and a.threshold is not None and a.op in (">", "<"), a.name
+        assert a.query and a.threshold is not None and a.op in (">", "<", ">=", "<="), a.name
         if len(a.windows) > 1:  # multi-window burn rate: the same comparison per window, joined by and
             assert a.expr.startswith(f"{a.query} {a.op} {fmt_number(a.threshold)} and "), a.name
             assert all(f"[{w}]" in a.expr for w in a.windows), a.name
