@@ -120,3 +120,29 @@ def test_drawn_on_its_target_in_the_control_flow():
     # under the call's box, wrapped at 60 characters
     assert "//degrade sea&#45;retry&#45;later&#58; P95 of gateway region&#61;sea &#62; 1200 ms//" in line
     assert "//over 10m → default&#95;response → later//" in line
+
+
+def test_error_ratio_by_hand():
+    """Seed 004 §2.2's "daily OCR failure rate > 5 %" on the stage's bound errors and requests."""
+    text = """\
+apiVersion: archkit/v1
+metadata: {name: ocr}
+dataflow:
+  stages: [{id: ocr, kind: model}, {id: fast-ocr, kind: model}]
+observability:
+  stages: [{stage: ocr, errors: {metric: ocr_failures_total, type: counter}, requests: {metric: ocr_requests_total, type: counter}}]
+policies:
+  degrade:
+    - {id: fast-ocr-when-failing, condition: "daily OCR failure rate > 5%", action: route, target: ocr,
+       fallback: fast-ocr, when: {stage: ocr, error_ratio_above: 0.05, window: 1d}}
+"""
+    res = load_text(text, "ocr.yaml")
+    assert res.ok, [d.text() for d in res.diagnostics]
+    (a,) = _degrade(res.spec)
+    e, r = "sum(rate(ocr_failures_total[1d]))", "sum(rate(ocr_requests_total[1d]))"
+    assert a.expr == f"({e} / {r}) > 0.05"
+    assert (a.group, a.windows, a.threshold) == ("errors", ("1d",), 0.05)
+    # 52.5 of 100 requests a minute fail (fires), 2.5 (quiet), over a day of samples plus 8 minutes
+    assert a.fire.series == [("ocr_failures_total", "0+52.5x1453"), ("ocr_requests_total", "0+100x1453")]
+    assert a.quiet.series == [("ocr_failures_total", "0+2.5x1453"), ("ocr_requests_total", "0+100x1453")]
+    assert a.fire.eval_min == 1448

@@ -87,16 +87,20 @@ def _workflow_text(wf: Workflow) -> str:
 
 
 def _degrade_text(r: DegradeRule) -> str:
-    """One italic line under a degrade rule's target (seed 004 §3.2): its structured condition and action."""
+    """One italic line under a degrade rule's target (seed 004 §2.2, §3.2): its structured condition and action."""
     w = r.when
     if w is None:
         return ""
     where = "".join(f" {k}={v}" for k, v in sorted(w.labels.items()))
     to = f" → {r.fallback}" if r.fallback else ""
+    what = (
+        f"P{w.percentile * 100:g} of {w.stage or w.metric}{where} > {num(w.above_ms, 'ms')}"
+        if w.above_ms is not None
+        else f"failure ratio of {w.stage}{where} > {pct(w.error_ratio_above or 0)}"
+    )
     return styled(
         puml(
-            f"degrade {r.id}: P{w.percentile * 100:g} of {w.stage or w.metric}{where} > "
-            f"{num(w.above_ms, 'ms')} over {w.window} → {r.action}{to}",
+            f"degrade {r.id}: {what} over {w.window} → {r.action}{to}",
             60,
         ),
         "//",

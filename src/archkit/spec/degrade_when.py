@@ -15,14 +15,15 @@ from typing import Annotated
 
 from pydantic import Field
 
-from archkit.spec.base import MAX_MS, Id, Node
+from archkit.spec.base import MAX_MS, Fraction, Id, Node
 from archkit.spec.refs import RefTo
 
 __all__ = ["DegradeWhen"]
 
 
 class DegradeWhen(Node):
-    """When a degrade rule acts: a latency percentile of one series above `above_ms` over `window`."""
+    """When a degrade rule acts: a latency percentile above `above_ms`, or a stage's failed share of
+    requests above `error_ratio_above` (seed 004 §2.2: OCR failure rate > 5 %), over `window`."""
 
     stage: Annotated[Id, RefTo("stage")] | None = Field(
         None, description="the stage whose bound latency series (observability.stages[].latency) is read"
@@ -31,12 +32,17 @@ class DegradeWhen(Node):
         None, description="a latency histogram read directly (unit from its name), instead of a stage's"
     )
     percentile: Annotated[float, Field(gt=0, lt=1)] = Field(0.99, description="e.g. 0.99 for P99")
-    above_ms: Annotated[float, Field(gt=0, le=MAX_MS)] = Field(description="the bound, in ms")
-    window: str = Field("5m", pattern=r"^[1-9][0-9]{0,2}m$", description="rate window, whole minutes")
+    above_ms: Annotated[float, Field(gt=0, le=MAX_MS)] | None = Field(
+        None, description="the latency bound, in ms"
+    )
+    error_ratio_above: Fraction | None = Field(
+        None, description="the bound on failed / all requests of the stage's errors and requests series"
+    )
+    window: str = Field("5m", pattern=r"^[1-9][0-9]{0,2}[mhd]$", description="rate window, e.g. 5m, 1d")
     labels: dict[str, str] = Field(
         default_factory=dict, description="extra label matchers, e.g. {region: sea}, added to the series'"
     )
 
     @property
     def window_minutes(self) -> int:
-        return int(self.window[:-1])
+        return int(self.window[:-1]) * {"m": 1, "h": 60, "d": 1440}[self.window[-1]]
