@@ -184,6 +184,8 @@ def _declared(spec: Spec) -> set[str]:
     # a connection pool's in-use gauge and a workflow's exhausted-retries counter (seed 004 §1, §2.2)
     names |= {cp.in_use.metric for cp in spec.connection_pools if cp.in_use is not None}
     names |= {wf.retries_exhausted.metric for wf in spec.workflows if wf.retries_exhausted is not None}
+    # a degrade rule's structured condition may name its histogram directly (seed 004 §3.2)
+    names |= {r.when.metric + "_bucket" for r in spec.policies.degrade if r.when and r.when.metric}
     # an LLM stage's engine declares its series through the engine adapter (archkit.engines)
     from archkit.engines import adapter
 

@@ -9,7 +9,7 @@ from archkit.generators.diagram_text import num, pct, wrap
 from archkit.generators.jinja import render
 from archkit.generators.registry import RenderContext, register
 from archkit.generators.renderers import register_fallback
-from archkit.spec.model import Call, Decision, Terminal, Workflow
+from archkit.spec.model import Call, Decision, DegradeRule, Terminal, Workflow
 
 # Seed 004 §2.1: failure branches must be drawn with arrows of a different colour, not left in
 # a PRD footnote; every failure path here is a red dashed arrow.
@@ -86,6 +86,28 @@ def _workflow_text(wf: Workflow) -> str:
     return styled(puml(f"workflow {wf.label or wf.id} ({wf.engine}) · {state} · {alert}", 60), "//", "//")
 
 
+def _degrade_text(r: DegradeRule) -> str:
+    """One italic line under a degrade rule's target (seed 004 §2.2, §3.2): its structured condition and action."""
+    w = r.when
+    if w is None:
+        return ""
+    where = "".join(f" {k}={v}" for k, v in sorted(w.labels.items()))
+    to = f" → {r.fallback}" if r.fallback else ""
+    what = (
+        f"P{w.percentile * 100:g} of {w.stage or w.metric}{where} > {num(w.above_ms, 'ms')}"
+        if w.above_ms is not None
+        else f"failure ratio of {w.stage}{where} > {pct(w.error_ratio_above or 0)}"
+    )
+    return styled(
+        puml(
+            f"degrade {r.id}: {what} over {w.window} → {r.action}{to}",
+            60,
+        ),
+        "//",
+        "//",
+    )
+
+
 def _decision_text(d: Decision) -> str:
     lines = [styled(puml(d.label or d.id, 40), "**", "**")]
     if d.label:
@@ -141,6 +163,11 @@ class _Emitter:
         for wf in ctx.spec.workflows:
             for sid in wf.steps:
                 self.workflow.setdefault(sid, _workflow_text(wf))
+        # seed 004 §3.2: a degrade rule's structured condition, drawn on the node it acts on
+        self.degrade: dict[str, list[str]] = {}
+        for r in ctx.spec.policies.degrade:
+            if r.when is not None and r.target:
+                self.degrade.setdefault(r.target, []).append(_degrade_text(r))
 
     def out(self, depth: int, text: str) -> None:
         self.lines.append("  " * depth + text)
@@ -214,7 +241,8 @@ class _Emitter:
 
     def call(self, node: Call, depth: int) -> None:
         wf = self.workflow.get(node.id)
-        self.out(depth, f":{_call_text(node)}" + (f"\\n{wf}" if wf else "") + ";")
+        extra = ([wf] if wf else []) + self.degrade.get(node.id, [])
+        self.out(depth, f":{_call_text(node)}" + "".join(f"\\n{x}" for x in extra) + ";")
         inner = self.nested.get(node.id)
         if inner:
             self.out(depth, "note right")
@@ -254,24 +282,27 @@ class _Emitter:
             self.out(0, "repeat while (fallbacks end below) is (never) -[hidden]->")
             self.terminal(self.nodes[self.shared], 0)
 
+    def decision_text(self, node: Decision) -> str:
+        return "\\n".join([_decision_text(node), *self.degrade.get(node.id, [])])
+
     def decision(self, node: Decision, depth: int, main_next: str | None) -> None:
         groups = _groups(node)
         main = next((labels for t, labels, _ in groups if t == main_next), None)
         if main is not None and len(groups) == 1:  # every answer goes on: a box, not a fork
-            self.out(depth, f":{_decision_text(node)}\\n//every answer goes on:// {' / '.join(main)};")
+            self.out(depth, f":{self.decision_text(node)}\\n//every answer goes on:// {' / '.join(main)};")
             return
         if main is not None and len(groups) == 2:
             # an if, not a one-sided switch: PlantUML 1.2026.8 draws a `break` out of a switch
             # case without its edge, and out of an if with it
             target, labels, fail_only = next(g for g in groups if g[0] != main_next)
-            self.out(depth, f"if ({_decision_text(node)}) then ({' / '.join(labels)})")
+            self.out(depth, f"if ({self.decision_text(node)}) then ({' / '.join(labels)})")
             if fail_only:
                 self.out(depth + 1, FAIL_ARROW)
             self.side(target, depth + 1)
             self.out(depth, f"else ({' / '.join(main)})")
             self.out(depth, "endif")
             return
-        self.out(depth, f"switch ({_decision_text(node)})")
+        self.out(depth, f"switch ({self.decision_text(node)})")
         for target, labels, fail_only in groups:
             if target == main_next:
                 continue
@@ -333,7 +364,7 @@ class _Emitter:
                 for k, (target, labels, fail_only) in enumerate(groups):
                     self.out(
                         depth,
-                        f"if ({_decision_text(node)}) then ({' / '.join(labels)})"
+                        f"if ({self.decision_text(node)}) then ({' / '.join(labels)})"
                         if k == 0
                         else f"else ({' / '.join(labels)})",
                     )
@@ -342,7 +373,7 @@ class _Emitter:
                     self.side(target, depth + 1)
                 self.out(depth, "endif")
                 return
-            self.out(depth, f"switch ({_decision_text(node)})")
+            self.out(depth, f"switch ({self.decision_text(node)})")
             for target, labels, fail_only in groups:
                 self.out(depth, f"case ({' / '.join(labels)})")
                 if fail_only:

@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from archkit.spec.base import MAX_MS, MAX_RPS, MAX_SECONDS, Fraction, Id, Ms, Node, PortNumber
+from archkit.spec.degrade_when import DegradeWhen
 from archkit.spec.refs import IdOf, RefTo
 from archkit.spec.signals import MemoryGrowth
 
@@ -194,6 +195,7 @@ class DegradeRule(Node):
     )
     fallback: Annotated[Id, _POLICY_TARGET] | None = Field(None, description="where traffic goes instead")
     store: str | None = Field(None, description="where the rule lives, e.g. consul kv path")
+    when: DegradeWhen | None = Field(None, description="the condition as data (archkit.spec.degrade_when)")
 
 
 class SecurityPolicy(Node):

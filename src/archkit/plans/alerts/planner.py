@@ -499,6 +499,9 @@ def alert_plan(spec: Spec) -> AlertPlan:
     from archkit.plans.alerts.workflow import workflow_alerts
 
     workflow_alerts(p)
+    from archkit.plans.alerts.degrade import degrade_alerts
+
+    degrade_alerts(p)
     return AlertPlan(spec.metadata.name, p.alerts, p.records, rules.matrices)
 
 

@@ -41,7 +41,7 @@ def cache_hit(request: Any, criterion: Callable[[Any], str]) -> Outcome:
 def pick_ocr(request: Any, criterion: Callable[[Any], str]) -> Outcome:
     """Decision 'pick-ocr' (controlflow.decisions[2]): Precise or fast OCR?"""
     timeout_ms = None
-    branches = {"precise": "call-ocr-precise", "fast": "call-ocr"}
+    branches = {"precise": "call-ocr-precise", "fast": "call-ocr", "SE Asia over 1.2 s": "retry-later"}
     fallback = "call-ocr-precise"
     return run_decision(
         "pick-ocr", criterion, request, timeout_ms=timeout_ms, branches=branches, fallback=fallback
