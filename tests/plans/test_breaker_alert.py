@@ -5,13 +5,10 @@ from __future__ import annotations
 
 import subprocess
 
-import yaml
-
 from archkit import api
-from archkit.generators.gen_prometheus import rules_document
 from archkit.plans.alerts import plan
 from archkit.spec import load_text
-from tests.plans.test_memory_growth_alert import PROMTOOL, needs_promtool
+from tests.plans.promtool_check import assert_tests_pass_and_catch, needs_promtool
 
 # seed 004 §3.2: the ViT's mean confidence below 0.7 moves its traffic to the ResNet
 SPEC = """\
@@ -69,29 +66,8 @@ def test_no_metric_no_alert():
 
 @needs_promtool
 def test_promtool_passes_and_a_lower_floor_fails(tmp_path):
-    files, _ = api.generate(_spec(), "vision.yaml", only=["prometheus"])
-    prom = tmp_path / "ok"
-    for rel, text in files.items():
-        (prom / rel).parent.mkdir(parents=True, exist_ok=True)
-        (prom / rel).write_text(text, encoding="utf-8")
-    prom = prom / "prometheus"
-    run = [PROMTOOL, "check", "rules", str(prom / "rules.yaml")]
-    assert subprocess.run(run, capture_output=True, text=True, check=False).returncode == 0
-    ok = subprocess.run(
-        [PROMTOOL, "test", "rules", "rules.test.yaml"], cwd=prom, capture_output=True, text=True, check=False
-    )
-    assert ok.returncode == 0, ok.stdout + ok.stderr
     # rules with a floor of 0.3 miss the 0.35 mean the tests feed: the generated tests can fail
-    bad = tmp_path / "low"
-    bad.mkdir()
-    (bad / "rules.yaml").write_text(yaml.safe_dump(rules_document(_spec(0.3))), encoding="utf-8")
-    (bad / "rules.test.yaml").write_text(
-        (prom / "rules.test.yaml").read_text(encoding="utf-8"), encoding="utf-8"
-    )
-    res = subprocess.run(
-        [PROMTOOL, "test", "rules", "rules.test.yaml"], cwd=bad, capture_output=True, text=True, check=False
-    )
-    assert res.returncode != 0 and "ConfidenceBreakerVit" in res.stdout + res.stderr
+    assert_tests_pass_and_catch(tmp_path, _spec(), _spec(0.3), "vision.yaml", "ConfidenceBreakerVit")
 
 
 def test_breaker_and_owners_drawn_on_the_data_flow():

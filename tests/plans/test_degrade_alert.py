@@ -3,15 +3,10 @@ the real promtool over its generated tests, and the line on its target in the co
 
 from __future__ import annotations
 
-import subprocess
-
-import yaml
-
 from archkit import api
-from archkit.generators.gen_prometheus import rules_document
 from archkit.plans.alerts import plan
 from archkit.spec import load_text
-from tests.plans.test_memory_growth_alert import PROMTOOL, needs_promtool
+from tests.plans.promtool_check import assert_tests_pass_and_catch, needs_promtool
 
 # seed 004 §3.2: a South-East Asian request slower than 1.2 s is answered "retry later"; here the
 # condition reads the gateway stage's bound histogram (its `job` label) plus `region: sea`
@@ -87,29 +82,8 @@ def test_free_text_and_non_histograms_give_no_alert():
 
 @needs_promtool
 def test_promtool_passes_and_a_higher_bound_fails(tmp_path):
-    files, _ = api.generate(_spec(), "gw.yaml", only=["prometheus"])
-    prom = tmp_path / "ok"
-    for rel, text in files.items():
-        (prom / rel).parent.mkdir(parents=True, exist_ok=True)
-        (prom / rel).write_text(text, encoding="utf-8")
-    prom = prom / "prometheus"
-    run = [PROMTOOL, "check", "rules", str(prom / "rules.yaml")]
-    assert subprocess.run(run, capture_output=True, text=True, check=False).returncode == 0
-    ok = subprocess.run(
-        [PROMTOOL, "test", "rules", "rules.test.yaml"], cwd=prom, capture_output=True, text=True, check=False
-    )
-    assert ok.returncode == 0, ok.stdout + ok.stderr
     # rules with a 3 s bound miss the ~2.6 s P95 the tests feed: the generated tests can fail
-    bad = tmp_path / "high"
-    bad.mkdir()
-    (bad / "rules.yaml").write_text(yaml.safe_dump(rules_document(_spec(3000))), encoding="utf-8")
-    (bad / "rules.test.yaml").write_text(
-        (prom / "rules.test.yaml").read_text(encoding="utf-8"), encoding="utf-8"
-    )
-    res = subprocess.run(
-        [PROMTOOL, "test", "rules", "rules.test.yaml"], cwd=bad, capture_output=True, text=True, check=False
-    )
-    assert res.returncode != 0 and "DegradeSeaRetryLater" in res.stdout + res.stderr
+    assert_tests_pass_and_catch(tmp_path, _spec(), _spec(3000), "gw.yaml", "DegradeSeaRetryLater")
 
 
 def test_drawn_on_its_target_in_the_control_flow():
