@@ -25,7 +25,7 @@ from archkit.plans.alerts.model import (
     counts_successes_only,
     fmt_number,
 )
-from archkit.plans.alerts.planner import _ratio_expr, latency_query
+from archkit.plans.alerts.planner import latency_query, ratio_expr
 from archkit.spec.model import MetricRef, MetricType, Spec
 
 if TYPE_CHECKING:
@@ -57,14 +57,14 @@ def _error_condition(p: Planner, r: DegradeRule) -> tuple[str, float, Case | Non
     e = Series.of(sm.errors.metric, {**sm.errors.labels, **w.labels})
     q = Series.of(sm.requests.metric, {**sm.requests.labels, **w.labels})
     ok_only = counts_successes_only(sm.requests.metric)
-    query = _ratio_expr(e, q, w.window, ok_only)
+    query = ratio_expr(e, q, w.window, ok_only)
     f, minutes = w.error_ratio_above, p.steady(0) + w.window_minutes
-    fire = p._ratio_case(e, q, ok_only, (1 + f) / 2, minutes) if f < 1 else None
+    fire = p.ratio_case(e, q, ok_only, (1 + f) / 2, minutes) if f < 1 else None
     return (
         query,
         f,
         fire,
-        p._ratio_case(e, q, ok_only, f / 2, minutes),
+        p.ratio_case(e, q, ok_only, f / 2, minutes),
         [sm.errors.metric, sm.requests.metric],
     )
 
@@ -81,8 +81,8 @@ def degrade_alerts(p: Planner) -> None:
             expr = expr.replace(f"[{RATE_WINDOW}]", f"[{w.window}]")
             threshold = w.above_ms / 1000
             minutes = p.steady(0) + w.window_minutes
-            fire: Case | None = p._latency_case(ref, kind, unit, 2.2 * threshold, minutes)
-            quiet = p._latency_case(ref, kind, unit, 0.4 * threshold, minutes)
+            fire: Case | None = p.latency_case(ref, kind, unit, 2.2 * threshold, minutes)
+            quiet = p.latency_case(ref, kind, unit, 0.4 * threshold, minutes)
             series = [read]
             what = f"P{fmt_number(w.percentile * 100)} of {w.stage or w.metric}"
             bound = f"{fmt_number(w.above_ms)} ms"

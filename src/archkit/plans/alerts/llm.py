@@ -44,7 +44,7 @@ def llm_alerts(p: Planner, st: Stage, tree: str | None) -> None:
         if budget_ms is None:
             continue
         p.add(
-            p._above(
+            p.above(
                 ref,
                 query,
                 budget_ms / 1000,

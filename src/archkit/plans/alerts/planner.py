@@ -31,7 +31,7 @@ def _tree_for(spec: Spec, service: str | None) -> str | None:
     return None
 
 
-def _ratio_expr(err: Series, req: Series, window: str, success_only: bool) -> str:
+def ratio_expr(err: Series, req: Series, window: str, success_only: bool) -> str:
     e = f"sum(rate({err}[{window}]))"
     r = f"sum(rate({req}[{window}]))"
     if success_only:  # the counter counts successes only (its engine adapter says so)
@@ -130,7 +130,7 @@ class Planner:
         if sm.queue is not None:
             self.queue(st, sm.queue, common, title, tree)
 
-    def _latency_case(self, ref: MetricRef, kind: str, unit: float, value_s: float, minutes: int) -> Case:
+    def latency_case(self, ref: MetricRef, kind: str, unit: float, value_s: float, minutes: int) -> Case:
         """Series whose latency reads about `value_s` seconds."""
         samples = minutes + 5
         v = value_s / unit  # in the metric's own unit
@@ -179,7 +179,7 @@ class Planner:
             else f"The {what} over {RATE_WINDOW} is above the stage's P99 budget."
         )
         self.add(
-            self._above(
+            self.above(
                 ref,
                 (expr, kind, unit, read),
                 budget_s,
@@ -197,7 +197,7 @@ class Planner:
             )
         )
 
-    def _above(
+    def above(
         self,
         ref: MetricRef,
         query: tuple[str, str, float, str],
@@ -221,10 +221,10 @@ class Planner:
             query=expr,
             threshold=threshold_s,
             windows=(RATE_WINDOW,) if kind != "gauge" else (),
-            fire=self._latency_case(ref, kind, unit, fire_v, minutes)
+            fire=self.latency_case(ref, kind, unit, fire_v, minutes)
             if threshold_s > 0 or fire_at_zero
             else None,
-            quiet=self._latency_case(ref, kind, unit, quiet_v, minutes),
+            quiet=self.latency_case(ref, kind, unit, quiet_v, minutes),
             series=[read] + ([ref.count_metric or ref.metric + "_count"] if kind == "mean" else []),
             **fields,
         )
@@ -234,7 +234,7 @@ class Planner:
     ) -> None:
         e, r = Series.of(err.metric, err.labels), Series.of(req.metric, req.labels)
         ok_only = counts_successes_only(req.metric)
-        ratio = _ratio_expr(e, r, RATE_WINDOW, ok_only)
+        ratio = ratio_expr(e, r, RATE_WINDOW, ok_only)
         self.records.append(Recording("archkit:stage_error_ratio:rate5m", ratio, dict(common), "stages"))
         self.records.append(
             Recording(
@@ -258,8 +258,8 @@ class Planner:
                 description=f"Failed / all requests over {RATE_WINDOW} exceed the stage's failure_rate.",
                 for_=self.for_,
                 labels=dict(common),
-                fire=self._ratio_case(e, r, ok_only, (1 + f) / 2, minutes) if f < 1 else None,
-                quiet=self._ratio_case(e, r, ok_only, f / 2, minutes),
+                fire=self.ratio_case(e, r, ok_only, (1 + f) / 2, minutes) if f < 1 else None,
+                quiet=self.ratio_case(e, r, ok_only, f / 2, minutes),
                 stage=st.id,
                 service=common.get("service"),
                 tree=tree,
@@ -267,7 +267,7 @@ class Planner:
             )
         )
 
-    def _ratio_case(
+    def ratio_case(
         self, e: Series, r: Series, ok_only: bool, ratio: float, minutes: int, interval: int = 1
     ) -> Case:
         samples = minutes // interval + 5
@@ -297,7 +297,7 @@ class Planner:
             return
         limit_s = batching.max_queue_delay_us / 1e6
         self.add(
-            self._above(
+            self.above(
                 ref,
                 (expr, kind, unit, read),
                 limit_s,
@@ -369,7 +369,7 @@ class Planner:
             # read like a latency series: gauge, histogram or summary, unit from the name's suffix
             ref = MetricRef(metric=c.metric, type=c.type, labels=c.labels)
             self.add(
-                self._above(
+                self.above(
                     ref,
                     latency_query(ref, 0.99),
                     c.max_ms / 1000,
