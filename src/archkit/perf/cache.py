@@ -25,6 +25,7 @@ import math
 from dataclasses import dataclass
 from statistics import NormalDist
 
+from archkit.perf.latency import stage_p99
 from archkit.spec.model import Spec, Stage
 
 __all__ = ["CacheMix", "cache_mixes", "mixed_quantile"]
@@ -86,13 +87,9 @@ def cache_mixes(spec: Spec) -> list[CacheMix]:
             continue
         path = _longest(spec, c.skips)
         p50 = (st.p50_ms or 0.0) + sum(s.p50_ms or 0.0 for s in path)
-        p99 = _p99(st) + sum(_p99(s) for s in path)
+        p99 = stage_p99(st) + sum(stage_p99(s) for s in path)
         out.append(CacheMix(st.id, tuple(s.id for s in path), c.hit_p99_ms, p50, p99, c.hit_ratio))
     return out
-
-
-def _p99(st: Stage) -> float:
-    return st.p99_ms if st.p99_ms is not None else (st.p95_ms or st.p50_ms or 0.0)
 
 
 def _longest(spec: Spec, ids: list[str]) -> list[Stage]:
@@ -124,6 +121,6 @@ def _longest(spec: Spec, ids: list[str]) -> list[Stage]:
     for sid in cyclic + order[::-1]:
         tails = [best[t] for t in succ[sid] if t in best]
         tail = max(tails, key=lambda x: x[0], default=(0.0, []))
-        best[sid] = (_p99(stages[sid]) + tail[0], [sid, *tail[1]])
+        best[sid] = (stage_p99(stages[sid]) + tail[0], [sid, *tail[1]])
     chain = max((best[sid] for sid in stages), key=lambda x: x[0], default=(0.0, []))[1]
     return [stages[sid] for sid in chain]

@@ -30,7 +30,7 @@ from archkit.perf.batching import (
     predict,
     recommend,
 )
-from archkit.perf.latency import PathLatency, dataflow_paths
+from archkit.perf.latency import PathLatency, dataflow_paths, stage_p99
 from archkit.perf.resources import reach
 from archkit.perf.service_models import model_for
 from archkit.perf.simulate import SimResult, simulate
@@ -177,7 +177,7 @@ def path_reserves(spec: Spec, paths: list[PathLatency] | None = None) -> Reserve
 def path_reserve_ms(spec: Spec, stage: Stage, reserves: Reserves | None = None) -> tuple[float, list[str]]:
     """P99 the other stages (and edges) take on the heaviest data-flow path through `stage`."""
     heaviest = (path_reserves(spec) if reserves is None else reserves).get(stage.id)
-    own = stage.p99_ms if stage.p99_ms is not None else (stage.p95_ms or stage.p50_ms or 0.0)
+    own = stage_p99(stage)
     if heaviest is None or heaviest[0] - own <= 0.0:
         return 0.0, [stage.id]
     return heaviest[0] - own, heaviest[1]

@@ -85,7 +85,7 @@ def dataflow_paths(spec: Spec) -> list[PathLatency]:
     best: dict[str, tuple[Any, ...]] = {}
     for sid in order:
         st = stages[sid]
-        p99 = _p99(st)
+        p99 = stage_p99(st)
         p50 = _p50(st)
         if sid not in best:
             if sid in has_inbound:
@@ -98,7 +98,7 @@ def dataflow_paths(spec: Spec) -> list[PathLatency]:
             t = stages[e.to]
             e99 = e.p99_ms or e.p50_ms or 0.0
             e50 = e.p50_ms or 0.0
-            t99, t50 = _p99(t), _p50(t)
+            t99, t50 = stage_p99(t), _p50(t)
             cand = (cur[0] + e99 + t99, cur[1] + e50 + t50, cur[2] + (e99 - e50) ** 2 + (t99 - t50) ** 2, sid)
             if e.to not in best or cand[0] > best[e.to][0]:
                 best[e.to] = cand
@@ -111,7 +111,7 @@ def dataflow_paths(spec: Spec) -> list[PathLatency]:
         while best[path[-1]][3] is not None:
             path.append(best[path[-1]][3])
         path.reverse()
-        dom = max(path, key=lambda s: _p99(stages[s]))
+        dom = max(path, key=lambda s: stage_p99(stages[s]))
         out.append(
             PathLatency(
                 path,
@@ -119,14 +119,15 @@ def dataflow_paths(spec: Spec) -> list[PathLatency]:
                 p99_sum,
                 p50_sum + math.sqrt(var),
                 dom,
-                _p99(stages[dom]),
+                stage_p99(stages[dom]),
                 [s for s in path if stages[s].p99_ms is None],
             )
         )
     return out
 
 
-def _p99(st: Stage) -> float:
+def stage_p99(st: Stage) -> float:
+    """A stage's P99 as the latency model reads it: the declared P99, else P95, else P50 (0: none)."""
     return st.p99_ms if st.p99_ms is not None else (st.p95_ms or st.p50_ms or 0.0)
 
 

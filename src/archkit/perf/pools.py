@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from archkit.perf.latency import stage_p99
 from archkit.perf.queueing import erlang_c
 from archkit.perf.resources import reach
 from archkit.spec.model import Spec
@@ -79,8 +80,7 @@ def pool_loads(spec: Spec) -> list[PoolLoad]:
         svc, st = spec.service(cp.client), spec.stage(cp.target)
         if svc is None or st is None:
             continue  # AK103 names the dangling reference
-        target_p99 = st.p99_ms if st.p99_ms is not None else (st.p95_ms or st.p50_ms or 0.0)
-        hold = cp.hold_ms if cp.hold_ms is not None else target_p99
+        hold = cp.hold_ms if cp.hold_ms is not None else stage_p99(st)
         out.append(
             PoolLoad(
                 pool=cp.id,

@@ -13,7 +13,7 @@ from typing import Any
 from archkit.diagnostics import Diagnostic
 from archkit.perf.batching import BatchPrediction
 from archkit.perf.capacity import model_capacities, worker_capacities
-from archkit.perf.latency import dataflow_paths
+from archkit.perf.latency import dataflow_paths, stage_p99
 from archkit.perf.service_table import ServiceTable
 from archkit.perf.simulate import simulate
 from archkit.spec.model import Spec
@@ -379,7 +379,7 @@ def cache_rows(spec: Spec, paths: list[Any]) -> list[dict[str, Any]]:
             # it rather than beside it) leaves the path; the mix of a hit and that segment joins it
             seg = [sid for sid in (m.stage, *m.skips) if sid in p.stages]
             seg_p50 = sum((st.p50_ms or 0.0) for sid in seg if (st := spec.stage(sid)) is not None)
-            seg_p99 = sum(v for _, v in _p99s(spec, seg))
+            seg_p99 = sum(stage_p99(st) for sid in seg if (st := spec.stage(sid)) is not None)
             row["path"] = {
                 "stages": p.stages,
                 "p99_sum_ms": num(p.p99_sum),
@@ -389,15 +389,6 @@ def cache_rows(spec: Spec, paths: list[Any]) -> list[dict[str, Any]]:
             }
         rows.append(row)
     return rows
-
-
-def _p99s(spec: Spec, ids: list[str]) -> list[tuple[str, float]]:
-    out = []
-    for sid in ids:
-        st = spec.stage(sid)
-        if st is not None:
-            out.append((sid, st.p99_ms if st.p99_ms is not None else (st.p95_ms or st.p50_ms or 0.0)))
-    return out
 
 
 def num3(v: float) -> float | None:
