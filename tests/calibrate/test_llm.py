@@ -264,3 +264,25 @@ def test_the_decode_step_measured_as_the_workload_arrives_sets_the_bandwidth() -
     assert step == pytest.approx(10.2 - 30 * 0.0126, rel=1e-3)
     back_to_back = efficiency(llm, {"ms_per_token": 4.39, "fixed_ms": -29.2}, decode, 96_576_768)
     assert back_to_back["decode_bandwidth"] > eff["decode_bandwidth"] * 1.25
+
+
+def test_the_second_sequence_costs_what_the_roofline_leaves_of_the_measured_increment() -> None:
+    """Prefill 4 ms a token: MFU 2 x 134.5e6 / (0.004 x 144e9) = 0.467; a 7 ms step at every context:
+    bandwidth share 84,062,500 / (0.007 x 13e9) = 0.9238. At the mean context 75 the roofline's one-
+    sequence step is memory-bound, (84,062,500 + 76 x 23,040) B / (13e9 x 0.9238) = 7.1456 ms, and its
+    two-sequence step compute-bound, (2 x 2 x 134.5e6 + 2 x 2 x 30 x 576 x 151) FLOPs / (144e9 x 0.467)
+    = 8.1554 ms: of the measured 14 ms per further sequence, 14 - 1.0099 = 12.990 ms is the engine's."""
+    llm = _load(SPEC).stage("generate").llm
+    decode = {"base_ms": 7.0, "per_context_token_ms": 0.0, "per_sequence_ms": 14.0}
+    eff = efficiency(llm, {"ms_per_token": 4.0, "fixed_ms": -1.0}, decode, None)
+    assert (eff["prefill_mfu"], eff["decode_bandwidth"], eff["step_overhead_ms"]) == (0.467, 0.9238, 0.0)
+    one = (84_062_500 + 76 * 23_040) / (13e9 * 0.9238) * 1000
+    two = (2 * 2 * 134.5e6 + 2 * 2 * 30 * 576 * 151) / (144e9 * 0.467) * 1000
+    assert (one, two) == (pytest.approx(7.1456, abs=1e-4), pytest.approx(8.1554, abs=1e-4))
+    assert eff["sequence_overhead_ms"] == pytest.approx(14.0 - (two - one), abs=1e-3)
+    assert (
+        efficiency(llm, {"ms_per_token": 4.0, "fixed_ms": -1.0}, {"base_ms": 7.0}, None)[
+            "sequence_overhead_ms"
+        ]
+        is None
+    )  # no per-sequence cost measured

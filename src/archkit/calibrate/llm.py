@@ -360,17 +360,46 @@ def efficiency(
     overhead = max(min(prefill["fixed_ms"], decode["base_ms"] * 0.5, step_ms - floor_ms), 0.0)
     streaming_s = (step_ms - overhead) / 1000.0
     bw = weights / (streaming_s * dev.bandwidth_gb_s * 1e9) if streaming_s > 0 else None
+    mfu_r = round(min(mfu, 1.0), 4) if mfu else None
+    bw_r = round(min(bw, 1.0), 4) if bw else None
     return {
         "accelerator": dev.name,
         "weight_bytes": int(weights),
         "file_bytes": int(weight_bytes) if weight_bytes else None,
         "decode_context_tokens": round(ctx, 1),
-        "prefill_mfu": round(min(mfu, 1.0), 4) if mfu else None,
-        "decode_bandwidth": round(min(bw, 1.0), 4) if bw else None,
+        "prefill_mfu": mfu_r,
+        "decode_bandwidth": bw_r,
         "step_overhead_ms": round(overhead, 3),
         "request_overhead_ms": per_req["request_overhead_ms"] if per_req else None,
         "client_overhead_ms": per_req["client_overhead_ms"] if per_req else None,
+        "sequence_overhead_ms": sequence_overhead(llm, decode, mfu_r, bw_r, overhead, ctx),
     }
+
+
+def sequence_overhead(
+    llm: LlmStage, decode: dict, mfu: float | None, bw: float | None, overhead_ms: float, ctx: float
+) -> float | None:
+    """The measured cost of a further running sequence (the decode fit's `per_sequence_ms`) less what
+    the roofline with these efficiencies already gives it (its two-sequence step less its
+    one-sequence step at the mean context): the engine's per-sequence work beyond the roofline.
+
+    llama.cpp on one CPU thread: 14.2 ms for the second sequence, of which the roofline, memory-bound
+    at one sequence and compute-bound at two, carries 1.2 ms; a request that arrived while the other
+    slot decoded took 27-30 ms of prompt time where the model without it said ~9 (docs/benchmarks.md,
+    LLM). None without a measured per-sequence cost or efficiencies; at least 0."""
+    from dataclasses import replace
+
+    from archkit.perf.llm.model import replica
+
+    dev = llm.accelerator.resolve(None)
+    if dev is None or mfu is None or bw is None or "per_sequence_ms" not in decode:
+        return None
+    rep = replace(
+        replica(llm, dev), prefill_mfu=mfu, decode_bandwidth=bw, step_overhead_s=overhead_ms / 1000,
+        sequence_overhead_s=0.0,
+    )  # fmt: skip
+    roofline_ms = (rep.decode_step_s(2, int(ctx)) - rep.decode_step_s(1, int(ctx))) * 1000
+    return round(max(float(decode["per_sequence_ms"]) - roofline_ms, 0.0), 3)
 
 
 def _stages(spec: Spec) -> list[tuple[str, LlmStage]]:
