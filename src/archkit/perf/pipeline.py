@@ -84,8 +84,8 @@ class PipelinePrediction:
     name: str
     environment: str | None
     rate_rps: float
-    knee_rps: float  # throughput ceiling: the first resource or stage to reach 100 %
-    bottleneck: str | None  # "resource <id>" or "stage <id>"
+    knee_rps: float  # throughput ceiling: the first resource, stage or connection pool to reach 100 %
+    bottleneck: str | None  # "resource <id>", "stage <id>" or "pool <id>"
     throughput_rps: float  # simulated completed requests per second (≤ rate, ≤ knee)
     p50_ms: float
     p95_ms: float
