@@ -126,3 +126,27 @@ def test_an_alarm_that_surfaces_as_another_exception_is_over_the_bound(
     assert len(problems) == 1 and problems[0].startswith("check: no answer within"), problems
     assert problems[0].endswith("(AssertionError at the alarm)") or "wall time" in problems[0]
     assert (tally.over_bounds, tally.tracebacks) == (1, 0)
+
+
+def test_a_paused_stage_is_run_again_not_counted(harness: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stage that does not run (paused by `measure`'s SIGSTOP; a sleep stands in for it) hears the
+    wall-clock net (12 x 0.05 s) at ~0 CPU s: starved, not over its bound. Run again, it passes: the
+    first two tries are starved, the third answers at once."""
+    monkeypatch.setitem(vh.BOUNDS_S, "check", 0.05)
+    calls: list[int] = []
+
+    def paused_twice() -> None:
+        calls.append(1)  # the child's own list: the retries run in the same forked child
+        if len(calls) <= 2:
+            time.sleep(5)
+
+    problems, tally = harness(paused_twice)
+    assert problems == [] and (tally.over_bounds, tally.tracebacks) == (0, 0)
+
+    def always_paused() -> None:
+        time.sleep(5)
+
+    problems, tally = harness(always_paused)
+    # two tries and STARVED_TRIES more, every one starved: said so, and counted
+    assert len(problems) == 1 and problems[0].startswith("check: starved: the 0.6 s wall-clock net at 0.0")
+    assert tally.over_bounds == 1
