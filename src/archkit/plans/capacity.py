@@ -12,8 +12,8 @@ from typing import Any
 
 from archkit.diagnostics import Diagnostic
 from archkit.perf.batching import BatchPrediction
-from archkit.perf.capacity import model_capacities, worker_capacities
-from archkit.perf.latency import dataflow_paths, stage_p99
+from archkit.perf.capacity import WorkerCapacity, model_capacities, worker_capacities
+from archkit.perf.latency import PathLatency, dataflow_paths, stage_p99
 from archkit.perf.service_table import ServiceTable
 from archkit.perf.simulate import simulate
 from archkit.spec.model import Spec
@@ -141,29 +141,8 @@ def capacity_report(
     report.pools = pool_rows(spec)
     paths = dataflow_paths(spec)
     report.caches = cache_rows(spec, paths)
-    for path in paths:
-        report.paths.append(
-            {
-                "stages": path.stages,
-                "p50_sum_ms": num(path.p50_sum),
-                "p99_sum_ms": num(path.p99_sum),
-                "p99_independent_ms": num(path.p99_rss),
-                "dominant": path.dominant,
-                "dominant_p99_ms": num(path.dominant_p99),
-            }
-        )
-    for w in worker_capacities(spec):
-        report.workers.append(
-            {
-                "stage": w.stage.id,
-                "arrival_rps": w.arrival_rps,
-                "servers": w.servers,
-                "service_ms": w.service_ms,
-                "rho": round(w.rho, 3),
-                "wait_mean_ms": num(w.wait_mean_ms),
-                "wait_p99_ms": num(w.wait_p99_ms),
-            }
-        )
+    report.paths.extend(_path_row(path) for path in paths)
+    report.workers.extend(_worker_row(w) for w in worker_capacities(spec))
     for cap in model_capacities(spec, paths):
         st, m = cap.stage, cap.stage.model
         if m is None:  # model_capacities yields model stages only
@@ -244,6 +223,29 @@ def capacity_report(
                 )
         report.stages.append(row)
     return report
+
+
+def _path_row(path: PathLatency) -> dict[str, Any]:
+    return {
+        "stages": path.stages,
+        "p50_sum_ms": num(path.p50_sum),
+        "p99_sum_ms": num(path.p99_sum),
+        "p99_independent_ms": num(path.p99_rss),
+        "dominant": path.dominant,
+        "dominant_p99_ms": num(path.dominant_p99),
+    }
+
+
+def _worker_row(w: WorkerCapacity) -> dict[str, Any]:
+    return {
+        "stage": w.stage.id,
+        "arrival_rps": w.arrival_rps,
+        "servers": w.servers,
+        "service_ms": w.service_ms,
+        "rho": round(w.rho, 3),
+        "wait_mean_ms": num(w.wait_mean_ms),
+        "wait_p99_ms": num(w.wait_p99_ms),
+    }
 
 
 def _pred(p: Any) -> dict[str, Any]:
