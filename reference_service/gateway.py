@@ -24,7 +24,7 @@ from starlette.requests import ClientDisconnect
 
 from . import pipeline as P
 from .cache import make_cache
-from .common.gateway import error, gateway_app, retry_after, watch_readiness
+from .common.gateway import OVERLOADED, Admission, error, gateway_app, retry_after, watch_readiness
 from .drift import DriftMonitor, reference_confidences
 from .metrics import Metrics
 from .models import DET_FILE, REC_FILE
@@ -259,7 +259,8 @@ class Gateway:
         self.cache = make_cache(settings.redis_url, settings.cache_entries, settings.cache_ttl_s)
         self.triton: TritonClient | None = None
         self.ready = False
-        self.inflight = 0
+        self.admission = Admission(settings.max_inflight, self.metrics.inflight)
+        # Uploads being received hold no inference slot, so they have a limit of their own.
         self.receiving = 0
         self.pixels = PixelBudget(settings.decode_budget_pixels)
         self._tasks: list[asyncio.Task] = []
@@ -519,16 +520,10 @@ def create_app(settings: Settings, supervisor=None) -> FastAPI:
         finally:
             gw.receiving -= 1
         # 3. Only a whole body competes for an inference slot.
-        if gw.inflight >= s.max_inflight:
+        if gw.admission.full:
             met.rejected.labels("concurrency").inc()
-            return error(
-                429,
-                "overloaded",
-                "too many requests in flight; retry later",
-                retry_after(s.retry_after_s),
-            )
-        gw.inflight += 1
-        met.inflight.set(gw.inflight)
+            return error(429, "overloaded", OVERLOADED, retry_after(s.retry_after_s))
+        gw.admission.enter()
         try:
             # Cache-Control: no-cache forces inference (rollback verification uses it).
             use_cache = "no-cache" not in request.headers.get("cache-control", "").lower()
@@ -560,8 +555,7 @@ def create_app(settings: Settings, supervisor=None) -> FastAPI:
                 retry_after(s.retry_after_s),
             )
         finally:
-            gw.inflight -= 1
-            met.inflight.set(gw.inflight)
+            gw.admission.leave()
         if result["lines"] and result["confidence"] >= s.confidence_floor:
             met.effective.inc()
         # Per-request stage timings ride in a header, outside the cached (deterministic) body.

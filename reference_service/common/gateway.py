@@ -91,3 +91,27 @@ async def watch_readiness(
         if ok or failures >= 2:
             set_ready(ok)
         await asyncio.sleep(0.5 if ok else 0.25)
+
+
+OVERLOADED = "too many requests in flight; retry later"  # the 429's message when admission is full
+
+
+class Admission:
+    """At most ``limit`` requests in flight; beyond it the gateway answers 429 with Retry-After at
+    once (a bounded queue, seed 000 §3.2: the server would only defer them). ``gauge`` follows the
+    count (each service's in-flight gauge)."""
+
+    def __init__(self, limit: int, gauge: Any) -> None:
+        self.limit, self.gauge, self.inflight = limit, gauge, 0
+
+    @property
+    def full(self) -> bool:
+        return self.inflight >= self.limit
+
+    def enter(self) -> None:
+        self.inflight += 1
+        self.gauge.set(self.inflight)
+
+    def leave(self) -> None:
+        self.inflight -= 1
+        self.gauge.set(self.inflight)

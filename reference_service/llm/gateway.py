@@ -31,7 +31,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from ..common import gateway as common
-from ..common.gateway import gateway_app, retry_after, watch_readiness
+from ..common.gateway import OVERLOADED, Admission, gateway_app, retry_after, watch_readiness
 from . import rag
 from .metrics import Metrics
 from .protocol import Refused, engine_error, has_content, prepare
@@ -68,7 +68,7 @@ class Gateway:
         self.embed_ready = False
         self.index: rag.Index | None = None
         self.passages: list[str] = []
-        self.inflight = 0
+        self.admission = Admission(settings.max_inflight, self.metrics.inflight)
         self._tasks: list[asyncio.Task] = []
         self._created = time.monotonic()
 
@@ -193,7 +193,12 @@ class Gateway:
 
 
 async def read_body(request: Request, s: LlmSettings) -> bytes:
-    """The whole body within the size cap and the first-token deadline (a stalled upload: 408)."""
+    """The whole body within the size cap and the first-token deadline (a stalled upload: 408).
+
+    Not the OCR gateway's reader (reference_service/gateway.py): a prompt is at most 64 KiB of JSON,
+    so one deadline bounds it; an image of up to 10 MiB also needs a limit on the gap between
+    chunks and a minimum rate there.
+    """
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > s.max_body_bytes:
         raise Refused(413, "body_too_large", f"body is {declared} bytes; limit is {s.max_body_bytes}")
@@ -285,12 +290,11 @@ def create_app(
         fwd = prepare(body, route, s)
         timing = {"validate": time.perf_counter() - t0}
         met.stage_seconds.labels("validate").observe(timing["validate"])
-        if gw.inflight >= s.max_inflight:
-            raise Refused(429, "overloaded", "too many requests in flight; retry later", s.retry_after_s)
+        if gw.admission.full:
+            raise Refused(429, "overloaded", OVERLOADED, s.retry_after_s)
         if not gw.ready:
             raise Refused(503, "engine_unavailable", "the engine is not ready; retry later", s.retry_after_s)
-        gw.inflight += 1
-        met.inflight.set(gw.inflight)
+        gw.admission.enter()
         handed_over = False
         try:
             headers = {}
@@ -329,9 +333,8 @@ def create_app(
             met.stage_seconds.labels("relay").observe(time.perf_counter() - answered)
             return JSONResponse(doc, headers=headers)
         finally:
-            if not handed_over:
-                gw.inflight -= 1
-                met.inflight.set(gw.inflight)
+            if not handed_over:  # a stream leaves admission when it ends (_relay)
+                gw.admission.leave()
 
     async def _open_stream(path: str, fwd: dict) -> httpx.Response:
         req = gw.client.build_request("POST", path, json=fwd)
@@ -404,8 +407,7 @@ def create_app(
             await r.aclose()
             if code == "200":
                 met.stage_seconds.labels("relay").observe(relay_s)
-            gw.inflight -= 1
-            met.inflight.set(gw.inflight)
+            gw.admission.leave()
             met.requests.labels(route, code).inc()
             met.request_seconds.labels(route, code).observe(time.perf_counter() - start)
 
