@@ -65,7 +65,6 @@ def main(argv: list[str] | None = None) -> int:
     )
     supervisor = embed_supervisor = None
     model = args.model
-    run_dir = Path(tempfile.mkdtemp(prefix="llm-"))
     if not args.external_engine:
         try:
             binary = args.llama_server or llama_server_path()
@@ -80,6 +79,9 @@ def main(argv: list[str] | None = None) -> int:
                     file=sys.stderr,
                 )
                 return 2
+    # made after the checks above, so that their exit 2 leaves no folder behind
+    run_dir = Path(tempfile.mkdtemp(prefix="llm-"))
+    if not args.external_engine:
         supervisor = EngineSupervisor(settings, run_dir, binary, model)
         if settings.rag:
             embed_supervisor = EngineSupervisor(settings, run_dir, binary, model, embed_command, "embed")
