@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from archkit.calibrate.apply import with_calibration
 from archkit.calibrate.llm import (
+    arrival_gaps,
+    arrivals_step,
     efficiency,
     fit_decode,
     fit_prefill,
@@ -210,3 +213,76 @@ def test_per_request_set_up_against_the_measured_one_sequence_step() -> None:
     assert got["request_overhead_ms"] == pytest.approx(0.34155, abs=1e-3)
     assert got["client_overhead_ms"] == pytest.approx(3.3, abs=1e-3)
     assert per_request(sample, {"ms_per_token": 4.87}, decode)["request_overhead_ms"] == 0.0
+
+
+def test_the_per_request_probe_idles_as_the_workload_arrives() -> None:
+    """The reference workload arrives Poisson at 0.2 req/s: 16 gaps of mean 5 s would take 80 s, over
+    the probe's 45 s, so they are drawn at 16 / 45 req/s (mean 2.8125 s): exactly the exponential
+    draws of numpy's generator for that seed. With a 200 s budget the spec's own rate holds."""
+    llm = _load(SPEC).stage("generate").llm
+    assert (llm.workload.arrivals.process, llm.workload.arrivals.rate_rps) == ("poisson", 0.2)
+    gaps = arrival_gaps(llm, 16, 45.0, seed=1)
+    want = np.random.default_rng(1).exponential(45.0 / 16, size=16)
+    assert gaps == pytest.approx(list(want), abs=1e-4)
+    slow = arrival_gaps(llm, 16, 200.0, seed=1)
+    assert slow == pytest.approx(list(np.random.default_rng(1).exponential(5.0, size=16)), abs=1e-4)
+    bursty = llm.model_copy(deep=True)
+    bursty.workload.arrivals.process, bursty.workload.arrivals.burstiness = "gamma", 0.5
+    got = arrival_gaps(bursty, 8, 200.0, seed=3)  # gamma(k = 0.5, scale 1 / (0.5 x 0.2) = 10 s)
+    assert got == pytest.approx(list(np.random.default_rng(3).gamma(0.5, 10.0, size=8)), abs=1e-4)
+
+
+def test_the_arrivals_step_is_the_median_decode_step_at_its_context() -> None:
+    """Three requests decoded 16 tokens at 10.2, 11.0 and 9.6 ms a step after 1 uncached + 96 cached
+    prompt tokens: the median 10.2 ms at context 1 + 96 + 16 / 2 = 105; without timings, none."""
+    t = {"prompt_n": 1, "cache_n": 96, "predicted_n": 16}
+    got = arrivals_step([(15.0, t | {"predicted_per_token_ms": ms}) for ms in (10.2, 11.0, 9.6)])
+    assert got == (10.2, 105.0)
+    assert arrivals_step([(15.0, {"prompt_ms": 9.0})]) is None
+
+
+def test_the_decode_step_measured_as_the_workload_arrives_sets_the_bandwidth() -> None:
+    """The back-to-back fit says 6.68 + 0.0126 x 75 = 7.625 ms at the workload's mean context (75);
+    the probe measured 10.2 ms at context 105 after idle gaps, which is 10.2 - 30 x 0.0126 = 9.822 ms
+    at 75. The efficiency takes that step: the model's one-sequence step comes out 9.822 ms, and the
+    per-request set-up is prompt_ms less the same step at the request's context (97: 12.0 -
+    (10.2 - 8 x 0.0126) = 1.9008 ms)."""
+    from archkit.perf.llm.model import replica
+
+    llm = _load(SPEC).stage("generate").llm
+    decode = {"base_ms": 6.68, "per_context_token_ms": 0.0126}
+    sample = [(16.0, {"prompt_n": 1, "cache_n": 96, "prompt_ms": 12.0})]
+    per = per_request(sample, {"ms_per_token": 4.39}, decode, (10.2, 105.0))
+    assert per["request_overhead_ms"] == pytest.approx(1.9008, abs=1e-3)
+    assert per["client_overhead_ms"] == pytest.approx(4.0, abs=1e-3) and per["step"] == [10.2, 105.0]
+    eff = efficiency(llm, {"ms_per_token": 4.39, "fixed_ms": -29.2}, decode, 96_576_768, per)
+    assert eff["step_overhead_ms"] == 0.0
+    tuned = llm.model_copy(deep=True)
+    for key in ("decode_bandwidth", "step_overhead_ms", "prefill_mfu"):
+        setattr(tuned.efficiency, key, eff[key])
+    step = replica(tuned, llm.accelerator.resolve(None)).decode_step_s(1, 0) * 1000
+    assert step == pytest.approx(10.2 - 30 * 0.0126, rel=1e-3)
+    back_to_back = efficiency(llm, {"ms_per_token": 4.39, "fixed_ms": -29.2}, decode, 96_576_768)
+    assert back_to_back["decode_bandwidth"] > eff["decode_bandwidth"] * 1.25
+
+
+def test_the_second_sequence_costs_what_the_roofline_leaves_of_the_measured_increment() -> None:
+    """Prefill 4 ms a token: MFU 2 x 134.5e6 / (0.004 x 144e9) = 0.467; a 7 ms step at every context:
+    bandwidth share 84,062,500 / (0.007 x 13e9) = 0.9238. At the mean context 75 the roofline's one-
+    sequence step is memory-bound, (84,062,500 + 76 x 23,040) B / (13e9 x 0.9238) = 7.1456 ms, and its
+    two-sequence step compute-bound, (2 x 2 x 134.5e6 + 2 x 2 x 30 x 576 x 151) FLOPs / (144e9 x 0.467)
+    = 8.1554 ms: of the measured 14 ms per further sequence, 14 - 1.0099 = 12.990 ms is the engine's."""
+    llm = _load(SPEC).stage("generate").llm
+    decode = {"base_ms": 7.0, "per_context_token_ms": 0.0, "per_sequence_ms": 14.0}
+    eff = efficiency(llm, {"ms_per_token": 4.0, "fixed_ms": -1.0}, decode, None)
+    assert (eff["prefill_mfu"], eff["decode_bandwidth"], eff["step_overhead_ms"]) == (0.467, 0.9238, 0.0)
+    one = (84_062_500 + 76 * 23_040) / (13e9 * 0.9238) * 1000
+    two = (2 * 2 * 134.5e6 + 2 * 2 * 30 * 576 * 151) / (144e9 * 0.467) * 1000
+    assert (one, two) == (pytest.approx(7.1456, abs=1e-4), pytest.approx(8.1554, abs=1e-4))
+    assert eff["sequence_overhead_ms"] == pytest.approx(14.0 - (two - one), abs=1e-3)
+    assert (
+        efficiency(llm, {"ms_per_token": 4.0, "fixed_ms": -1.0}, {"base_ms": 7.0}, None)[
+            "sequence_overhead_ms"
+        ]
+        is None
+    )  # no per-sequence cost measured

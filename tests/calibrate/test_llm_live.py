@@ -9,6 +9,7 @@ runs the full one (docs/benchmarks.md, LLM section).
 from __future__ import annotations
 
 import dataclasses
+import statistics
 
 import pytest
 
@@ -26,6 +27,7 @@ def test_calibrate_probes_the_engine(tmp_path) -> None:
         context_tokens=(32, 384),
         repeats=2,
         request_repeats=4,
+        arrivals_budget_s=8.0,  # 4 idle gaps at >= 0.5 req/s: ~8 s, not the workload's 0.2 req/s
     )
     spec = load_file(SPEC).spec
     assert spec is not None
@@ -44,8 +46,14 @@ def test_calibrate_probes_the_engine(tmp_path) -> None:
     eff = entry["efficiency"]
     assert 0 < eff["prefill_mfu"] <= 1 and 0 < eff["decode_bandwidth"] <= 1
     assert doc["kind"] == "calibration" and doc["environment"]["cores"]
-    # the per-request probe: three cached-prompt requests after the one that fills the slot, and a
-    # client share above zero (the HTTP request and the stream's first write take time)
+    # the per-request probe: four cached-prompt requests after the one that fills the slot, each after
+    # an idle gap, and a client share above zero (the HTTP request and the stream's first write)
     per = entry["per_request"]
-    assert per["points"] == 3 and per["client_overhead_ms"] > 0 and per["request_overhead_ms"] >= 0
+    assert per["points"] == 4 and per["client_overhead_ms"] > 0 and per["request_overhead_ms"] >= 0
+    assert len(per["gaps_s"]) == 4 and all(g >= 0 for g in per["gaps_s"])
+    # the decode step they measured: each request's own, 16 output tokens at a context of the
+    # cached prompt + 1 + 8
+    step_ms, ctx = per["step"]
+    assert step_ms > 0 and ctx == pytest.approx(statistics.median(m[2] + m[3] + 8 for m in per["measured"]))
     assert eff["client_overhead_ms"] == per["client_overhead_ms"]
+    assert eff["sequence_overhead_ms"] is not None and eff["sequence_overhead_ms"] >= 0

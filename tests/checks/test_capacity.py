@@ -148,7 +148,7 @@ def test_cpu_worker_stages_are_mmc_and_overload_fails(tmp_path):
 
 
 def test_the_reference_machine_over_capacity_points_at_the_environments_cores(tmp_path):
-    """At 15 req/s the reference service's two shared cores are over capacity (knee 10.0 req/s)."""
+    """At 15 req/s the reference service's two shared cores are over capacity (ceiling 11.25 req/s)."""
     import shutil
 
     text = (ROOT / "specs" / "ocr-reference.yaml").read_text(encoding="utf-8")
@@ -161,4 +161,4 @@ def test_the_reference_machine_over_capacity_points_at_the_environments_cores(tm
     (ak213,) = [d for d in rep.diagnostics if d.code == "AK213"]
     assert ak213.path == "environments[0].cpu_cores"
     assert "'machine:cpu' (2 core(s), 1.892 as the calibration measured them scale)" in ak213.message
-    assert "the pipeline saturates at 10.03" in ak213.message
+    assert "the pipeline saturates at 11.25" in ak213.message

@@ -50,3 +50,32 @@ def test_a_million_items_per_call_is_refused_at_its_line_and_the_largest_allowed
     assert spec is not None
     steps, _, _ = compile_steps(spec, load_model(spec))
     assert len(steps["recognise"].batch_s) == MAX_BATCH + 1
+
+
+def test_the_1e_9_token_prompt_reproducer_spends_one_budget_for_the_whole_capacity_run() -> None:
+    """Batch 6 (2026-12-03): examples/rag-chat.yaml with the prompt's `mean_tokens: 1e-9`, a call's
+    `timeout_ms: 1e-9` and `user_ttft_p99_ms: 1e-9`: `capacity` past 5 CPU s twice (5.2 in the CLI).
+    Where the time went (cProfile and a count of each simulation's work, 21:00 UTC): the pipeline's
+    prediction and knee search spent their whole budget of 4,000,000 events (its co-simulated
+    engines 35.9 M units of it; the knee search ran out in run 5, ~2.3 CPU s), and the LLM analysis
+    then spent 41.6 M units, 2.08 M events' worth, of a budget of its own (~1.0 CPU s): ~6.1 M events
+    in all, half as much again as the budget stands for. Now the run has one budget: the prediction
+    at the design rate, then the LLM analysis, then the knee search with what they left, which
+    stops early and says so at the LLM stage's `llm` line, naming both shares and the flag."""
+    from archkit.cli.cmd_capacity import _budget_warnings
+    from archkit.perf.llm.analysis import WORK_PER_EVENT
+    from archkit.perf.pipeline import SIM_BUDGET
+
+    path = REPRODUCERS / "valid-rag-chat-prompt-1e-9-tokens.yaml"
+    rep = api.capacity(path)
+    assert rep.pipeline is not None
+    pipeline, llm = rep.pipeline["sim_work"], rep.pipeline["llm_sim_work"]
+    # each simulation stops within one event (an engine iteration's units) of what it was given
+    assert llm > 0 and pipeline + llm <= SIM_BUDGET + 64 + WORK_PER_EVENT
+    (row,) = rep.llm
+    assert row["budget_note"] is None  # the LLM analysis had what it needed: its rows are whole
+    note = rep.pipeline["budget_note"]
+    assert f"the LLM analysis's simulations spent {llm:,} of them" in note, note
+    assert "ran out in run" in note and "--sim-budget 16000000" in note, note
+    (line,) = _budget_warnings(path, rep)
+    assert line.startswith(f"{path}:47:7: warning: the budget of 4,000,000 simulated events"), line

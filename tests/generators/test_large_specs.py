@@ -42,3 +42,18 @@ def test_200_stage_dataflow_folds_into_rows_and_renders():
     w, h = Image.open(io.BytesIO(png)).size
     # one long column was 798 x 24,822 px; folded it must stay within a screen-scrollable page
     assert w < 4000 and h < 6000 and h / w < 3, (w, h)
+
+
+def test_a_raster_is_scaled_into_its_pixel_budget_and_the_svg_is_not():
+    """A fuzzed fault tree laid out at 8,790 x 15,094 px took dot 541 MB for its PNG (issue 28).
+    A 300-node chain is ~300 in tall at 96 dpi: scaled into RASTER_MAX_IN (64 in, 6,144 px), the
+    vector SVG untouched."""
+    from PIL import Image
+
+    from archkit.generators.renderers import RASTER_MAX_IN, run_dot
+
+    src = "digraph g {\n" + "".join(f"  n{i} -> n{i + 1};\n" for i in range(300)) + "}\n"
+    w, h = Image.open(io.BytesIO(run_dot(src, "png"))).size
+    assert max(w, h) <= RASTER_MAX_IN * 96 and h > 5000, (w, h)
+    svg = run_dot(src, "svg").decode()
+    assert 'height="' in svg and int(svg.split('height="')[1].split("pt")[0]) > 64 * 72

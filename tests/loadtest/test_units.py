@@ -391,3 +391,37 @@ def test_stage_queue_and_compute_bindings(toy) -> None:
         "compute_ms": 10.0,
         "metric": "nv_inference_request_duration_us",
     }
+
+
+def test_a_model_stage_reports_the_items_a_visit_really_sends(toy) -> None:
+    """The stage's own histogram counts 100 visits (toy_request_duration_seconds, 10 -> 110); the
+    engine counts 430 calls carrying 688 items: 6.88 items and 4.3 calls a visit. The comparison
+    sets that beside the spec's `items_per_request` (8.1 here): (8.1 - 6.88) / 6.88 = +17.7 %."""
+    from archkit.loadtest import compare
+
+    data = toy.model_dump(mode="json", exclude_none=True)  # a new spec: the stage index is built once
+    data["dataflow"]["stages"].append(
+        {"id": "recognise", "kind": "model", "items_per_request": 8.1, "model": {"name": "det"}}
+    )
+    data["observability"]["stages"][0]["stage"] = "recognise"
+    spec = Spec.model_validate(data)
+    items = 'nv_inference_count{model="det",version="1"} %d\n'
+    before = scrape.parse(
+        EXPO_BEFORE.replace(
+            'request_success{model="det",version="1"} 5', 'request_success{model="det",version="1"} 70'
+        )
+        + items % 12
+    )
+    after = scrape.parse(
+        EXPO_AFTER.replace(
+            'request_success{model="det",version="1"} 105', 'request_success{model="det",version="1"} 500'
+        )
+        + items % 700
+    )
+    dec = scrape.decompose(spec, {"u": before}, {"u": after}, {"mean_ms": 40.0})
+    got = dec["stages"]["recognise"]
+    assert (got["count"], got["items_per_visit"], got["calls_per_visit"]) == (100, 6.88, 4.3)
+    row = compare.compare(spec, {"offered_rps": 1.0, "stages": dec["stages"]}, None)["stages"]["recognise"]
+    assert row["items_per_request"] == {"predicted": 8.1, "measured": 6.88, "error_pct": 17.7}
+    lines = compare.prediction_lines({"stages": {"recognise": row}})
+    assert "predicted stage recognise items_per_request: 8.1 vs measured 6.88 (17.7 %)" in lines

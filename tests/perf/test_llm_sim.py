@@ -144,3 +144,22 @@ def test_an_admission_holds_up_the_running_sequences_decode() -> None:
     # B joins a later iteration of A's by up to one step: A's contexts shift by a token (~40 ns a step)
     assert b.e2e_s[0] - a.e2e_s[0] == pytest.approx(0.011, abs=1e-5)
     assert b.busy_s - a.busy_s == pytest.approx(0.006, abs=1e-5)
+
+
+def test_each_further_sequence_in_an_iteration_costs_its_overhead() -> None:
+    """Two 512-token prompts at t = 0 share every iteration (one prefill, then 7 decodes of 2), so a
+    4 ms cost per further sequence adds 4 ms to both TTFTs and 8 x 4 = 32 ms to both end-to-end
+    times and the engine's busy time; a third request alone at t = 100 s pays nothing. The
+    replica's own step: decode_step_s(3, c) grows by 2 x 4 ms, iteration_s of one sequence not at all."""
+    from dataclasses import replace
+
+    base = _rep(max_num_seqs=2)
+    costly = replace(base, sequence_overhead_s=0.004)
+    req = sim.Requests.plain(np.array([0.0, 0.0, 100.0]), np.full(3, 512), np.full(3, 8))
+    a, b = sim.simulate(base, req), sim.simulate(costly, req)
+    assert b.ttft_s - a.ttft_s == pytest.approx([0.004, 0.004, 0.0], abs=1e-12)
+    assert b.e2e_s - a.e2e_s == pytest.approx([0.032, 0.032, 0.0], abs=1e-12)
+    assert b.busy_s - a.busy_s == pytest.approx(0.032, abs=1e-12)
+    assert costly.decode_step_s(3, 600) - base.decode_step_s(3, 600) == pytest.approx(0.008, abs=1e-12)
+    assert costly.iteration_s(512, 0.0, 0) == base.iteration_s(512, 0.0, 0)
+    assert costly.prefill_s(512) == base.prefill_s(512)

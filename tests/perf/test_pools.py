@@ -84,3 +84,17 @@ def test_saturation_alert_reads_the_gauge():
     assert a.expr == 'max(pool_in_use{pool="redis"}) >= 6'
     assert a.fire is not None and a.fire.series[0][1].startswith("8x")
     assert a.quiet.series[0][1].startswith("4x")
+
+
+def test_a_pool_is_a_limit_of_the_pipeline_ceiling_by_hand():
+    # nothing else limits this spec (no processors declared); 4 connections per replica × 2 replicas,
+    # held 20 ms, 2 calls per visit: 4 × 2 / 0.02 s = 400 calls/s = 200 visits/s, the pipeline's knee
+    from archkit.perf.pipeline import predict
+
+    text = SPEC.format(weight="", extra=", hold_ms: 20, calls_per_visit: 2").replace("size: 8", "size: 4")
+    res = load_text(text, "t.yaml")
+    assert res.ok and res.spec is not None, [d.text() for d in res.diagnostics]
+    spec = res.spec
+    pred = predict(spec, rate_rps=50, requests=500)
+    assert pred.knee_rps == pytest.approx(200.0)
+    assert pred.bottleneck == "pool api-redis"

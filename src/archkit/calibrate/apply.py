@@ -221,6 +221,7 @@ _LLM_EFFICIENCY = (
     "step_overhead_ms",
     "request_overhead_ms",
     "client_overhead_ms",
+    "sequence_overhead_ms",
 )
 
 

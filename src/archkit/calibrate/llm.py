@@ -11,11 +11,16 @@ loopback, for each LLM stage the spec serves with llama.cpp:
    fitted as `step = base + per_sequence x (c - 1) + per_context_token x context`;
 3. KV capacity: llama.cpp's `/slots` (context per slot, summed); vLLM's
    `vllm:cache_config_info` (num_gpu_blocks x block_size) where the engine is vLLM;
-4. per request: the same short chat prompt streamed several times, each answered with the
-   workload's mean output length, so that the slot holds all of it but the last token and trims
-   the previous answer; the server's `prompt_ms` beyond one decode step is the engine's set-up
-   per request, and the client's time to the first content delta beyond `prompt_ms` is the share
-   outside the engine (`per_request`).
+4. per request, as the workload arrives: the same short chat prompt streamed several times, each
+   answered with the workload's mean output length (so that the slot holds all of it but the last
+   token and trims the previous answer), each sent after an idle gap drawn from the spec's arrival
+   process (`arrival_gaps`): the engine is slower after idling (llama-server's prompt time for one
+   cached-prompt token was 8.25 ms back to back and 12.08 ms at Poisson 0.32 req/s, its decode
+   step 7.98 and 10.83 ms: issue 31's fidelity run, docs/benchmarks.md), so back-to-back requests
+   time an engine the load test never meets. Their median decode step (`predicted_per_token_ms`)
+   is the one-sequence step the model decodes with; the server's `prompt_ms` beyond that step is
+   the engine's set-up per request, and the client's time to the first content delta beyond
+   `prompt_ms` is the share outside the engine (`per_request`).
 The measured figures are also expressed as the spec's `llm.efficiency` (prefill MFU, decode
 bandwidth share, step overhead) so that `environments[].calibration` can replace the declared
 defaults. The machine is recorded beside them: `archkit.machine.fingerprint` with the engine
@@ -63,6 +68,10 @@ class LlmOptions:
     # streamed requests of the per-request probe (the first fills the cache): 16, not 8, because the
     # median of 7 moved between two modes (12.6-15.8 and 8.1-8.7 ms of prompt time, docs/benchmarks.md)
     request_repeats: int = 16
+    # the per-request probe's idle gaps: drawn from the workload's arrival process at its rate, the
+    # rate raised where needed so that the gaps sum to at most this many seconds (the probe's whole
+    # budget is `budget_s`)
+    arrivals_budget_s: float = 45.0
     timeout_s: float = 60.0
     budget_s: float = 120.0
     seed: int = 1
@@ -161,6 +170,36 @@ class LlamaCpp:
         return first, dict(timings)
 
 
+def arrival_gaps(llm: LlmStage, n: int, budget_s: float, seed: int) -> list[float]:
+    """`n` idle gaps (s) drawn from the workload's arrival process, at its rate unless their mean
+    would exceed `budget_s / n` (then at n / budget_s req/s, so the probe keeps its time).
+
+    Poisson or gamma as `archkit.perf.llm.sim.arrivals` draws them for the simulation; a trace, or a
+    rate the spec leaves to its budgets, is Poisson at n / budget_s."""
+    from archkit.perf.llm.sim import arrivals
+
+    arr = llm.workload.arrivals
+    floor = n / budget_s if budget_s > 0 else float("inf")
+    rate = max(float(arr.rate_rps or 0.0), floor) if arr.process != "trace" else floor
+    times = arrivals(arr, rate, n, np.random.default_rng(seed))  # a trace draws Poisson there
+    return [round(float(g), 4) for g in np.diff(np.concatenate([[0.0], times]))]
+
+
+def arrivals_step(samples: list[tuple[float, dict]]) -> tuple[float, float] | None:
+    """The median one-sequence decode step (ms) of requests that ran alone after an idle gap, and
+    the median context it decoded at (prompt + cached + half the answer): the step `per_request`
+    and `efficiency` take. None without decode timings."""
+    steps = [float(t["predicted_per_token_ms"]) for _, t in samples if t.get("predicted_per_token_ms")]
+    if not steps:
+        return None
+    ctx = [
+        int(t.get("prompt_n", 1)) + int(t.get("cache_n", 0)) + int(t.get("predicted_n", 0)) / 2
+        for _, t in samples
+        if t.get("predicted_per_token_ms")
+    ]
+    return round(float(np.median(steps)), 4), round(float(np.median(ctx)), 1)
+
+
 def per_request(
     samples: list[tuple[float, dict]], prefill: dict, decode: dict, step: tuple[float, float] | None = None
 ) -> dict:
@@ -187,6 +226,7 @@ def per_request(
         engine.append(float(t["prompt_ms"]) - one - extra)
         client.append(ttft_ms - float(t["prompt_ms"]))
     return {
+        "step": list(step) if step is not None else None,
         "request_overhead_ms": round(max(float(np.median(engine)), 0.0), 3),
         "client_overhead_ms": round(max(float(np.median(client)), 0.0), 3),
         "points": len(samples),
@@ -198,6 +238,8 @@ def per_request(
                 round(float(t["prompt_ms"]), 3),
                 int(t.get("prompt_n", 1)),
                 int(t.get("cache_n", 0)),
+                round(float(t.get("predicted_per_token_ms") or 0.0), 4),
+                int(t.get("predicted_n") or 0),
             ]
             for ttft, t in samples
         ],
@@ -287,7 +329,10 @@ def efficiency(
     on a CPU: ~9 us) is several times the roofline's KV read, and the mean context is where the
     load test's tokens are decoded; the step there is interpolated between the measured
     one-sequence medians when the mean context lies between them (the fit's straight line is not
-    straight on a CPU: 7.5 ms at context 56, 13.8 at 280, 16.0 at 664), else the fit's. `weight_bytes` (the served file's size) is recorded beside.
+    straight on a CPU: 7.5 ms at context 56, 13.8 at 280, 16.0 at 664), else the fit's; and where
+    the per-request probe measured the step as the workload arrives (`per_req["step"]`: after idle
+    gaps, 10.8 ms where back to back it was 8.0), that step, moved to the mean context along the
+    fit's slope. `weight_bytes` (the served file's size) is recorded beside.
     The per-request costs (`per_request`) are carried as they were measured.
     """
     from archkit.perf.llm.model import replica
@@ -301,27 +346,60 @@ def efficiency(
     mfu = 2 * arch.parameters / (per_token_s * dev.bf16_tflops * 1e12) if per_token_s > 0 else None
     wl = llm.workload
     ctx = float(wl.prompt_tokens.mean_tokens or 0) + float(wl.output_tokens.mean_tokens or 0) / 2
-    step_ms = decode["base_ms"] + max(decode.get("per_context_token_ms", 0.0), 0.0) * ctx
+    slope = max(decode.get("per_context_token_ms", 0.0), 0.0)
+    step_ms = decode["base_ms"] + slope * ctx
     alone = decode.get("one_sequence") or []
     if len(alone) >= 2 and alone[0][0] <= ctx <= alone[-1][0]:  # between measured contexts: theirs
         step_ms = float(np.interp(ctx, [c for c, _ in alone], [ms for _, ms in alone]))
+    if per_req and per_req.get("step"):  # measured as the workload arrives: that one, moved to ctx
+        at_ms, at_ctx = per_req["step"]
+        step_ms = float(at_ms) + slope * (ctx - float(at_ctx))
     # at most what leaves the weights' streaming at peak bandwidth inside the measured step: a larger
     # overhead (a noisy prefill intercept) would clip the bandwidth share at 1 and the step come out long
     floor_ms = weights / (dev.bandwidth_gb_s * 1e9) * 1000
     overhead = max(min(prefill["fixed_ms"], decode["base_ms"] * 0.5, step_ms - floor_ms), 0.0)
     streaming_s = (step_ms - overhead) / 1000.0
     bw = weights / (streaming_s * dev.bandwidth_gb_s * 1e9) if streaming_s > 0 else None
+    mfu_r = round(min(mfu, 1.0), 4) if mfu else None
+    bw_r = round(min(bw, 1.0), 4) if bw else None
     return {
         "accelerator": dev.name,
         "weight_bytes": int(weights),
         "file_bytes": int(weight_bytes) if weight_bytes else None,
         "decode_context_tokens": round(ctx, 1),
-        "prefill_mfu": round(min(mfu, 1.0), 4) if mfu else None,
-        "decode_bandwidth": round(min(bw, 1.0), 4) if bw else None,
+        "prefill_mfu": mfu_r,
+        "decode_bandwidth": bw_r,
         "step_overhead_ms": round(overhead, 3),
         "request_overhead_ms": per_req["request_overhead_ms"] if per_req else None,
         "client_overhead_ms": per_req["client_overhead_ms"] if per_req else None,
+        "sequence_overhead_ms": sequence_overhead(llm, decode, mfu_r, bw_r, overhead, ctx),
     }
+
+
+def sequence_overhead(
+    llm: LlmStage, decode: dict, mfu: float | None, bw: float | None, overhead_ms: float, ctx: float
+) -> float | None:
+    """The measured cost of a further running sequence (the decode fit's `per_sequence_ms`) less what
+    the roofline with these efficiencies already gives it (its two-sequence step less its
+    one-sequence step at the mean context): the engine's per-sequence work beyond the roofline.
+
+    llama.cpp on one CPU thread: 14.2 ms for the second sequence, of which the roofline, memory-bound
+    at one sequence and compute-bound at two, carries 1.2 ms; a request that arrived while the other
+    slot decoded took 27-30 ms of prompt time where the model without it said ~9 (docs/benchmarks.md,
+    LLM). None without a measured per-sequence cost or efficiencies; at least 0."""
+    from dataclasses import replace
+
+    from archkit.perf.llm.model import replica
+
+    dev = llm.accelerator.resolve(None)
+    if dev is None or mfu is None or bw is None or "per_sequence_ms" not in decode:
+        return None
+    rep = replace(
+        replica(llm, dev), prefill_mfu=mfu, decode_bandwidth=bw, step_overhead_s=overhead_ms / 1000,
+        sequence_overhead_s=0.0,
+    )  # fmt: skip
+    roofline_ms = (rep.decode_step_s(2, int(ctx)) - rep.decode_step_s(1, int(ctx))) * 1000
+    return round(max(float(decode["per_sequence_ms"]) - roofline_ms, 0.0), 3)
 
 
 def _stages(spec: Spec) -> list[tuple[str, LlmStage]]:
@@ -400,12 +478,23 @@ def calibrate_llm(spec: Spec, opts: LlmOptions, progress: Callable[[str], None] 
     prefill, decode = fit_prefill(prefill_pts), fit_decode(decode_pts)
     # each answer as long as the workload's mean: the next request's set-up trims it from the slot
     answer = int(llm.workload.output_tokens.mean_tokens or opts.decode_tokens)
-    streamed = [eng.chat_stream(FILLER.strip(), answer, opts.seed) for _ in range(opts.request_repeats)][1:]
-    alone = [p for p in decode_pts if p[0] == 1 and p[1] == decode_pts[0][1]]
-    step = (float(np.median([p[2] for p in alone])), alone[0][1]) if alone else None
+    eng.chat_stream(FILLER.strip(), answer, opts.seed)  # fills the slot's cache
+    left = end - time.monotonic() - 5.0
+    gaps = arrival_gaps(llm, opts.request_repeats, min(opts.arrivals_budget_s, max(left, 1.0)), opts.seed)
+    say(f"per request: {len(gaps)} requests after idle gaps of {np.mean(gaps):.2f} s on average")
+    streamed = []
+    for gap in gaps:
+        time.sleep(gap)
+        streamed.append(eng.chat_stream(FILLER.strip(), answer, opts.seed))
+    step = arrivals_step(streamed)
+    if step is None:  # an engine without decode timings: the back-to-back one-sequence step
+        alone = [p for p in decode_pts if p[0] == 1 and p[1] == decode_pts[0][1]]
+        step = (float(np.median([p[2] for p in alone])), alone[0][1]) if alone else None
     per_req = per_request(streamed, prefill, decode, step)
+    per_req["gaps_s"] = gaps
     say(
-        f"per request: {per_req['request_overhead_ms']:.2f} ms in the engine, "
+        f"per request: decode step {step[0] if step else float('nan'):.2f} ms, "
+        f"{per_req['request_overhead_ms']:.2f} ms in the engine, "
         f"{per_req['client_overhead_ms']:.2f} ms outside it"
     )
     try:
@@ -427,8 +516,8 @@ def calibrate_llm(spec: Spec, opts: LlmOptions, progress: Callable[[str], None] 
             f"server-side timings of llama-server: prefill of {list(opts.prefill_tokens)} tokens x {opts.repeats}; "
             f"{opts.decode_tokens} output tokens with 1..{n_slots} running sequences and at contexts "
             f"{list(opts.context_tokens)}; prompt cache off, greedy; per request: one chat prompt "
-            f"streamed {opts.request_repeats} times with {answer}-token answers, the prompt cache on "
-            "(the first fills it)"
+            f"streamed {opts.request_repeats} times with {answer}-token answers after idle gaps drawn "
+            "from the workload's arrivals, the prompt cache on (a first request fills it)"
         ),
         "models": {},
         "llm": {

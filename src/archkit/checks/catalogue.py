@@ -20,14 +20,18 @@ The capacity rules (AK2xx) and `archkit capacity SPEC` share one analysis
   where a rule says so) times its share of the requests — the sum over its inbound edges of
   the source's share × the edge's `weight` (a cache miss ratio, a fallback share), capped
   at 1 — times its `items_per_request`. Unweighted edges pass everything (conservative;
-  AK214 notes a conditional edge without a weight).
+  AK214 notes a conditional edge without a weight). A stage that a cache's hit `skips` runs
+  only on a miss: its share is lowered by the cache's `hit_ratio` (seed 004 §3.3), and the
+  simulation routes a hit past it.
 - **Shared processors.** Every stage runs on its service's cores or GPUs (a model on a GPU
   uses copy + compute of each batch; a non-model stage uses cores only when it declares
   `cpu_ms`); an environment's `cpu_cores` puts every service on one machine. Demand per
   request on each resource is Σ share × items × time per item (at the batch formed under
-  load); the pipeline's ceiling (the knee) is the lowest of units / demand over resources
-  and servers / demand over stages, and that resource or stage is the bottleneck. Jobs on
-  one resource share it (processor sharing: n jobs on c units run at min(1, c/n) each), so
+  load); the pipeline's ceiling (the knee) is the lowest of units / demand over resources,
+  servers / demand over stages and, over `connection_pools`, size × client replicas /
+  (calls per request × hold time) (Little's law), and that resource, stage or pool is the
+  bottleneck. Jobs on one resource share it (processor sharing: n jobs on c units run at
+  min(1, c/n) each), so
   instances that share a GPU or a replica's cores count as that many servers (AK204,
   AK206), and a resource several stages share is checked by AK213.
 - **Latency composition (data flow).** Paths follow *sync* edges from stages without any

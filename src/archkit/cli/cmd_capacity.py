@@ -325,10 +325,10 @@ def capacity(
         typer.Option(
             min=1000,
             max=400_000_000,  # perf.pipeline.MAX_SIM_BUDGET (not imported here: `--help` stays fast)
-            help="Simulated events for the pipeline prediction and its knee search together, "
-            "the same again for a --rate sweep's rates together, and its worth for the LLM "
-            "stages' simulations together (default 4,000,000: ~2.5 CPU s each); a search that "
-            "spends it stops and says so.",
+            help="Simulated events for the whole run: the pipeline prediction, the LLM stages' "
+            "simulations (its worth) and the knee search together, in that order, and the same "
+            "again for a --rate sweep's rates together (default 4,000,000: ~2.5 CPU s each); a "
+            "search that spends it stops and says so.",
         ),
     ] = None,
 ) -> None:

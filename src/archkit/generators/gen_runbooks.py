@@ -29,11 +29,11 @@ from typing import Any
 from archkit import engines
 from archkit.checks.registry import selected_codes
 from archkit.diagnostics import Diagnostic, Severity
-from archkit.faulttree import FaultTreeAnalysis
 from archkit.generators.gen_dataflow import stage_homes
 from archkit.generators.governance_text import governance
 from archkit.generators.jinja import md_text, render
 from archkit.generators.registry import RenderContext, register
+from archkit.generators.runbook_causes import cause_text, check_anchor, cut_sets_by_event
 from archkit.plans.alerts import ALERTS_RUNBOOK, Alert
 from archkit.plans.runbook import RunbookOrder, runbook_order
 from archkit.runbook.terminal import shown
@@ -61,10 +61,6 @@ def code(text: str) -> str:
 
 def anchor(name: str) -> str:
     return f'<a id="{html.escape(name, quote=True)}"></a>'
-
-
-def check_anchor(event_id: str) -> str:
-    return f"check-{event_id}"
 
 
 def _pct(x: float | None) -> str:
@@ -272,57 +268,7 @@ def _order(orders: dict[str, RunbookOrder], tree: FaultTree) -> RunbookOrder:
     return found if found is not None and found.tree is tree else runbook_order(tree)
 
 
-def _event_link(labels: dict[str, str | None], event_id: str) -> str:
-    return f"[{md_text(labels.get(event_id) or event_id)}](#{check_anchor(event_id)})"
-
-
-SHOWN_WAYS = 5  # combinations a cause names before "or N more"
 SHOWN_CUT_SETS = 50  # the page's cut-set table; the rest are counted
-
-
-def _cut_sets_by_event(analysis: FaultTreeAnalysis) -> dict[str, tuple[int, list[frozenset[str]]]]:
-    """Per event: how many listed cut sets hold it, and the first SHOWN_WAYS of them.
-
-    One pass over the cut sets, which `analyse` lists smallest first (then by their sorted
-    ids): das9701 lists a million, and a scan per event took minutes."""
-    seen: dict[str, tuple[int, list[frozenset[str]]]] = {}
-    for c in analysis.cut_sets:
-        for x in c:
-            n, first = seen.get(x, (0, []))
-            if n < SHOWN_WAYS:
-                first.append(c)
-            seen[x] = (n + 1, first)
-    return seen
-
-
-def cause_text(
-    labels: dict[str, str | None],
-    event_id: str,
-    analysis: FaultTreeAnalysis | None,
-    by_event: dict[str, tuple[int, list[frozenset[str]]]],
-) -> str:
-    """What a failed check means for the top event, read from the minimal cut sets.
-
-    An event in a cut set of order one causes the top event alone; an input of an AND gate
-    causes it only when the other events of one of its cut sets have failed too, so the text
-    names them (and the on-call engineer checks those before acting on this one).
-    `labels` maps event ids to labels; `by_event` is `_cut_sets_by_event(analysis)`.
-    """
-    if analysis is None:
-        return "this event may be the cause; the tree could not be analysed, so read its gates by hand."
-    count, sets = by_event.get(event_id, (0, []))
-    if not sets:
-        return "this event alone does not cause the top event (it is in no minimal cut set): look further."
-    if len(sets[0]) == 1:
-        return "this event is the cause."
-    ways = [" and ".join(_event_link(labels, x) for x in sorted(c - {event_id})) for c in sets]
-    more = f" (or {count - len(sets)} more combinations, see the cut sets)" if count > len(sets) else ""
-    return (
-        "this event is the cause only together with "
-        + "; or with ".join(ways)
-        + more
-        + ": it is one input of an AND gate, so check those too before acting on it."
-    )
 
 
 def _tree_page(spec: Spec, order: RunbookOrder, alerts: list[Alert]) -> dict[str, Any]:
@@ -330,7 +276,7 @@ def _tree_page(spec: Spec, order: RunbookOrder, alerts: list[Alert]) -> dict[str
     labels: dict[str, str | None] = {}
     for x in tree.events:
         labels.setdefault(x.id, x.label)  # the first of duplicate ids, as before
-    by_event = _cut_sets_by_event(analysis) if analysis else {}
+    by_event = cut_sets_by_event(analysis) if analysis else {}
     checks = []
     for i, e in enumerate(events, 1):
         checks.append(

@@ -133,6 +133,12 @@ def clean_svg(svg: str | bytes, base: Path | None = None) -> str:
 
 
 DOT_TIMEOUT_S = 300.0  # one diagram's layout
+# A raster is width x height x 4 bytes in memory before it is compressed: a 301-edge fault tree of a
+# fuzzed spec laid out at 8,790 x 15,094 px and took dot 541 MB (issue 28's 512 MiB bound). Graphviz's
+# `size` scales a drawing larger than it down (never up): 64 in at 96 dpi is 6,144 px a side, at most
+# 38 Mpx (151 MB), beyond any diagram a reader can take in; the SVG keeps every detail.
+RASTER_MAX_IN = 64
+RASTER_FORMATS = frozenset({"png"})  # the raster `render --image-format` writes
 
 
 def run_dot(source: str, fmt: str) -> bytes:
@@ -140,7 +146,11 @@ def run_dot(source: str, fmt: str) -> bytes:
     root = icon_root()
     try:
         proc = subprocess.run(
-            [find_dot(), f"-T{fmt}"],
+            [
+                find_dot(),
+                f"-T{fmt}",
+                *([f"-Gsize={RASTER_MAX_IN},{RASTER_MAX_IN}"] if fmt in RASTER_FORMATS else []),
+            ],
             input=source.encode("utf-8"),
             capture_output=True,
             cwd=str(root) if root else None,

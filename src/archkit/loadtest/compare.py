@@ -67,6 +67,15 @@ def compare(spec: Spec, measured: dict, env: str | None, host: str | None = None
         if st is not None and st.kind.value in ("ingress", "gateway"):
             continue  # its histogram times the whole request (the end-to-end rows), not its own part
         rows = _rows((pred.get("stages") or {}).get(sid) or {}, m, STAGE_KEYS)
+        if st is not None and st.model is not None and m.get("items_per_visit") is not None:
+            # the fan-out is a prediction too: the model multiplies the stage's per-item times by
+            # it, so a spec that over-counts the items (issue 29: 8.1 declared lines a page where
+            # the detector finds 6.88) predicts a ceiling too low by as much
+            rows["items_per_request"] = {
+                "predicted": st.items_per_request,
+                "measured": m["items_per_visit"],
+                "error_pct": error_pct(st.items_per_request, m["items_per_visit"]),
+            }
         if rows:
             out["stages"][sid] = rows
             out.setdefault("stage_basis", {})[sid] = {
@@ -264,7 +273,7 @@ def prediction_lines(cmp: dict | None) -> list[str]:
     for w, k, p, m, e in _table_rows(cmp):
         if w == "end to end" and k not in ("p50_ms", "p99_ms"):
             continue
-        if w.startswith("stage ") and (w in seen or k == "p99_ms"):
+        if w.startswith("stage ") and k != "items_per_request" and (w in seen or k == "p99_ms"):
             continue
         seen.add(w)
         out.append(f"predicted {w} {k}: {p} vs measured {m} ({e})" + (f" [{FOREIGN}]" if foreign else ""))

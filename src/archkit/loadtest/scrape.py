@@ -35,6 +35,9 @@ _PART_MEASURES = {  # measure (a cumulative µs counter) -> part of the server t
 }
 ENGINE_PARTS = {ENGINE.metric(measure).name: part for measure, part in _PART_MEASURES.items()}
 ENGINE_REQUESTS = ENGINE.metric("request_success").name  # per-model successful requests
+# Per-model items inferred (batch elements: a request of 2 line crops counts 2): with a stage's own
+# visit count, the items a visit really sends, which the spec declares as `items_per_request`.
+ENGINE_ITEMS = ENGINE.metric("inference_count").name
 # How reports name the part counters: their shared prefix and suffix around a `*`
 # ("<prefix>_*_duration_us"), and their family (the prefix alone).
 _PREFIX = os.path.commonprefix(list(ENGINE_PARTS))
@@ -217,7 +220,11 @@ def decompose(spec: Spec, before: dict, after: dict, client: dict) -> dict:
                     got[part] = extra["mean_ms"]
             stages[sm.stage] = got
     models: dict[str, dict] = {}
+    items: dict[str, float] = {}
     for (name, labels), v in delta.items():
+        if name == ENGINE_ITEMS:
+            model = dict(labels).get(ENGINE.model_label or "model", "?")
+            items[model] = items.get(model, 0.0) + v
         if name in ENGINE_PARTS or name == ENGINE_REQUESTS:
             model = dict(labels).get(ENGINE.model_label or "model", "?")
             m = models.setdefault(model, {"_us": {}, "requests": 0})
@@ -250,6 +257,11 @@ def decompose(spec: Spec, before: dict, after: dict, client: dict) -> dict:
         else:
             stages[st.id].setdefault("queue_ms", m.get("queue_ms"))
             stages[st.id].setdefault("compute_ms", compute)
+            visits = stages[st.id].get("count") or 0
+            if visits > 0 and items.get(st.model.name):
+                # the stage's own histogram counts visits, the engine counts items and calls
+                stages[st.id]["items_per_visit"] = round(items[st.model.name] / visits, 3)
+                stages[st.id]["calls_per_visit"] = round(m["requests"] / visits, 3)
     out: dict = {
         "client": {k: client.get(k) for k in ("mean_ms", "p50_ms", "p99_ms")},
         "stages": _in_flow_order(spec, stages),

@@ -75,9 +75,15 @@ def topo_order(stages: dict[str, Stage], succ: dict[str, list[Edge]]) -> list[st
     return order
 
 
-def dataflow_paths(spec: Spec) -> list[PathLatency]:
-    """For each sink of the sync data flow, its critical path (largest P99 sum) from any source."""
+def dataflow_paths(spec: Spec, within: set[str] | None = None) -> list[PathLatency]:
+    """For each sink of the sync data flow, its critical path (largest P99 sum) from any source.
+
+    `within`: only these stages and the sync edges among them (one route a request takes,
+    `perf.branch_mix`); a sink is then a stage of theirs with no sync edge onward among them."""
     stages, succ, _ = sync_graph(spec)
+    if within is not None:
+        stages = {sid: st for sid, st in stages.items() if sid in within}
+        succ = {sid: [e for e in succ[sid] if e.to in within] for sid in stages}
     has_inbound = {e.to for e in spec.dataflow.edges}
     order = topo_order(stages, succ)
     pos = {sid: i for i, sid in enumerate(order)}

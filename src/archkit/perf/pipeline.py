@@ -9,8 +9,9 @@ load-test reports and the review page read. It combines
 Pure and deterministic: the same spec, environment, rate, request count and seed give the
 same numbers. Its work is bounded by `requests` whatever the rates or counts in the spec, and
 by a budget of simulated work (`SIM_BUDGET` events for the prediction and the knee search
-together; `archkit capacity --sim-budget` raises it): a search that spends it stops with the
-bracket it has and says so (`budget_note`).
+together, and in `archkit capacity` the LLM analysis's simulations between the two, `with_knee`;
+`archkit capacity --sim-budget` raises it): a search that spends it stops with the bracket it has
+and says so (`budget_note`).
 """
 
 from __future__ import annotations
@@ -84,8 +85,8 @@ class PipelinePrediction:
     name: str
     environment: str | None
     rate_rps: float
-    knee_rps: float  # throughput ceiling: the first resource or stage to reach 100 %
-    bottleneck: str | None  # "resource <id>" or "stage <id>"
+    knee_rps: float  # throughput ceiling: the first resource, stage or connection pool to reach 100 %
+    bottleneck: str | None  # "resource <id>", "stage <id>" or "pool <id>"
     throughput_rps: float  # simulated completed requests per second (≤ rate, ≤ knee)
     p50_ms: float
     p95_ms: float
@@ -185,20 +186,56 @@ def predict(
             f"the simulation at {rate:g} req/s spent the budget of {budget:,} simulated events before "
             f"every request was answered{within}: its percentiles cover the requests answered so far"
         )
+    elif sim.rounds_cut:
+        note = (
+            f"the simulation at {rate:g} req/s spent the budget of {budget:,} simulated events in round "
+            f"{sim.rounds_cut} of the refusals' cost on the cores: its figures are round "
+            f"{sim.rounds_cut - 1}'s, which charged the refusals of the round before it"
+        )
     out = replace(out, sim_work=sim.work, sim_budget=budget)
     if sim.cut_stage is not None:
         out = replace(out, budget_path=_llm_path(applied, sim.cut_stage))
-    if knee and not sim.cut_short:
-        search = knee_search(applied, None, requests, seed, budget=budget - sim.work, lm=lm)
-        out = replace(out, simulated_knee_rps=search.knee_rps, sim_work=sim.work + search.work)
-        if search.note is not None:  # the knee search had what the prediction left
-            note = f"the budget of {budget:,} simulated events {search.note}"
-    elif knee:
-        note = f"{note}; no knee search"
     if note is not None:
-        raise_it = min(MAX_SIM_BUDGET, 4 * budget)
-        out = replace(out, budget_note=f"{note} (raise it with `archkit capacity --sim-budget {raise_it}`)")
+        out = replace(out, budget_note=_hinted(note, budget))
+    return with_knee(out, applied, requests=requests, seed=seed, lm=lm) if knee else out
+
+
+def with_knee(
+    pred: PipelinePrediction,
+    spec: Spec,
+    requests: int = DEFAULT_REQUESTS,
+    seed: int = DEFAULT_SEED,
+    elsewhere: int = 0,
+    lm: LoadModel | None = None,
+) -> PipelinePrediction:
+    """`pred` (a `predict` of the prepared `spec`, without `knee`) with the simulated knee, its search
+    within what the budget (`pred.sim_budget`) has left after the prediction and after `elsewhere`
+    simulated events that other simulations of the same run spent of it first (`archkit capacity`
+    runs the LLM analysis between the two: one budget for the whole run, issue 28)."""
+    budget = pred.sim_budget
+    if pred.budget_note is not None:  # the prediction spent it all: no knee search
+        note = pred.budget_note.removesuffix(_hint(budget))
+        return replace(pred, budget_note=_hinted(f"{note}; no knee search", budget))
+    lm = lm or load_model(spec)
+    left = budget - pred.sim_work - elsewhere
+    search = knee_search(spec, None, requests, seed, budget=left, lm=lm)
+    out = replace(pred, simulated_knee_rps=search.knee_rps, sim_work=pred.sim_work + search.work)
+    if search.note is not None:  # the knee search had what the prediction (and the rest) left
+        shared = f" (the LLM analysis's simulations spent {elsewhere:,} of them)" if elsewhere else ""
+        note = f"the budget of {budget:,} simulated events{shared} {search.note}"
+        out = replace(out, budget_note=_hinted(note, budget))
+        llm = next((st.id for st in spec.dataflow.stages if st.llm is not None), None)
+        if out.budget_path is None and elsewhere and llm is not None:  # located at what asked the work
+            out = replace(out, budget_path=_llm_path(spec, llm))
     return out
+
+
+def _hint(budget: int) -> str:
+    return f" (raise it with `archkit capacity --sim-budget {min(MAX_SIM_BUDGET, 4 * budget)}`)"
+
+
+def _hinted(note: str, budget: int) -> str:
+    return note + _hint(budget)
 
 
 def _llm_path(spec: Spec, stage_id: str) -> str | None:
@@ -261,7 +298,7 @@ def knee_search(
         )
         spent += sim.work
         runs += 1
-        if sim.cut_short:
+        if sim.cut_short or sim.rounds_cut:
             return None
         lost = sim.failed + sim.degraded  # a shed request shows in the throughput test below
         return sim.stable and lost <= 0.01 * sim.requests and sim.throughput_rps >= 0.97 * rate

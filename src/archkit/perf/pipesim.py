@@ -28,7 +28,9 @@ Deterministic: one seed fixes every draw. Bounded: at most `requests` requests (
 MAX_REQUESTS, and lowered so that the calls they make stay under MAX_CALLS: the result's
 `requests` says how many ran) and a budget of work (`max_work`: events, plus the jobs and
 replicas each event scans; by default _EVENTS_PER_REQUEST per request). A run that spends
-its budget stops there: the result says so (`cut_short`) and how much work it did (`work`).
+its budget stops there: the result says so (`cut_short`) and how much work it did (`work`: every
+pass and refusal-cost round of it, which share the one budget; a round it cuts short after a
+complete one is dropped for that one's answer, `rounds_cut`).
 """
 
 from __future__ import annotations
@@ -107,6 +109,9 @@ class PipelineSim:
     first_token: tuple[FirstToken, ...] = ()  # per co-simulated streaming stage (an LLM's user TTFT)
     cut_in: str | None = None  # what the budget cut short in a co-simulated stage's own simulation
     cut_stage: str | None = None  # that stage (the first, when several were cut)
+    # the refusal-cost round (2nd to `_REFUSAL_ROUNDS`th) the budget cut short, 0 if none: the
+    # result is the round before it, complete but a step short of the fixed point
+    rounds_cut: int = 0
 
 
 def _answers(spec: Spec, node_id: str | None) -> bool:
@@ -247,13 +252,28 @@ def simulate_pipeline(
     units = used = left(0.0)
     first: list[FirstToken] = []
     cut_in: tuple[str, str] | None = None
-    for _ in range(_REFUSAL_ROUNDS if refusal is not None else 1):
+    # every round (and its co-simulation) draws on the one budget: a later round gets what the
+    # earlier ones left (issue 28: each round had the whole budget again, up to 4x the work)
+    spent = 0
+    kept: tuple[Any, list[float], list[FirstToken], tuple[str, str] | None] | None = None
+    rounds = _REFUSAL_ROUNDS if refusal is not None else 1
+    stopped = 0  # the round the budget cut short after a complete one (its answer is not used)
+    for rnd in range(rounds):
         used = units
         loop = _loop(spec, order, used, compiled)
-        out = loop(*args)
+        round_args = (*args[:9], max(1, budget - spent))
+        out = loop(*round_args)
         if cosim:
             first = []  # this round's first tokens only
-            out, cut_in = _cosimulate(spec, order, cosim, loop, args, out, seed, arr[run], first)
+            out, cut_in = _cosimulate(spec, order, cosim, loop, round_args, out, seed, arr[run], first)
+        spent += int(out[4])
+        if bool((out[1] == 0).any()):  # the budget ran out in this round: no round after it
+            if kept is not None:
+                # the previous round answered every request, with the refusals' load as the round
+                # before it measured (a step short of the fixed point): its answer stands
+                out, used, first, cut_in = kept
+                stopped = rnd + 1
+            break
         if refusal is None:
             break
         # refusals are a steady load on their cores: those left to the admitted requests are fewer,
@@ -261,8 +281,10 @@ def simulate_pipeline(
         refused_rps = int((out[1] == 4).sum()) / max(float(t_in[-1] - t_in[0]), 1e-12) if t_in.size else 0.0
         if refused_rps == 0:
             break
+        kept = (out, used, first, cut_in)
         units = left(refused_rps)
     res = _result(spec, order, res_ids, res_units, arr, run, out, rate_rps, arrivals is None, seed, used)
+    res = replace(res, work=spent, rounds_cut=stopped)
     if cut_in is not None:
         res = replace(res, cut_in=cut_in[1], cut_stage=cut_in[0])
     return replace(res, first_token=tuple(first)) if first else res

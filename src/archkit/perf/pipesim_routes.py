@@ -1,16 +1,17 @@
 """The routes a request can take through the data flow, with their probabilities.
 
 A weighted edge is a choice a request makes (taken or not); the edges from one stage that name the
-same control-flow decision are one choice among them (exactly one, or none). The simulation
-(`perf.pipesim`) draws each request's route from this list.
+same control-flow decision are one choice among them (exactly one, or none). A cache with a `hit_ratio` splits each route through it in two: a hit
+that leaves out the stages the cache `skips` and a miss that runs them (seed 004 §3.3). The
+simulation (`perf.pipesim`) draws each request's route from this list.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Container
 
 from archkit.perf.latency import sync_graph, topo_order
-from archkit.perf.service_models import Step
 from archkit.spec.model import Edge, Spec
 
 # At most this many weighted choice combinations are enumerated (2^12 independent edges).
@@ -43,8 +44,9 @@ def choice_groups(sync: list[Edge]) -> list[list[Edge]]:
     return kept
 
 
-def enumerate_routes(spec: Spec, steps: dict[str, Step]) -> tuple[list[list[str]], list[float]]:
-    """Distinct routes with their probabilities (enumerated over weighted choices, at most 2^12)."""
+def enumerate_routes(spec: Spec, steps: Container[str]) -> tuple[list[list[str]], list[float]]:
+    """Distinct routes with their probabilities (enumerated over weighted choices, at most 2^12),
+    each the stages of `steps` (the simulated ones) that the request visits."""
     ids = [s.id for s in spec.dataflow.stages]
     known = set(ids)
     sync = [e for e in spec.dataflow.edges if e.mode == "sync" and e.from_ in known and e.to in known]
@@ -82,5 +84,28 @@ def enumerate_routes(spec: Spec, steps: dict[str, Step]) -> tuple[list[list[str]
             stack.extend(e.to for e in sync if e.from_ == sid and id(e) not in closed and e.weight != 0)
         route = tuple(sorted((s for s in seen if s in steps), key=lambda s: (topo.get(s, 0), order[s])))
         routes[route] = routes.get(route, 0.0) + prob
+    routes = _cache_hits(spec, routes)
     keys = sorted(routes, key=lambda r: (-routes[r], r))
     return [list(k) for k in keys], [routes[k] for k in keys]
+
+
+def _cache_hits(spec: Spec, routes: dict[tuple[str, ...], float]) -> dict[tuple[str, ...], float]:
+    """Each route through a cache with a hit ratio h as a hit (share h, without the stages the hit
+    skips; the stages after them still run on the cached result) and a miss (1 − h), one cache
+    after another. Routes the probabilities merge stay one entry."""
+    for st in spec.dataflow.stages:
+        c = st.cache
+        if c is None or not c.hit_ratio or not c.skips:
+            continue
+        skipped = set(c.skips) - {st.id}
+        split: dict[tuple[str, ...], float] = {}
+        for route, prob in routes.items():
+            if st.id not in route or skipped.isdisjoint(route):
+                split[route] = split.get(route, 0.0) + prob
+                continue
+            hit = tuple(s for s in route if s not in skipped)
+            for r, p in ((hit, prob * c.hit_ratio), (route, prob * (1 - c.hit_ratio))):
+                if p > 0:
+                    split[r] = split.get(r, 0.0) + p
+        routes = split
+    return routes

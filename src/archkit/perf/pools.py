@@ -13,7 +13,8 @@ blocking pool) until one is freed or its checkout timeout passes. So, per client
 - **Wait probability**: Erlang C(size, A), the share of calls that find every connection busy
   (M/M/c: exact for exponential hold times; the seed gives no distribution).
 - **Ceiling**: size × replicas / hold calls a second, i.e. that over (share × calls per visit)
-  requests a second: the pool is an admission limit like a stage's servers.
+  requests a second: the pool is an admission limit like a stage's servers, and one of the
+  pipeline's ceiling (`resources.load_model`: the bottleneck line names the pool).
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@ The model (printed by `archkit capacity`, stated in docs/checks.md):
   of the requests is the sum over its inbound edges (sync and async: both do work) of the
   source's share × the edge's `weight` (unset: 1), capped at 1, so a spec without weights
   keeps the old, conservative answer: every stage sees the full rate. A fan-out stage then
-  sees `items_per_request` items per visit.
+  sees `items_per_request` items per visit. A stage that a cache's hit `skips` runs only on a
+  miss: its share is lowered by the hit ratio (`_cache_skipped`).
 - **Where work runs.** A stage runs on its service. A model on a GPU uses the service's GPUs
   (`resources.limits.gpu`, else requests, else 1 per replica; a MIG slice counts as one
   GPU, its service times are the slice's; on a pool whose GPUs are time-sliced or split by
@@ -26,7 +27,9 @@ The model (printed by `archkit capacity`, stated in docs/checks.md):
   spread of its P50 → P99 budgets (`service_mean_ms`).
 - **Ceiling.** The request rate at which the first resource, or the first stage's own
   instances, reach 100 %: min over resources of units / demand and over stages of
-  servers / (reach × items × time per item). That resource or stage is the bottleneck.
+  servers / (reach × items × time per item), and over connection pools (`perf.pools`, seed 004
+  §1) of the visits their connections admit: size × client replicas / (calls per request × hold
+  time), Little's law. That resource, stage or pool is the bottleneck.
 All of it is closed form: work is linear in stages + edges, whatever the rates.
 """
 
@@ -104,7 +107,7 @@ class LoadModel:
     stages: tuple[StageLoad, ...]
     resources: tuple[SharedResource, ...]
     ceiling_rps: float
-    bottleneck: str | None  # "resource <id>" or "stage <id>"; None when nothing limits
+    bottleneck: str | None  # "resource <id>", "stage <id>" or "pool <id>"; None when nothing limits
     machine_cores: float | None  # the environment's single machine, when it declares one
 
     def stage(self, stage_id: str) -> StageLoad | None:
@@ -141,7 +144,28 @@ def reach(spec: Spec) -> dict[str, float]:
             pending[t] -= 1
             if pending[t] == 0:
                 ready.append(t)
-    return {i: share.get(i, 1.0) for i in ids}
+    return _cache_skipped(spec, {i: share.get(i, 1.0) for i in ids})
+
+
+def _cache_skipped(spec: Spec, share: dict[str, float]) -> dict[str, float]:
+    """`share` less the visits a cache's hits make unnecessary (seed 004 §3.3: a repeated upload
+    skips the GPU inference), in place.
+
+    A cache stage with a `hit_ratio` h and the stages a hit `skips`: of the requests that visit
+    both the cache and a skipped stage, the share h never runs that stage, so its arrival rate,
+    demand and the ceiling it sets are λ·(1 − h) where the cache sees every request that visits
+    it. The overlap is taken as the smaller of the two shares (a cache in front of what it
+    skips, as the seed's is); the stages after a skipped one still run on a hit (they take the
+    cached result). The shares the caches see are read before any of them is lowered."""
+    before = dict(share)
+    for st in spec.dataflow.stages:
+        c = st.cache
+        if c is None or not c.hit_ratio or st.id not in before:
+            continue
+        for sid in dict.fromkeys(c.skips):
+            if sid in share and sid != st.id:
+                share[sid] = max(0.0, share[sid] - c.hit_ratio * min(before[sid], before[st.id]))
+    return share
 
 
 def lognormal_sigma(p50_ms: float | None, p99_ms: float | None) -> float:
@@ -247,6 +271,7 @@ def load_model(spec: Spec) -> LoadModel:
     An environment applied with `Spec.with_environment` counts: its service times, device
     and `cpu_cores` (one machine for every service).
     """
+    from archkit.perf.pools import pool_loads  # it reads this module's `reach`
     from archkit.perf.service_models import model_for  # its models use this module's helpers
 
     machine_cores = environment_cores(spec)
@@ -302,6 +327,7 @@ def load_model(spec: Spec) -> LoadModel:
         )
     limits = [(r.ceiling_rps, f"resource {r.id}") for r in resources]
     limits += [(s.ceiling_rps, f"stage {s.stage}") for s in loads]
+    limits += [(c, f"pool {p.pool}") for p in pool_loads(spec) if (c := p.ceiling_rps) is not None]
     finite = [x for x in limits if math.isfinite(x[0])]
     ceiling, bottleneck = min(finite) if finite else (math.inf, None)
     return LoadModel(tuple(loads), tuple(resources), ceiling, bottleneck, machine_cores)

@@ -98,8 +98,9 @@ def capacity_report(
 ) -> CapacityReport:
     """Every model stage of a (prepared) spec: λ, ρ, P50/P99 per batch size, the recommendation, why;
     with `rates`, the predicted curve over them (`perf.curve.sweep`). `sim_budget` (simulated
-    events, default `perf.pipeline.SIM_BUDGET`) bounds the pipeline prediction with its knee search,
-    the sweep's rates together, and the LLM stages' simulations together (`WorkBudget`), each."""
+    events, default `perf.pipeline.SIM_BUDGET`) bounds the pipeline prediction, the LLM stages'
+    simulations (`WorkBudget`) and the knee search together, in that order, and the sweep's rates
+    together on their own."""
 
     def sim(table: ServiceTable, p: BatchPrediction) -> dict[str, Any]:
         # the queue the prediction assumed: one replica at its share, or the pooled instances
@@ -115,13 +116,21 @@ def capacity_report(
         }
 
     # numpy and the compiled simulation load only here, not with every `import archkit.api`
-    from archkit.perf.pipeline import DEFAULT_REQUESTS, SIM_BUDGET, predict
-
-    report = CapacityReport(file, spec.metadata.name, spec.budgets.throughput_rps, spec.budgets.p99_ms)
-    report.pipeline = predict(spec, knee=True, budget=sim_budget or SIM_BUDGET).as_dict()
+    from archkit.perf.llm.analysis import WORK_PER_EVENT, WorkBudget
+    from archkit.perf.pipeline import DEFAULT_REQUESTS, SIM_BUDGET, predict, with_knee
     from archkit.plans.llm_capacity import llm_rows
 
-    report.llm = llm_rows(spec, file, sim_budget)
+    report = CapacityReport(file, spec.metadata.name, spec.budgets.throughput_rps, spec.budgets.p99_ms)
+    # one budget for the run (issue 28: the pipeline's and the LLM analysis's were one each, so a
+    # spec that spent both took ~1.5 times the CPU the budget stands for): the prediction at the
+    # design rate first, then the LLM analysis with what it left, then the knee search with the rest
+    events = sim_budget or SIM_BUDGET
+    pred = predict(spec, budget=events)
+    work = WorkBudget(events, before=pred.sim_work * WORK_PER_EVENT)
+    report.llm = llm_rows(spec, file, work=work)
+    llm_events = -(-(work.spent - work.before) // WORK_PER_EVENT)
+    report.pipeline = with_knee(pred, spec, elsewhere=llm_events).as_dict()
+    report.pipeline["llm_sim_work"] = llm_events
     if rates:
         from archkit.perf.curve import sweep
 

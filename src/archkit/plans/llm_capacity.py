@@ -6,7 +6,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from archkit.perf.llm.analysis import LlmAnalysis, analyse_spec, pre_llm_ms
+from archkit.perf.llm.analysis import LlmAnalysis, WorkBudget, analyse_spec, pre_llm_ms
 from archkit.perf.llm.sim import Summary
 from archkit.spec.model import Spec
 from archkit.spec.sourcemap import format_path
@@ -106,7 +106,10 @@ def llm_row(spec: Spec, a: LlmAnalysis) -> dict[str, Any]:
     return row
 
 
-def llm_rows(spec: Spec, file: str, sim_budget: int | None = None) -> list[dict[str, Any]]:
-    """Every LLM stage's row, their simulations within `sim_budget` (`analyse_spec`)."""
+def llm_rows(
+    spec: Spec, file: str, sim_budget: int | None = None, work: WorkBudget | None = None
+) -> list[dict[str, Any]]:
+    """Every LLM stage's row, their simulations within `work` (else `sim_budget`: `analyse_spec`)."""
     base = Path(file).parent if file and not file.startswith("<") else None
-    return [llm_row(spec, a) for a in analyse_spec(spec, base=base, search=True, sim_budget=sim_budget)]
+    got = analyse_spec(spec, base=base, search=True, sim_budget=sim_budget, work=work)
+    return [llm_row(spec, a) for a in got]

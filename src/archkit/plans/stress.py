@@ -9,6 +9,7 @@ from pathlib import Path
 from archkit.errors import InputError
 from archkit.orderstats import min_samples
 from archkit.spec.model import Level, Spec, Stage
+from archkit.spec.stress_steps import MAX_STRESS_STEPS, steps_asked
 
 # a token stop_percentile -> (the streaming measure, its statistic, the quantile it estimates);
 # TPOT is judged by its P99 over requests, like the llm budget of that name (loadtest.judge_llm)
@@ -20,12 +21,6 @@ TOKEN_STOPS: dict[str, tuple[str, str, float]] = {
     "tpot_ms": ("tpot_ms", "p99_ms", 0.99),
 }
 KNEE_STEPS_EACH_SIDE = 2  # a search from the predicted knee starts factor² below it, ends factor² above
-# Steps of one stress level at most (issue 28): the schema admits a 1 ns step over a 10 M req/s
-# range, a million steps that the k6 and locust generators wrote out as 52 MB and 22 MB scripts
-# (530 MiB of memory to render; the schema-valid fuzz run of 2026-12-03, batch 5). A thousand
-# steps of the shortest step locust's shape can follow (its tick, 1 s) already outlast a
-# 15-minute test; a schedule stops at its thousandth step.
-MAX_STRESS_STEPS = 1_000
 
 
 class SearchError(InputError, ValueError):
@@ -85,18 +80,13 @@ def stress_schedule(
     step_s = level.step_duration_s or 10.0
     search = level.search
     if search is None:
-        start = level.start_rps or level.rate_rps or fallback_rps or 1.0
-        step = level.step_rps or start
-        top = level.max_rps or start + 9 * step
-        count = max(
-            1,
-            min(
-                int(math.floor((top - start) / step + 1e-9)) + 1,
-                int(math.floor(level.duration_s / step_s + 1e-9)) or 1,
-                MAX_STRESS_STEPS,
-            ),
-        )
-        return [(round(i * step_s, 6), step_s, round(start + i * step, 6)) for i in range(count)]
+        asked = steps_asked(level, fallback_rps)
+        assert asked is not None  # a linear level always has its closed form
+        count = max(1, min(asked.steps, MAX_STRESS_STEPS))
+        return [
+            (round(i * step_s, 6), step_s, round(asked.start_rps + i * asked.step_rps, 6))
+            for i in range(count)
+        ]
     if search.start_rps is not None:
         first, top = search.start_rps, search.max_rps or search.start_rps * search.factor**9
     elif basis.knee_rps:

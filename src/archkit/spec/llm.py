@@ -375,6 +375,15 @@ class LlmEfficiency(Node):
             "prompt-cache trim, sampler set-up (llama.cpp); measured by `archkit calibrate --llm-url`"
         ),
     )
+    sequence_overhead_ms: Ms = Field(
+        0.0,
+        description=(
+            "engine time per running sequence beyond the first in an iteration, over the roofline's "
+            "share of it: per-sequence matrix-vector work, sampling and batch bookkeeping (llama.cpp on "
+            "a CPU core: 13 ms for the second sequence against the roofline's 1.2); measured by "
+            "`archkit calibrate --llm-url`"
+        ),
+    )
     client_overhead_ms: Ms = Field(
         0.0,
         description=(

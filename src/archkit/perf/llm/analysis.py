@@ -48,10 +48,13 @@ class _Spent(ArchkitError):
 class WorkBudget:
     """Work the LLM analysis may spend on simulations, all stages together (`sim.RUN_WORK`'s unit).
 
-    `events` is the `--sim-budget` it was drawn from (the raise-it hint names that flag)."""
+    `events` is the `--sim-budget` it was drawn from (the raise-it hint names that flag); `before`,
+    the units other simulations of the same run spent of it first (`archkit capacity`'s pipeline
+    prediction: one budget for the whole run, issue 28), counted in `spent` from the start."""
 
     events: int = DEFAULT_EVENTS
     spent: int = 0
+    before: int = 0
     cut: str | None = None  # what the budget cut short last
     cuts: int = 0  # how many simulations it cut short or refused
 
@@ -77,11 +80,15 @@ class WorkBudget:
                 raise _Spent
         return run
 
+    def __post_init__(self) -> None:
+        self.spent = max(self.spent, self.before)
+
     def note(self) -> str:
         raise_it = min(MAX_EVENTS, 4 * self.events)
+        shared = f"; the pipeline's simulation spent {self.before:,} of them first" if self.before else ""
         return (
             f"the LLM simulations stopped at their work budget ({self.total:,} units, from "
-            f"--sim-budget {self.events:,}) in {self.cut}; raise it with "
+            f"--sim-budget {self.events:,}{shared}) in {self.cut}; raise it with "
             f"`archkit capacity --sim-budget {raise_it}`"
         )
 
@@ -538,11 +545,16 @@ def analyse(
 
 
 def analyse_spec(
-    spec: Spec, *, base: Path | None = None, search: bool = True, sim_budget: int | None = None
+    spec: Spec,
+    *,
+    base: Path | None = None,
+    search: bool = True,
+    sim_budget: int | None = None,
+    work: WorkBudget | None = None,
 ) -> list[LlmAnalysis]:
     """Every LLM stage of the spec, in document order, their simulations sharing one work budget
-    (`sim_budget` pipeline events' worth: `WorkBudget`)."""
-    work = WorkBudget(sim_budget or DEFAULT_EVENTS)
+    (`work`, else `sim_budget` pipeline events' worth: `WorkBudget`)."""
+    work = work or WorkBudget(sim_budget or DEFAULT_EVENTS)
     stages = [st for st in spec.dataflow.stages if st.llm is not None]
     return [analyse(spec, st, base=base, search=search, work=work) for st in stages]
 

@@ -67,6 +67,8 @@ class Replica:
     # the iteration that admits it, and time outside the engine added to its TTFT and end to end
     request_overhead_s: float = 0.0
     client_overhead_s: float = 0.0
+    # per running sequence beyond the first in an iteration (llm.efficiency.sequence_overhead_ms)
+    sequence_overhead_s: float = 0.0
 
     # ---- memory
     @property
@@ -167,17 +169,19 @@ class Replica:
         per = 2 * (n - 1) / n * msg / link + ALLREDUCE_LATENCY_S if link > 0 else ALLREDUCE_LATENCY_S
         return 2 * self.arch.layers * per
 
-    def iteration_s(self, tokens: int, attn_flops: float, kv_read_tokens: float) -> float:
-        """Time of one engine iteration that computes `tokens` tokens.
+    def iteration_s(self, tokens: int, attn_flops: float, kv_read_tokens: float, sequences: int = 1) -> float:
+        """Time of one engine iteration that computes `tokens` tokens of `sequences` sequences.
 
         `attn_flops`: the attention FLOPs of the batch (4 x layers x hidden per token per context
-        token); `kv_read_tokens`: context tokens whose KV is read (summed over sequences).
+        token); `kv_read_tokens`: context tokens whose KV is read (summed over sequences); each
+        sequence beyond the first adds `sequence_overhead_s`.
         """
         flops = 2 * self.arch.parameters * tokens + attn_flops
         nbytes = self.weight_bytes + (kv_read_tokens + tokens) * self.kv_bytes_per_token
         compute = flops / (self.peak_flops * self.prefill_mfu)
         memory = nbytes / (self.bandwidth * self.decode_bandwidth)
-        return max(compute, memory) + self.step_overhead_s + self.allreduce_s(tokens)
+        extra = self.sequence_overhead_s * max(sequences - 1, 0)
+        return max(compute, memory) + self.step_overhead_s + self.allreduce_s(tokens) + extra
 
     def attn_flops(self, new_tokens: int, context_before: int) -> float:
         """Attention FLOPs of `new_tokens` appended after `context_before` (QK^T and AV, causal)."""
@@ -206,7 +210,7 @@ class Replica:
         """One decode iteration of `batch` sequences each holding `context` tokens."""
         tokens = batch * self.tokens_verified
         return self.iteration_s(
-            tokens, batch * self.attn_flops(self.tokens_verified, context), batch * context
+            tokens, batch * self.attn_flops(self.tokens_verified, context), batch * context, batch
         ) * (1 + self.spec_k * self.spec_draft_cost)
 
     def decode_lower_bound_s(self) -> float:
@@ -269,4 +273,5 @@ def replica(llm: LlmStage, device: AcceleratorSpec) -> Replica:
         kv_tokens_fixed=eng.kv_capacity_tokens,
         request_overhead_s=eff.request_overhead_ms / 1000,
         client_overhead_s=eff.client_overhead_ms / 1000,
+        sequence_overhead_s=eff.sequence_overhead_ms / 1000,
     )

@@ -146,7 +146,8 @@ def simulate(
         int(rep.prefix_caching),
         2 * rep.arch.parameters, 2.0 * rep.arch.layers * rep.arch.hidden_size, rep.weight_bytes,
         rep.kv_bytes_per_token, rep.peak_flops * rep.prefill_mfu, rep.bandwidth * rep.decode_bandwidth,
-        rep.step_overhead_s, ar_tok, ar_fix, rep.request_overhead_s, rep.client_overhead_s, rep.spec_k, rep.spec_acceptance, rep.spec_draft_cost, seed,
+        rep.step_overhead_s, ar_tok, ar_fix, rep.request_overhead_s, rep.client_overhead_s,
+        rep.sequence_overhead_s, rep.spec_k, rep.spec_acceptance, rep.spec_draft_cost, seed,
         _HIST_LO, 1 / math.log(_HIST_RATIO), _HIST_BINS, max(int(max_work), 0),
     )  # fmt: skip
     work = int(stats[6])

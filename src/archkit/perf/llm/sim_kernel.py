@@ -281,6 +281,7 @@ def _run(
     ar_fix: float,  # all-reduce s per iteration
     admit: float,  # engine s per request admitted from the waiting queue (slot and sampler set-up)
     client: float,  # s per request outside the engine (HTTP, template, tokenisation): TTFT and e2e
+    per_seq: float,  # engine s per scheduled sequence beyond the first in an iteration
     spec_k: int,
     spec_a: float,
     spec_cost: float,
@@ -351,6 +352,7 @@ def _run(
         compute = (c_lin * tokens + f[ATTN]) / flops_rate
         memory = (w_bytes + (f[KVREAD] + tokens) * kvb) / bw_rate
         dt = max(compute, memory) + overhead + ar_tok * tokens + ar_fix + admit * k[ADMITTED]
+        dt += per_seq * max(k[NS] - 1, 0)
         if k[DECODES] > 0 and spec_k > 0:
             dt *= 1.0 + spec_k * spec_cost
         end = now + dt
