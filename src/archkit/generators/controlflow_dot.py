@@ -1,12 +1,14 @@
 """The control flow as a Graphviz graph: drawn instead of the PlantUML activity when no JVM is here.
 
 Same content as the PlantUML diagram (decisions with criterion and source, calls with timeout
-and retries, failure paths as red dashed arrows, seed 004 §2.1), in a simpler layout; its
-title says it is the Graphviz stand-in, so nobody mistakes it for the real diagram.
+and retries, failure paths as red dashed arrows, seed 004 §2.1; the workflow that runs a call and
+the degrade rules that act on a node, in italics under it, seed 004 §2.2, §3.2), in a simpler
+layout; its title says it is the Graphviz stand-in, so nobody mistakes it for the real diagram.
 """
 
 from __future__ import annotations
 
+from archkit.generators.controlflow_text import node_notes
 from archkit.generators.diagram_text import html, html_lines, num
 from archkit.generators.registry import RenderContext
 from archkit.spec.model import Call, Decision, Terminal
@@ -24,7 +26,7 @@ def _retry(c: Call) -> str:
     return f"retry {c.retry.attempts}× after {num(c.retry.backoff_ms, 'ms')}"
 
 
-def _label(node: Decision | Call | Terminal) -> str:
+def _label(node: Decision | Call | Terminal, notes: list[str]) -> str:
     head = f"<B>{html_lines(node.label or node.id, 40)}</B>"
     lines: list[str] = []
     if isinstance(node, Decision):
@@ -42,6 +44,7 @@ def _label(node: Decision | Call | Terminal) -> str:
     else:
         status = f" · status {node.status}" if node.status else ""
         lines.append(html(f"{node.outcome}{status}"))
+    lines.extend(f"<I>{html_lines(note, 60)}</I>" for note in notes)
     return "<" + "<BR/>".join([head, *lines]) + ">"
 
 
@@ -49,6 +52,7 @@ def controlflow_dot(ctx: RenderContext) -> str:
     """DOT source of the spec's control flow, for `dot`."""
     spec = ctx.spec
     cf = spec.controlflow
+    notes = node_notes(spec)
     ids: dict[str, str] = {}
     nodes: list[str] = []
     for n in cf.nodes():
@@ -61,7 +65,7 @@ def controlflow_dot(ctx: RenderContext) -> str:
             shape = 'shape=box, style="rounded,filled", fillcolor="#dbeafe"'
         else:
             shape = f'shape=ellipse, color="{TERMINAL_COLOUR[n.outcome]}", fontcolor="{TERMINAL_COLOUR[n.outcome]}"'
-        nodes.append(f"  {ids[n.id]} [label={_label(n)}, {shape}];")
+        nodes.append(f"  {ids[n.id]} [label={_label(n, notes.get(n.id, []))}, {shape}];")
     edges: list[str] = []
     missing: dict[str, str] = {}
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from archkit.generators.controlflow_dot import controlflow_dot
+from archkit.generators.controlflow_text import node_notes
 from archkit.generators.diagram_text import num, pct, wrap
 from archkit.generators.jinja import render
 from archkit.generators.registry import RenderContext, register
 from archkit.generators.renderers import register_fallback
-from archkit.spec.model import Call, Decision, DegradeRule, Terminal, Workflow
+from archkit.spec.model import Call, Decision, Terminal
 
 # Seed 004 §2.1: failure branches must be drawn with arrows of a different colour, not left in
 # a PRD footnote; every failure path here is a red dashed arrow.
@@ -77,35 +78,9 @@ def _call_text(c: Call) -> str:
     return "\\n".join(lines)
 
 
-def _workflow_text(wf: Workflow) -> str:
-    """One italic line under each of a workflow's calls: the engine, the state store, the alert."""
-    state = f"state in {wf.state.store}" if wf.state is not None else "state not persisted"
-    alert = (
-        "alert when retries run out" if wf.retries_exhausted is not None else "no alert when retries run out"
-    )
-    return styled(puml(f"workflow {wf.label or wf.id} ({wf.engine}) · {state} · {alert}", 60), "//", "//")
-
-
-def _degrade_text(r: DegradeRule) -> str:
-    """One italic line under a degrade rule's target (seed 004 §2.2, §3.2): its structured condition and action."""
-    w = r.when
-    if w is None:
-        return ""
-    where = "".join(f" {k}={v}" for k, v in sorted(w.labels.items()))
-    to = f" → {r.fallback}" if r.fallback else ""
-    what = (
-        f"P{w.percentile * 100:g} of {w.stage or w.metric}{where} > {num(w.above_ms, 'ms')}"
-        if w.above_ms is not None
-        else f"failure ratio of {w.stage}{where} > {pct(w.error_ratio_above or 0)}"
-    )
-    return styled(
-        puml(
-            f"degrade {r.id}: {what} over {w.window} → {r.action}{to}",
-            60,
-        ),
-        "//",
-        "//",
-    )
+def _italic(line: str) -> str:
+    """An annotation line (a workflow, a degrade rule) in italics under its node."""
+    return styled(puml(line, 60), "//", "//")
 
 
 def _decision_text(d: Decision) -> str:
@@ -158,16 +133,9 @@ class _Emitter:
                 self.nested.setdefault(c.caller, []).append(c)
         self.happy: list[str] = []
         self.shared: str | None = None
-        # seed 004 §2.2: which workflow runs each call, drawn with where its state lives and its alert
-        self.workflow: dict[str, str] = {}
-        for wf in ctx.spec.workflows:
-            for sid in wf.steps:
-                self.workflow.setdefault(sid, _workflow_text(wf))
+        # seed 004 §2.2: which workflow runs each call, with where its state lives and its alert;
         # seed 004 §3.2: a degrade rule's structured condition, drawn on the node it acts on
-        self.degrade: dict[str, list[str]] = {}
-        for r in ctx.spec.policies.degrade:
-            if r.when is not None and r.target:
-                self.degrade.setdefault(r.target, []).append(_degrade_text(r))
+        self.notes = {k: [_italic(x) for x in v] for k, v in node_notes(ctx.spec).items()}
 
     def out(self, depth: int, text: str) -> None:
         self.lines.append("  " * depth + text)
@@ -240,8 +208,7 @@ class _Emitter:
         self.out(depth, "detach")
 
     def call(self, node: Call, depth: int) -> None:
-        wf = self.workflow.get(node.id)
-        extra = ([wf] if wf else []) + self.degrade.get(node.id, [])
+        extra = self.notes.get(node.id, [])
         self.out(depth, f":{_call_text(node)}" + "".join(f"\\n{x}" for x in extra) + ";")
         inner = self.nested.get(node.id)
         if inner:
@@ -283,7 +250,7 @@ class _Emitter:
             self.terminal(self.nodes[self.shared], 0)
 
     def decision_text(self, node: Decision) -> str:
-        return "\\n".join([_decision_text(node), *self.degrade.get(node.id, [])])
+        return "\\n".join([_decision_text(node), *self.notes.get(node.id, [])])
 
     def decision(self, node: Decision, depth: int, main_next: str | None) -> None:
         groups = _groups(node)

@@ -74,8 +74,10 @@ def _stage_label(
     if st.failure_rate is not None:  # volumes are on the arrows; only declared figures here
         colour = FAIL_RED if st.failure_rate > threshold else "#222222"
         fail = f"failure rate {pct(st.failure_rate)}"
+        if st.failure_cause:  # seed 000 §3.1 draws the cause beside the rate ("1.2 %, OOM on long audio")
+            fail += f": {st.failure_cause}"
         rows.append(
-            f'<TR><TD ALIGN="LEFT" BALIGN="LEFT"><FONT COLOR="{colour}">{html(fail)}</FONT></TD></TR>'
+            f'<TR><TD ALIGN="LEFT" BALIGN="LEFT"><FONT COLOR="{colour}">{html_lines(fail, 36, 200)}</FONT></TD></TR>'
         )
     if st.model is not None:
         m = st.model

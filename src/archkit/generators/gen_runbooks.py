@@ -411,7 +411,7 @@ def _service_page(spec: Spec, svc: Service, alerts: list[Alert], spec_name: str)
         "stages": stages,
         # the data-flow diagram's nodes link to these sections (external stages included)
         "linked_stages": [k for k, v in stage_homes(spec).items() if v == svc.id],
-        "governance": governance(spec, stages, code),  # owners, confidence breakers
+        "governance": governance(spec, stages, code),  # owners, failure causes, confidence breakers
         "metrics": metrics,
         "deploy": fence(deploy, "sh") if deploy else None,
         "rollback": fence(rollback, "sh") if rollback else None,

@@ -12,9 +12,11 @@ from archkit.spec.model import Spec, Stage
 
 def governance(spec: Spec, stages: list[Stage], code: Callable[[str], str]) -> dict[str, dict[str, str]]:
     """`owners`: each stage's owner (its own, else its service's; AK115), Markdown-escaped (seed 004
-    §1's cache that nobody owned); `breakers`: each model's confidence breaker in words."""
+    §1's cache that nobody owned); `breakers`: each model's confidence breaker in words; `causes`:
+    each stage's declared failure cause (seed 000 §3.1: the ASR's failures were long audio's OOM)."""
     return {
         "owners": {st.id: md_text(o) for st in stages if (o := owner_of(spec, st))},
+        "causes": {st.id: md_text(st.failure_cause) for st in stages if st.failure_cause},
         "breakers": {
             st.id: line
             for st in stages
