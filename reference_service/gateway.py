@@ -20,12 +20,11 @@ import numpy as np
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 from PIL import Image, UnidentifiedImageError
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
 from . import pipeline as P
 from .cache import make_cache
+from .common.gateway import OVERLOADED, Admission, error, gateway_app, retry_after, watch_readiness
 from .drift import DriftMonitor, reference_confidences
 from .metrics import Metrics
 from .models import DET_FILE, REC_FILE
@@ -89,11 +88,6 @@ def _versions(backend: str) -> dict[str, str]:
         except metadata.PackageNotFoundError:
             continue
     return out
-
-
-def error(status: int, code: str, message: str, headers: dict | None = None) -> JSONResponse:
-    """The one error shape: {"error": {"code", "message"}} (no tracebacks, no paths)."""
-    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status, headers=headers)
 
 
 def check_header(body: bytes, s: Settings) -> int:
@@ -265,7 +259,8 @@ class Gateway:
         self.cache = make_cache(settings.redis_url, settings.cache_entries, settings.cache_ttl_s)
         self.triton: TritonClient | None = None
         self.ready = False
-        self.inflight = 0
+        self.admission = Admission(settings.max_inflight, self.metrics.inflight)
+        # Uploads being received hold no inference slot, so they have a limit of their own.
         self.receiving = 0
         self.pixels = PixelBudget(settings.decode_budget_pixels)
         self._tasks: list[asyncio.Task] = []
@@ -300,21 +295,20 @@ class Gateway:
         await self.cache.close()
 
     async def _watch_readiness(self) -> None:
-        failures = 0
-        while True:
-            ok = await self.triton.ready(timeout_s=2.0)
-            if ok and not self.ready:
-                if self.supervisor is not None:
-                    self.supervisor.mark_ready()
-                elif self._created is not None:  # external Triton: time from gateway start
-                    self.metrics.cold_start.set(time.monotonic() - self._created)
-                    self._created = None
-            # A busy server can miss one probe; two misses in a row (~0.5 s) mean not ready.
-            failures = 0 if ok else failures + 1
-            if ok or failures >= 2:
-                self.ready = ok
-            self.metrics.triton_ready.set(1 if self.ready else 0)
-            await asyncio.sleep(0.5 if ok else 0.25)
+        await watch_readiness(
+            lambda: self.triton.ready(timeout_s=2.0), lambda: self.ready, self._became_ready, self._set_ready
+        )
+
+    def _became_ready(self) -> None:
+        if self.supervisor is not None:
+            self.supervisor.mark_ready()
+        elif self._created is not None:  # external Triton: time from gateway start, once
+            self.metrics.cold_start.set(time.monotonic() - self._created)
+            self._created = None
+
+    def _set_ready(self, ok: bool) -> None:
+        self.ready = ok
+        self.metrics.triton_ready.set(1 if ok else 0)
 
     async def ocr(self, body: bytes, use_cache: bool = True) -> tuple[dict, str, dict]:
         """Run the pipeline; returns (result, cache outcome: hit, miss or bypass, stage ms)."""
@@ -387,44 +381,14 @@ class Gateway:
 def create_app(settings: Settings, supervisor=None) -> FastAPI:
     """The FastAPI app; ``supervisor`` (optional) starts and restarts Triton."""
     gw = Gateway(settings, supervisor)
-
-    @asynccontextmanager
-    async def lifespan(_app: FastAPI):
-        await gw.start()
-        try:
-            yield
-        finally:
-            await gw.stop()
-
-    app = FastAPI(
-        title="OCR reference service", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None
-    )
-    app.state.gateway = gw
+    app = gateway_app("OCR reference service", gw, gw.metrics.registry, LOG)
     s, met = settings, gw.metrics
-
-    @app.exception_handler(StarletteHTTPException)
-    async def _http_error(_request: Request, exc: StarletteHTTPException):  # 404, 405: the one shape
-        codes = {404: "not_found", 405: "method_not_allowed"}
-        return error(exc.status_code, codes.get(exc.status_code, "http_error"), str(exc.detail), exc.headers)
-
-    @app.exception_handler(Exception)
-    async def _unhandled(_request: Request, exc: Exception):  # never leak a traceback or a path
-        LOG.exception("unhandled error")
-        return error(500, "internal_error", "internal error")
-
-    @app.get("/healthz")
-    async def healthz():
-        return {"status": "ok"}
 
     @app.get("/readyz")
     async def readyz():
         if gw.ready:
             return {"status": "ready", "models": [s.detector.name, s.recogniser.name]}
-        return error(503, "not_ready", "Triton models are not ready", {"Retry-After": str(s.retry_after_s)})
-
-    @app.get("/metrics")
-    async def metrics():
-        return Response(generate_latest(met.registry), media_type=CONTENT_TYPE_LATEST)
+        return error(503, "not_ready", "Triton models are not ready", retry_after(s.retry_after_s))
 
     @app.get("/v1/models")
     async def models():
@@ -540,7 +504,7 @@ def create_app(settings: Settings, supervisor=None) -> FastAPI:
                     429,
                     "overloaded",
                     "too many uploads in progress; retry later",
-                    {"Retry-After": str(s.retry_after_s)},
+                    retry_after(s.retry_after_s),
                 )
             )
         # 2. The body, bounded in time and size, without holding an inference slot.
@@ -556,16 +520,10 @@ def create_app(settings: Settings, supervisor=None) -> FastAPI:
         finally:
             gw.receiving -= 1
         # 3. Only a whole body competes for an inference slot.
-        if gw.inflight >= s.max_inflight:
+        if gw.admission.full:
             met.rejected.labels("concurrency").inc()
-            return error(
-                429,
-                "overloaded",
-                "too many requests in flight; retry later",
-                {"Retry-After": str(s.retry_after_s)},
-            )
-        gw.inflight += 1
-        met.inflight.set(gw.inflight)
+            return error(429, "overloaded", OVERLOADED, retry_after(s.retry_after_s))
+        gw.admission.enter()
         try:
             # Cache-Control: no-cache forces inference (rollback verification uses it).
             use_cache = "no-cache" not in request.headers.get("cache-control", "").lower()
@@ -579,7 +537,7 @@ def create_app(settings: Settings, supervisor=None) -> FastAPI:
                 429,
                 "overloaded",
                 "too many large pages being decoded; retry later",
-                {"Retry-After": str(s.retry_after_s)},
+                retry_after(s.retry_after_s),
             )
         except TritonOverloaded:
             met.rejected.labels("triton_queue_full").inc()
@@ -587,18 +545,17 @@ def create_app(settings: Settings, supervisor=None) -> FastAPI:
                 429,
                 "overloaded",
                 "inference queue is full; retry later",
-                {"Retry-After": str(s.retry_after_s)},
+                retry_after(s.retry_after_s),
             )
         except TritonUnavailable:
             return error(
                 503,
                 "triton_unavailable",
                 "inference server is not available; retry later",
-                {"Retry-After": str(s.retry_after_s)},
+                retry_after(s.retry_after_s),
             )
         finally:
-            gw.inflight -= 1
-            met.inflight.set(gw.inflight)
+            gw.admission.leave()
         if result["lines"] and result["confidence"] >= s.confidence_floor:
             met.effective.inc()
         # Per-request stage timings ride in a header, outside the cached (deterministic) body.

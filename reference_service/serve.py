@@ -3,14 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import logging
 import os
-import shutil
-import signal
-import sys
 import tempfile
-import time
 from pathlib import Path
 
 from .settings import Settings, auto_profile
@@ -62,9 +57,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    import uvicorn
-
-    from .gateway import create_app
+    from .common.serve import run_gateway
+    from .gateway import create_app, json_400_protocol
     from .supervisor import TritonSupervisor
 
     # Keep the path short: PyTriton creates unix sockets (108-byte limit) under it.
@@ -92,65 +86,20 @@ def main(argv: list[str] | None = None) -> int:
     )
     supervisor = None if args.external_triton else TritonSupervisor(settings, run_dir, threads=args.threads)
     app = create_app(settings, supervisor)
-    from .gateway import json_400_protocol
-
-    config = uvicorn.Config(
+    return run_gateway(
         app,
-        host=settings.host,
-        port=settings.http_port,
-        log_level="warning",
-        access_log=False,
-        timeout_graceful_shutdown=2,
-        lifespan="on",
-        # Malformed requests get the gateway's JSON error shape, and no banner names the server.
-        http=json_400_protocol(),
-        server_header=False,
-    )
-    server = uvicorn.Server(config)
-    started = time.monotonic()
-
-    async def announce() -> None:
-        gw = app.state.gateway
-        while not gw.ready:
-            if time.monotonic() - started > args.ready_timeout:
-                print(
-                    f"not ready after {args.ready_timeout:.0f} s; Triton log:\n{supervisor.log_tail(40) if supervisor else ''}",
-                    file=sys.stderr,
-                    flush=True,
-                )
-                server.should_exit = True
-                return
-            await asyncio.sleep(0.2)
-        print(
-            f"ready: http://{settings.host}:{settings.http_port}/v1/ocr ({settings.profile} profile; "
+        settings.host,
+        settings.http_port,
+        run_dir,
+        args.ready_timeout,
+        lambda: (
+            f"http://{settings.host}:{settings.http_port}/v1/ocr ({settings.profile} profile; "
             f"triton http {settings.triton_http_port}, grpc {settings.triton_grpc_port}, "
-            f"metrics {settings.triton_metrics_port}) in {time.monotonic() - started:.1f} s",
-            flush=True,
-        )
-
-    async def run() -> None:
-        task = None
-
-        async def _start_announce():
-            nonlocal task
-            while not server.started and not server.should_exit:
-                await asyncio.sleep(0.05)
-            task = asyncio.create_task(announce())
-
-        starter = asyncio.create_task(_start_announce())
-        try:
-            await server.serve()
-        finally:
-            starter.cancel()
-            if task is not None:
-                task.cancel()
-
-    # uvicorn re-raises a captured SIGTERM/SIGINT after shutdown; with the default handlers
-    # that would kill the process before the run folder is removed. Ignore the re-raise.
-    signal.signal(signal.SIGTERM, lambda *_: None)
-    signal.signal(signal.SIGINT, lambda *_: None)
-    try:
-        asyncio.run(run())
-    finally:
-        shutil.rmtree(run_dir, ignore_errors=True)
-    return 0 if app.state.gateway.ready or server.started else 1
+            f"metrics {settings.triton_metrics_port})"
+        ),
+        lambda: f"Triton log:\n{supervisor.log_tail(40) if supervisor else ''}",
+        poll_s=0.2,
+        # Malformed requests get the gateway's JSON error shape (the LLM gateway has no such
+        # promise: uvicorn's own plain-text 400 answers there).
+        http=json_400_protocol(),
+    )

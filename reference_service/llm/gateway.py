@@ -23,16 +23,15 @@ import json
 import logging
 import time
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 
 import httpx
 import numpy as np
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse, Response, StreamingResponse
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-from starlette.exceptions import HTTPException as StarletteHTTPException
+from fastapi.responses import JSONResponse, StreamingResponse
 
+from ..common import gateway as common
+from ..common.gateway import OVERLOADED, Admission, gateway_app, retry_after, watch_readiness
 from . import rag
 from .metrics import Metrics
 from .protocol import Refused, engine_error, has_content, prepare
@@ -41,10 +40,9 @@ from .settings import LlmSettings
 LOG = logging.getLogger("reference_service.llm.gateway")
 
 
-def error(status: int, code: str, message: str, retry_after: int | None = None) -> JSONResponse:
-    """The one error shape: {\"error\": {\"code\", \"message\"}} (no tracebacks, no paths)."""
-    headers = {"Retry-After": str(retry_after)} if retry_after is not None else None
-    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status, headers=headers)
+def error(status: int, code: str, message: str, retry_after_s: int | None = None) -> JSONResponse:
+    """The one error shape (common.gateway), with Retry-After when ``retry_after_s`` is given."""
+    return common.error(status, code, message, retry_after(retry_after_s))
 
 
 class Gateway:
@@ -70,7 +68,7 @@ class Gateway:
         self.embed_ready = False
         self.index: rag.Index | None = None
         self.passages: list[str] = []
-        self.inflight = 0
+        self.admission = Admission(settings.max_inflight, self.metrics.inflight)
         self._tasks: list[asyncio.Task] = []
         self._created = time.monotonic()
 
@@ -176,26 +174,31 @@ class Gateway:
 
     async def _watch_readiness(self, client: httpx.AsyncClient, supervisor, which: str) -> None:
         """Probe one llama-server's /health; `which` names the flag it sets (engine or embed)."""
-        failures = 0
         flag = f"{which}_ready"
-        while True:
-            ok = await self._health(client)
-            if ok and not getattr(self, flag):
-                if supervisor is not None:
-                    supervisor.mark_ready()
-                elif which == "engine":
-                    self.metrics.cold_start.set(time.monotonic() - self._created)
-            # a busy engine can miss one probe; two misses in a row mean not ready
-            failures = 0 if ok else failures + 1
-            if ok or failures >= 2:
-                setattr(self, flag, ok)
+
+        def became_ready() -> None:
+            if supervisor is not None:
+                supervisor.mark_ready()
+            elif which == "engine":  # an external engine: time from gateway start
+                self.metrics.cold_start.set(time.monotonic() - self._created)
+
+        def set_ready(ok: bool) -> None:
+            setattr(self, flag, ok)
             if which == "engine":
-                self.metrics.engine_ready.set(1 if self.engine_ready else 0)
-            await asyncio.sleep(0.5 if ok else 0.25)
+                self.metrics.engine_ready.set(1 if ok else 0)
+
+        await watch_readiness(
+            lambda: self._health(client), lambda: getattr(self, flag), became_ready, set_ready
+        )
 
 
 async def read_body(request: Request, s: LlmSettings) -> bytes:
-    """The whole body within the size cap and the first-token deadline (a stalled upload: 408)."""
+    """The whole body within the size cap and the first-token deadline (a stalled upload: 408).
+
+    Not the OCR gateway's reader (reference_service/gateway.py): a prompt is at most 64 KiB of JSON,
+    so one deadline bounds it; an image of up to 10 MiB also needs a limit on the gap between
+    chunks and a minimum rate there.
+    """
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > s.max_body_bytes:
         raise Refused(413, "body_too_large", f"body is {declared} bytes; limit is {s.max_body_bytes}")
@@ -229,34 +232,10 @@ def create_app(
     """The FastAPI app; ``supervisor`` (optional) starts and restarts the engine, ``embed_supervisor``
     the RAG variant's embedding engine."""
     gw = Gateway(settings, supervisor, model_file, embed_supervisor)
-
-    @asynccontextmanager
-    async def lifespan(_app: FastAPI):
-        await gw.start()
-        try:
-            yield
-        finally:
-            await gw.stop()
-
-    app = FastAPI(
-        title="LLM reference service", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None
-    )
-    app.state.gateway = gw
+    # This gateway's 405 has always gone out without the Allow header that the OCR gateway's
+    # carries; the refactoring that shared the app kept each service's answers as they were.
+    app = gateway_app("LLM reference service", gw, gw.metrics.registry, LOG, allow_header=False)
     s, met = settings, gw.metrics
-
-    @app.exception_handler(StarletteHTTPException)
-    async def _http_error(_request: Request, exc: StarletteHTTPException):
-        codes = {404: "not_found", 405: "method_not_allowed"}
-        return error(exc.status_code, codes.get(exc.status_code, "http_error"), str(exc.detail))
-
-    @app.exception_handler(Exception)
-    async def _unhandled(_request: Request, exc: Exception):
-        LOG.exception("unhandled error")
-        return error(500, "internal_error", "internal error")
-
-    @app.get("/healthz")
-    async def healthz():
-        return {"status": "ok"}
 
     @app.get("/readyz")
     async def readyz():
@@ -264,10 +243,6 @@ def create_app(
             doc = {"status": "ready", "model": s.model_name}
             return {**doc, "passages": len(gw.index)} if gw.index is not None else doc
         return error(503, "not_ready", "the engine is not ready", s.retry_after_s)
-
-    @app.get("/metrics")
-    async def metrics():
-        return Response(generate_latest(met.registry), media_type=CONTENT_TYPE_LATEST)
 
     @app.get("/v1/models")
     async def models():
@@ -315,12 +290,11 @@ def create_app(
         fwd = prepare(body, route, s)
         timing = {"validate": time.perf_counter() - t0}
         met.stage_seconds.labels("validate").observe(timing["validate"])
-        if gw.inflight >= s.max_inflight:
-            raise Refused(429, "overloaded", "too many requests in flight; retry later", s.retry_after_s)
+        if gw.admission.full:
+            raise Refused(429, "overloaded", OVERLOADED, s.retry_after_s)
         if not gw.ready:
             raise Refused(503, "engine_unavailable", "the engine is not ready; retry later", s.retry_after_s)
-        gw.inflight += 1
-        met.inflight.set(gw.inflight)
+        gw.admission.enter()
         handed_over = False
         try:
             headers = {}
@@ -359,9 +333,8 @@ def create_app(
             met.stage_seconds.labels("relay").observe(time.perf_counter() - answered)
             return JSONResponse(doc, headers=headers)
         finally:
-            if not handed_over:
-                gw.inflight -= 1
-                met.inflight.set(gw.inflight)
+            if not handed_over:  # a stream leaves admission when it ends (_relay)
+                gw.admission.leave()
 
     async def _open_stream(path: str, fwd: dict) -> httpx.Response:
         req = gw.client.build_request("POST", path, json=fwd)
@@ -434,8 +407,7 @@ def create_app(
             await r.aclose()
             if code == "200":
                 met.stage_seconds.labels("relay").observe(relay_s)
-            gw.inflight -= 1
-            met.inflight.set(gw.inflight)
+            gw.admission.leave()
             met.requests.labels(route, code).inc()
             met.request_seconds.labels(route, code).observe(time.perf_counter() - start)
 

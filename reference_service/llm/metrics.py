@@ -1,4 +1,8 @@
-"""Prometheus metrics of the LLM gateway (its /metrics); names bound in specs/llm-reference.yaml."""
+"""Prometheus metrics of the LLM gateway (its /metrics); names bound in specs/llm-reference.yaml.
+
+The golden signals have the OCR gateway's shapes (reference_service/metrics.py) but not its names,
+labels (`route`) or buckets: each set is bound to its own spec, so each service keeps its own.
+"""
 
 from __future__ import annotations
 

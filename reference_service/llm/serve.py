@@ -3,13 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import logging
-import shutil
-import signal
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 from .settings import LlmSettings
@@ -46,8 +42,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    import uvicorn
-
+    from ..common.serve import run_gateway
     from .engine import EngineMissing, embed_command, llama_server_path, model_path
     from .gateway import create_app
     from .supervisor import EngineSupervisor
@@ -70,7 +65,6 @@ def main(argv: list[str] | None = None) -> int:
     )
     supervisor = embed_supervisor = None
     model = args.model
-    run_dir = Path(tempfile.mkdtemp(prefix="llm-"))
     if not args.external_engine:
         try:
             binary = args.llama_server or llama_server_path()
@@ -85,41 +79,21 @@ def main(argv: list[str] | None = None) -> int:
                     file=sys.stderr,
                 )
                 return 2
+    # made after the checks above, so that their exit 2 leaves no folder behind
+    run_dir = Path(tempfile.mkdtemp(prefix="llm-"))
+    if not args.external_engine:
         supervisor = EngineSupervisor(settings, run_dir, binary, model)
         if settings.rag:
             embed_supervisor = EngineSupervisor(settings, run_dir, binary, model, embed_command, "embed")
     app = create_app(settings, supervisor, model, embed_supervisor)
-    server = uvicorn.Server(
-        uvicorn.Config(
-            app,
-            host=settings.host,
-            port=settings.http_port,
-            log_level="warning",
-            access_log=False,
-            timeout_graceful_shutdown=2,
-            lifespan="on",
-            server_header=False,
-        )
-    )
-    started = time.monotonic()
-
-    async def announce() -> None:
-        while not server.started and not server.should_exit:
-            await asyncio.sleep(0.05)
-        gw = app.state.gateway
-        while not gw.ready:
-            if time.monotonic() - started > args.ready_timeout:
-                tail = supervisor.log_tail(40) if supervisor else ""
-                print(
-                    f"not ready after {args.ready_timeout:.0f} s; engine log:\n{tail}",
-                    file=sys.stderr,
-                    flush=True,
-                )
-                server.should_exit = True
-                return
-            await asyncio.sleep(0.1)
-        print(
-            f"ready: http://{settings.host}:{settings.http_port}/v1/chat/completions (engine "
+    return run_gateway(
+        app,
+        settings.host,
+        settings.http_port,
+        run_dir,
+        args.ready_timeout,
+        lambda: (
+            f"http://{settings.host}:{settings.http_port}/v1/chat/completions (engine "
             f"http://{settings.host}:{settings.engine_port}, {settings.parallel} slots x "
             f"{settings.ctx_per_slot} tokens"
             + (
@@ -128,23 +102,8 @@ def main(argv: list[str] | None = None) -> int:
                 if settings.rag
                 else ""
             )
-            + f") in {time.monotonic() - started:.1f} s",
-            flush=True,
-        )
-
-    async def run() -> None:
-        task = asyncio.create_task(announce())
-        try:
-            await server.serve()
-        finally:
-            task.cancel()
-
-    # uvicorn re-raises a captured SIGTERM/SIGINT after shutdown; ignore the re-raise so the run
-    # folder is removed.
-    signal.signal(signal.SIGTERM, lambda *_: None)
-    signal.signal(signal.SIGINT, lambda *_: None)
-    try:
-        asyncio.run(run())
-    finally:
-        shutil.rmtree(run_dir, ignore_errors=True)
-    return 0 if app.state.gateway.ready or server.started else 1
+            + ")"
+        ),
+        lambda: f"engine log:\n{supervisor.log_tail(40) if supervisor else ''}",
+        poll_s=0.1,
+    )

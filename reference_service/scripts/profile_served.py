@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT))
 
 import bench_ocr as B  # noqa: E402  (bench/ is not a package)
-from reference_service.supervisor import descendants  # noqa: E402
+from reference_service.common.supervisor import descendants  # noqa: E402
 
 TICK = os.sysconf("SC_CLK_TCK")
 _METRIC = re.compile(r'(nv_inference_\w+)\{model="(\w+)".*\} ([0-9.e+]+)')

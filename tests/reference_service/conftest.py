@@ -43,7 +43,7 @@ def free_ports(n: int) -> list[int]:
 
 def descendants(pid: int) -> list[int]:
     """Live descendants of ``pid`` (from /proc)."""
-    from reference_service.supervisor import descendants as _d
+    from reference_service.common.supervisor import descendants as _d
 
     return _d(pid)
 

@@ -75,7 +75,6 @@ def test_bad_inputs_do_not_poison_good_ones_and_memory_stays_bounded(service, go
     good = ["images/doc_001.png", "images/doc_002.png", "images/doc_005.png"]
     cases = _cases(golden_pngs["images/doc_000.png"])
     bad = [cases[n] for n in ("garbage", "truncated_png", "decompression_bomb", "10000x10000")]
-    before = rss_mb(service.pid)
 
     def post_good(name):
         r = httpx.post(
@@ -85,6 +84,14 @@ def test_bad_inputs_do_not_poison_good_ones_and_memory_stays_bounded(service, go
             timeout=60,
         )
         return name, r
+
+    # The baseline is a service that has served: the first pages through Triton's model instances
+    # grow them by ~200 MiB whatever the inputs (this file run alone: 972 -> 1191-1212 MiB on main
+    # and on the shared-gateway branch alike; in the whole live run, where earlier files have sent
+    # pages first, it stays within the bound).
+    for name in good:
+        assert post_good(name)[1].status_code == 200
+    before = rss_mb(service.pid)
 
     def post_bad(case):
         body, ctype, status, _ = case
