@@ -107,3 +107,36 @@ def test_erlang_c_is_a_probability_at_least_erlang_b(c, a):
     assert 0.0 <= cp <= 1.0
     if a < c:
         assert cp >= q.erlang_b(c, a) - 1e-12
+
+
+def _erlang_b_steps(c: int, a: float) -> float:
+    b = 1.0
+    for k in range(1, c + 1):
+        b = a * b / (k + a * b)
+    return b
+
+
+@pytest.mark.parametrize(
+    ("c", "a"), [(100_001, 100_000.0), (100_500, 99_000.0), (101_000, 101_500.0), (120_000, 110_000.0)]
+)
+def test_erlang_b_past_the_exact_range_is_the_recurrence_within_a_fifth_of_a_percent(c, a):
+    """Past EXACT_SERVERS the Poisson ratio with a normal cdf: against the recurrence run by hand
+    (1.3e-3 relative at c = 101,000, a = 101,500; 4e-4 at a = c - 1)."""
+    assert c > q.EXACT_SERVERS
+    assert q.erlang_b(c, a) == pytest.approx(_erlang_b_steps(c, a), rel=2e-3)
+
+
+def test_erlang_b_far_above_the_load_is_zero_and_the_pool_hint_is_found_by_halving():
+    """40 standard deviations above the load: e^-800, below a double. The AK234 hint, found by
+    doubling and halving, is the smallest pool a step-by-step search finds (hand-checkable for
+    small loads), and at 2 million offered connections it is found at once."""
+    from archkit.checks.ak234_connection_pool_exhausted import _covering
+
+    assert q.erlang_b(10_000, 100.0) == 0.0 and q.erlang_b(150, 100.0) > 0.0
+    for offered in (0.5, 3.2, 7.9, 15.0, 40.0, 123.4, 999.0):
+        size = max(1, int(offered) + 1)
+        while q.erlang_c(size, offered) > 0.01:
+            size += 1
+        assert _covering(offered, 0.01) == size
+    big = _covering(2e6, 0.01)
+    assert q.erlang_c(big, 2e6) <= 0.01 < q.erlang_c(big - 1, 2e6)
