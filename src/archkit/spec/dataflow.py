@@ -21,6 +21,7 @@ from archkit.spec.base import (
     Seconds,
 )
 from archkit.spec.governance import ConfidenceBreaker, Consent
+from archkit.spec.keys import KeyCustody
 from archkit.spec.model_contract import ModelContract
 from archkit.spec.refs import IdOf, RefTo
 from archkit.spec.serving import TritonBackend
@@ -195,6 +196,11 @@ class Encryption(Node):
     in_transit: bool = False
     algorithm: str | None = None
     kms_key_rotation_days: Annotated[int, Field(ge=1, le=36_500)] | None = None
+    key_custody: KeyCustody | None = Field(
+        None,
+        description="who holds the key; overrides policies.security.key_custody (seed 000 §2.4: "
+        "keys in a KMS; rule AK514)",
+    )
 
 
 class CacheSettings(Node):

@@ -9,6 +9,7 @@ from pydantic import Field
 
 from archkit.spec.base import MAX_MS, MAX_RPS, MAX_SECONDS, Fraction, Id, Ms, Node, PortNumber
 from archkit.spec.degrade_when import DegradeWhen
+from archkit.spec.keys import KeyCustody
 from archkit.spec.refs import IdOf, RefTo
 from archkit.spec.signals import MemoryGrowth
 
@@ -203,6 +204,11 @@ class SecurityPolicy(Node):
 
     kms_key_rotation_days: Annotated[int, Field(ge=1, le=36_500)] | None = None
     training_data_encrypted: bool | None = None
+    key_custody: KeyCustody | None = Field(
+        None,
+        description="who holds the keys of data encrypted at rest, for every stage that does not "
+        "say (seed 000 §2.4: keys in a KMS; rule AK514)",
+    )
 
 
 class Policies(Node):
