@@ -1,34 +1,10 @@
 """AK201: the P50 of the requests reaching a data-flow sink is over the end-to-end P50 budget."""
 
 from collections.abc import Iterator
-from typing import Any
 
-from archkit.checks.common import fmt_ms
+from archkit.checks.common import fmt_ms, over_routes, sink_mixes
 from archkit.checks.registry import Context, Rule, register
 from archkit.diagnostics import Diagnostic
-from archkit.perf.branch_mix import Component, SinkMix
-
-
-def sink_mixes(ctx: Context) -> list[SinkMix]:
-    """Each sink's routes with their shares (`perf.branch_mix`), computed once per check run."""
-    from archkit.perf.branch_mix import sink_mixes as build
-
-    out: list[SinkMix] = ctx.memo("sink-mixes", lambda: build(ctx.spec))
-    return out
-
-
-def over_routes(m: SinkMix, c: Component, x: float, q: str, path_sum: float) -> tuple[str, dict[str, Any]]:
-    """The head of an AK201/AK202 message, and its extra fields: the critical path's sum alone, or
-    the mixture's quantile `x` over the routes into the sink with the path `c` that sets it."""
-    p = c.path
-    if len(m.components) == 1:
-        return f"path {' -> '.join(p.stages)}: stage {q}s add up to {fmt_ms(path_sum)}", {}
-    text = (
-        f"the {q} over the {len(m.components)} routes into '{m.sink}' is {fmt_ms(x)}, set by "
-        f"path {' -> '.join(p.stages)} ({100 * c.share:.3g} % of them; stage {q}s add up to "
-        f"{fmt_ms(path_sum)})"
-    )
-    return text, {f"{q.lower()}_mixed_ms": round(x, 1), "share": round(c.share, 4)}
 
 
 @register

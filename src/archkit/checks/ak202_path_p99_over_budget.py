@@ -2,8 +2,7 @@
 
 from collections.abc import Iterator
 
-from archkit.checks.ak201_path_p50_over_budget import over_routes, sink_mixes
-from archkit.checks.common import fmt_ms
+from archkit.checks.common import fmt_ms, over_routes, sink_mixes
 from archkit.checks.registry import Context, Rule, register
 from archkit.diagnostics import Diagnostic, Severity
 

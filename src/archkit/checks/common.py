@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from functools import cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from archkit.spec.model import Node, Spec
 from archkit.spec.refs import class_refs, refs_of
 
 if TYPE_CHECKING:  # the analyses are imported where they are used, so `archkit check` starts fast
     from archkit.checks.registry import Context
+    from archkit.perf.branch_mix import Component, SinkMix
     from archkit.perf.capacity import StageCapacity
     from archkit.perf.latency import ControlPaths, PathLatency
     from archkit.perf.llm.analysis import LlmAnalysis
@@ -110,6 +111,28 @@ def dataflow_latency(ctx: Context) -> list[PathLatency]:
 
     out: list[PathLatency] = ctx.memo("dataflow-paths", lambda: dataflow_paths(ctx.spec))
     return out
+
+
+def sink_mixes(ctx: Context) -> list[SinkMix]:
+    """Each sink's routes with their shares (`perf.branch_mix`), computed once per check run."""
+    from archkit.perf.branch_mix import sink_mixes as build
+
+    out: list[SinkMix] = ctx.memo("sink-mixes", lambda: build(ctx.spec))
+    return out
+
+
+def over_routes(m: SinkMix, c: Component, x: float, q: str, path_sum: float) -> tuple[str, dict[str, Any]]:
+    """The head of an AK201/AK202 message, and its extra fields: the critical path's sum alone, or
+    the mixture's quantile `x` over the routes into the sink with the path `c` that sets it."""
+    p = c.path
+    if len(m.components) == 1:
+        return f"path {' -> '.join(p.stages)}: stage {q}s add up to {fmt_ms(path_sum)}", {}
+    text = (
+        f"the {q} over the {len(m.components)} routes into '{m.sink}' is {fmt_ms(x)}, set by "
+        f"path {' -> '.join(p.stages)} ({100 * c.share:.3g} % of them; stage {q}s add up to "
+        f"{fmt_ms(path_sum)})"
+    )
+    return text, {f"{q.lower()}_mixed_ms": round(x, 1), "share": round(c.share, 4)}
 
 
 def control_latency(ctx: Context) -> ControlPaths:
