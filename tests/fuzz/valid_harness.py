@@ -115,12 +115,11 @@ def _timed(fn: Callable[[], Any], limit_s: float) -> tuple[str | None, float, st
         # ("returned a result with an exception set") into an AK199 diagnostic (the fuzz run of
         # 2026-12-03 14:10, AK701's simulation)
         if fired:
+            took = time.process_time() - start
+            if fired[0] == "wall" and took < limit_s:  # as `_timeout`: a stage that did not run
+                return _timeout(fired, limit_s, took), took, ""
             limit = f"{limit_s:g} CPU s" if fired[0] == "cpu" else f"{limit_s * WALL_FACTOR:g} s of wall time"
-            return (
-                f"no answer within {limit} ({type(exc).__name__} at the alarm)",
-                time.process_time() - start,
-                "",
-            )
+            return f"no answer within {limit} ({type(exc).__name__} at the alarm)", took, ""
         return f"traceback: {type(exc).__name__}: {str(exc)[:200]}", 0.0, traceback.format_exc()
     finally:
         signal.setitimer(signal.ITIMER_PROF, 0)
