@@ -106,8 +106,9 @@ mount -t 9p -o $opts,ro,cache=loose hostroot /lower
 mount -t tmpfs -o size=2g tmpfs /upper && mkdir -p /upper/u /upper/w
 mount -t overlay -o lowerdir=/lower,upperdir=/upper/u,workdir=/upper/w overlay /newroot
 out=$(sed -n 's/.*avx2out=\([^ ]*\).*/\1/p' /proc/cmdline)
-# /tmp first: the shared out folder may lie under it (pytest tmp_path), and a later tmpfs would hide it
-mount -t tmpfs -o size=2g tmp /newroot/tmp
+# No tmpfs of its own on /tmp: the overlay already makes it writable, and a fresh tmpfs would hide
+# a checkout or an out folder that lies under the host's /tmp (a clean clone from mktemp -d, pytest's
+# tmp_path).
 mkdir -p /newroot$out && mount -t 9p -o $opts out /newroot$out
 mount -t proc proc /newroot/proc && mount -t sysfs sys /newroot/sys && mount -t devtmpfs dev /newroot/dev
 mkdir -p /newroot/dev/shm /newroot/dev/pts && mount -t tmpfs -o size=2g shm /newroot/dev/shm
