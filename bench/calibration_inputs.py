@@ -29,6 +29,12 @@ pages, drawn evenly), because the model multiplies their times by the request ra
   pipeline.py, REC_WIDTH_SCALE), so that crop costs what the mean line does, where one bucket
   would be off by up to 80 px.
 `--page` calibrates on that one page instead (its page, and its own lines for the crop).
+
+shapes.json also holds the recogniser's fan-out per page (`fanout`): each page's crops and the
+requests the gateway sends for them (its own grouping, `pipeline.rec_calls`: by width bucket, at
+most --rec-max-batch crops a request), and those counted as the spec's `fanout.table` rows
+[crops, requests, pages] (issue 29: a page is not 6.88 crops in pairs, and the P99 is the pages
+with the most lines).
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ import argparse
 import json
 import math
 import sys
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -67,6 +74,22 @@ def page_mix(names: list[str]) -> list[dict]:
     return [{"path": f"mix/{i:0{width}d}", "weight": 1, "page": name} for i, name in enumerate(names)]
 
 
+def fanout(pages: list[tuple[str, list[int]]], max_batch: int) -> dict:
+    """The recogniser's fan-out: per page [name, crops, requests] (the gateway's grouping of the
+    crops' resized widths), and the table of [crops, requests, pages] rows in ascending order; a
+    page without a line sends nothing and is counted apart (`no_lines`)."""
+    from reference_service import pipeline as P
+
+    per_page = [[name, len(widths), len(P.rec_calls(widths, max_batch))] for name, widths in pages]
+    rows = Counter((crops, calls) for _, crops, calls in per_page if crops > 0)
+    return {
+        "rec_max_batch": max_batch,
+        "per_page": per_page,
+        "table": [[crops, calls, n] for (crops, calls), n in sorted(rows.items())],
+        "no_lines": sum(1 for _, crops, _ in per_page if crops == 0),
+    }
+
+
 def prepare_pages(files: list[Path]) -> tuple[list[np.ndarray], list[tuple], list[float]]:
     """Each page decoded, its detector input (letterboxed and resized as the gateway sends it, with
     the ratios and padding to map boxes back) and that input's area in pixels."""
@@ -80,12 +103,19 @@ def prepare_pages(files: list[Path]) -> tuple[list[np.ndarray], list[tuple], lis
 def main(argv: list[str] | None = None) -> int:
     from reference_service import gateway as G
     from reference_service import pipeline as P
+    from reference_service.settings import Settings
 
     ap = argparse.ArgumentParser()
     ap.add_argument("out", type=Path)
     ap.add_argument("--page", type=Path, default=None, help="one page instead of the golden set's")
     ap.add_argument("--triton", default="127.0.0.1:8000")
     ap.add_argument("--token-file", type=Path, default=None)
+    ap.add_argument(
+        "--rec-max-batch",
+        type=int,
+        default=None,
+        help="crops a recogniser request carries at most (default: the cpu profile's, as the gateway)",
+    )
     args = ap.parse_args(argv)
 
     import tritonclient.http as tc
@@ -105,7 +135,8 @@ def main(argv: list[str] | None = None) -> int:
     files = [args.page] if args.page else sorted(GOLDEN.glob("doc_*.png"))
     imgs, prepared, areas = prepare_pages(files)
     det = nearest_mean(areas)
-    lines = [c for img, p in zip(imgs, prepared, strict=True) for c in crops_of(img, p)]
+    page_lines = [crops_of(img, p) for img, p in zip(imgs, prepared, strict=True)]
+    lines = [c for page_crops in page_lines for c in page_crops]
     if not lines:
         raise SystemExit(f"{files[0]}: the detector found no text line")
     buckets = [P.rec_bucket(c.shape[1]) for c in lines]
@@ -140,9 +171,19 @@ def main(argv: list[str] | None = None) -> int:
         "detector_area_px": {"chosen": int(areas[det]), "mean": round(sum(areas) / len(areas), 1)},
         "recogniser_padded_px": {"chosen": padded, "mean": round(mean_bucket, 1)},
     }
+    max_batch = args.rec_max_batch or Settings().rec_request_crops
+    fan = fanout(
+        [(f.name, [c.shape[1] for c in pc]) for f, pc in zip(files, page_lines, strict=True)], max_batch
+    )
     (args.out / "shapes.json").write_text(
         json.dumps(
-            {"lines_on_page": round(len(lines) / len(files), 2), "chosen": chosen, "shapes": shapes}, indent=1
+            {
+                "lines_on_page": round(len(lines) / len(files), 2),
+                "chosen": chosen,
+                "shapes": shapes,
+                "fanout": fan,
+            },
+            indent=1,
         )
     )
     print(json.dumps(shapes))

@@ -106,6 +106,21 @@ def rec_bucket(width: int) -> int:
     return max(REC_MIN_WIDTH, math.ceil(width / REC_WIDTH_BUCKET) * REC_WIDTH_BUCKET)
 
 
+def rec_calls(widths: list[int], max_batch: int) -> list[tuple[int, list[int]]]:
+    """How the gateway sends a page's resized crops (their widths, in order) to the recogniser:
+    (padded width, crop indices) per request: crops grouped by width bucket (`rec_bucket`, in the
+    order each bucket first appears), at most ``max_batch`` crops a request. The one grouping:
+    `triton_client.recognise` sends it, `bench/calibration_inputs.py` counts it."""
+    groups: dict[int, list[int]] = {}
+    for i, w in enumerate(widths):
+        groups.setdefault(rec_bucket(w), []).append(i)
+    return [
+        (width, idx[s : s + max_batch])
+        for width, idx in groups.items()
+        for s in range(0, len(idx), max_batch)
+    ]
+
+
 def pad_crops(resized: list[np.ndarray], width: int) -> tuple[np.ndarray, np.ndarray]:
     """Stack resized crops into one uint8 [n, 48, width, 3] array plus their true widths."""
     batch = np.zeros((len(resized), REC_HEIGHT, width, 3), dtype=np.uint8)

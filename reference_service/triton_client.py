@@ -99,16 +99,11 @@ class TritonClient:
     async def recognise(self, crops: list[np.ndarray]) -> list[tuple[str, float]]:
         """(text, confidence) per resized crop; requests of up to ``rec_max_batch`` crops of one
         width bucket, sent concurrently."""
-        groups: dict[int, list[int]] = {}
-        for i, c in enumerate(crops):
-            groups.setdefault(P.rec_bucket(c.shape[1]), []).append(i)
         calls, order = [], []
-        for width, idx in groups.items():
-            for s in range(0, len(idx), self.rec_max_batch):
-                part = idx[s : s + self.rec_max_batch]
-                batch, widths = P.pad_crops([crops[i] for i in part], width)
-                calls.append(self._infer(self.rec_model, {"crops": batch, "widths": widths}))
-                order.append(part)
+        for width, part in P.rec_calls([c.shape[1] for c in crops], self.rec_max_batch):
+            batch, widths = P.pad_crops([crops[i] for i in part], width)
+            calls.append(self._infer(self.rec_model, {"crops": batch, "widths": widths}))
+            order.append(part)
         results: list[tuple[str, float]] = [("", 0.0)] * len(crops)
         for part, res in zip(order, await asyncio.gather(*calls), strict=False):
             texts = res.as_numpy("text").reshape(-1)

@@ -28,6 +28,23 @@ def _script():
     return mod
 
 
+def _in_service(code: str) -> dict:
+    """Run `code` with the script loaded as `m` under the reference service's interpreter (it needs
+    the gateway's preprocessing); its last printed line, as JSON."""
+    if not SERVICE_PY.exists():
+        pytest.skip("reference_service/.venv is missing; run `make reference-venv`")
+    head = (
+        "import importlib.util, json\n"
+        f"s = importlib.util.spec_from_file_location('ci', {str(SCRIPT)!r}); m = importlib.util.module_from_spec(s)\n"
+        "s.loader.exec_module(m)\n"
+    )
+    got = subprocess.run(
+        [str(SERVICE_PY), "-c", head + code], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert got.returncode == 0, got.stderr[-2000:]
+    return json.loads(got.stdout.strip().splitlines()[-1])
+
+
 def test_the_value_nearest_the_mean_and_the_padding_by_hand():
     ci = _script()
     assert ci.nearest_mean([10.0, 20.0, 40.0]) == 1  # mean 23.3
@@ -59,19 +76,31 @@ def test_the_detector_page_has_the_golden_sets_mean_area():
     steps of 32, 21,344 px in all): mean 355.73 × 640 = 227,669.3 px. The nearest input is
     352 × 640 = 225,280 px (384 × 640 is 18,091 px off), first reached at doc_008; doc_000, the
     page calibrated on before, is 512 × 640 = 327,680 px, 1.44× the mean."""
-    if not SERVICE_PY.exists():
-        pytest.skip("reference_service/.venv is missing; run `make reference-venv`")
-    code = (
-        "import importlib.util, json, sys; from pathlib import Path\n"
-        f"s = importlib.util.spec_from_file_location('ci', {str(SCRIPT)!r}); m = importlib.util.module_from_spec(s)\n"
-        "s.loader.exec_module(m)\n"
+    out = _in_service(
         "files = sorted(m.GOLDEN.glob('doc_*.png')); areas = m.prepare_pages(files)[2]\n"
         "print(json.dumps({'n': len(files), 'areas': areas, 'at': files[m.nearest_mean(areas)].name}))\n"
     )
-    got = subprocess.run([str(SERVICE_PY), "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert got.returncode == 0, got.stderr[-2000:]
-    out = json.loads(got.stdout.strip().splitlines()[-1])
     assert out["n"] == 60 and sum(out["areas"]) == 21_344 * 640
     assert sum(out["areas"]) / 60 == pytest.approx(227_669.33, abs=0.01)
     assert out["at"] == "doc_008.png" and out["areas"][8] == 225_280
     assert out["areas"][0] == 327_680
+
+
+def test_the_fanout_table_counts_the_gateways_own_requests():
+    """The gateway's grouping (`pipeline.rec_calls`, the one `triton_client.recognise` sends), at
+    most 2 crops a request, by 160 px bucket (at least 320 px). Page a: widths 100, 330, 200, 500,
+    250, 900 → buckets 320, 480, 320, 640, 320, 960: the 320 bucket's three crops in 2 requests,
+    one request for each other bucket: 6 crops in 5 requests. Page b: 310 and 300 px, both 320:
+    1 request. Page c: no line, counted apart. Rows [crops, requests, pages], ascending."""
+    out = _in_service(
+        "from reference_service import pipeline as P\n"
+        "pages = [('a', [100, 330, 200, 500, 250, 900]), ('b', [310, 300]), ('c', [])]\n"
+        "print(json.dumps({'fan': m.fanout(pages, 2), 'calls': P.rec_calls(pages[0][1], 2)}))\n"
+    )
+    assert out["calls"] == [[320, [0, 2]], [320, [4]], [480, [1]], [640, [3]], [960, [5]]]
+    assert out["fan"] == {
+        "rec_max_batch": 2,
+        "per_page": [["a", 6, 5], ["b", 2, 1], ["c", 0, 0]],
+        "table": [[2, 1, 1], [6, 5, 1]],
+        "no_lines": 1,
+    }

@@ -425,3 +425,17 @@ def test_a_model_stage_reports_the_items_a_visit_really_sends(toy) -> None:
     assert row["items_per_request"] == {"predicted": 8.1, "measured": 6.88, "error_pct": 17.7}
     lines = compare.prediction_lines({"stages": {"recognise": row}})
     assert "predicted stage recognise items_per_request: 8.1 vs measured 6.88 (17.7 %)" in lines
+    # the calls: one item a call (the model's default), 8.1 items = 8 items 90 % of the time and 9
+    # items 10 %: 8.1 calls against 4.3 counted, (8.1 - 4.3) / 4.3 = +88.4 %
+    assert row["calls_per_visit"] == {"predicted": 8.1, "measured": 4.3, "error_pct": 88.4}
+    assert "predicted stage recognise calls_per_visit: 8.1 vs measured 4.3 (88.4 %)" in lines
+    # pairs (items_per_call 2) of 6.88 items: 3 calls 12 % of the time, 4 calls 88 %: 3.88;
+    # the fan-out table [[6, 4, 7], [7, 4, 53]] (413 crops in 240 calls on 60 pages): 4.0
+    data["dataflow"]["stages"][-1].update(items_per_request=6.88, model={"name": "det", "items_per_call": 2})
+    for table, calls, err in ((None, 3.88, -9.8), ([[6, 4, 7], [7, 4, 53]], 4.0, -7.0)):
+        data["dataflow"]["stages"][-1]["fanout"] = {"table": table} if table else None
+        spec = Spec.model_validate(data)
+        row = compare.compare(spec, {"offered_rps": 1.0, "stages": dec["stages"]}, None)["stages"][
+            "recognise"
+        ]
+        assert row["calls_per_visit"] == {"predicted": calls, "measured": 4.3, "error_pct": err}

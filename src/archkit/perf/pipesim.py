@@ -12,7 +12,10 @@ What it simulates (every choice is the spec's or stated here):
   when the stage declares `cpu_ms`, else a delay; with `concurrency`, each replica has that
   many workers and a FIFO queue, otherwise every visit starts at once.
 - Model stages: a visit sends ⌈items / items_per_call⌉ calls at once (a fan-out of
-  `items_per_request` items, the fractional part drawn per visit); each call goes to a
+  `items_per_request` items, the fractional part drawn per visit), or, where the stage declares
+  its measured fan-out (`fanout.table`), each visit's items and calls drawn together from that
+  table's rows by weight, the items split over the calls as evenly as they go (7 in 4: 2, 2, 2,
+  1; issue 29: the gateway's calls by width bucket, the pages with the most lines); each call goes to a
   replica by the service's `routing` (random, round-robin, least-request) and waits in that
   replica's queue. Triton's dynamic batcher: a free instance takes whole calls in arrival
   order up to the target batch; a batch short of it waits until the oldest call has waited
@@ -126,9 +129,13 @@ def _answers(spec: Spec, node_id: str | None) -> bool:
     return node is not None
 
 
-def _call_bounded(load: LoadModel) -> int:
+def _call_bounded(spec: Spec, load: LoadModel) -> int:
     """Requests whose calls fit MAX_CALLS: a fan-out of thousands of items per request costs that many calls."""
-    per = sum(s.reach * max(1.0, s.items_per_request / max(1, s.items_per_call)) for s in load.stages)
+    fan = {st.id: st.fanout.mean_calls for st in spec.dataflow.stages if st.fanout is not None}
+    per = sum(
+        s.reach * max(1.0, fan.get(s.stage) or s.items_per_request / max(1, s.items_per_call))
+        for s in load.stages
+    )
     return max(1000, int(MAX_CALLS / max(per, 1.0)))
 
 
@@ -153,6 +160,7 @@ def compile_steps(spec: Spec, load: LoadModel) -> tuple[dict[str, Step], list[st
             "routing": routing,
             "items_mean": st.items_per_request,
             "items_per_call": sl.items_per_call,
+            "fanout": list(st.fanout.table) if st.fanout is not None else [],
             "timeout_s": (call.timeout_ms or 0.0) / 1000 if call is not None else 0.0,
             "retries": call.retry.attempts if call is not None and call.retry else 0,
             "backoff_s": call.retry.backoff_ms / 1000 if call is not None and call.retry else 0.0,
@@ -195,7 +203,7 @@ def simulate_pipeline(
         arr = np.sort(np.asarray(arrivals, dtype=np.float64))[:MAX_REQUESTS]
         n = int(arr.shape[0])
     else:
-        n = max(0, min(int(requests), MAX_REQUESTS, _call_bounded(load)))
+        n = max(0, min(int(requests), MAX_REQUESTS, _call_bounded(spec, load)))
         if rate_rps <= 0 or n == 0:
             return PipelineSim(0, 0, 0, 0, rate_rps, 0.0, 0.0, 0.0, 0.0, 0.0, True, {}, (), seed)
         arr = np.cumsum(rng.exponential(1 / rate_rps, n))
@@ -210,7 +218,7 @@ def simulate_pipeline(
     for v, r in enumerate(routes):
         for j, sid in enumerate(r):
             route_stage[v, j] = kidx[sid]
-    batch_s, over_s, work, items = _draws(order, rng, n)
+    batch_s, over_s, work, items, ncalls = _draws(order, rng, n)
     # rate limits: token buckets applied to the arrival times before the loop (`perf.limits`),
     # with their own random stream so that a spec without limits draws exactly as before
     run = np.arange(n)
@@ -234,7 +242,10 @@ def simulate_pipeline(
     noise = rng.random(max(4 * n, 1 << 16))
     rr = route_of[run].astype(np.int64)
     budget = _EVENTS_PER_REQUEST * n if max_work is None else max(1, int(max_work))
-    args = (t_in, rr, route_len, route_stage, batch_s, over_s, work[:, run], items[:, run], noise, budget)
+    args = (
+        t_in, rr, route_len, route_stage, batch_s, over_s, work[:, run], items[:, run], ncalls[:, run], noise,
+        budget,
+    )  # fmt: skip
     cosim = [k for k, sp in enumerate(order) if sp.cosim]
     refusal = refusal_load(spec, order, len(res_units))
     bucket_cost = refusal_load(spec, order, len(res_units), bucket=True) if bucket_refused_rps else None
@@ -261,7 +272,7 @@ def simulate_pipeline(
     for rnd in range(rounds):
         used = units
         loop = _loop(spec, order, used, compiled)
-        round_args = (*args[:9], max(1, budget - spent))
+        round_args = (*args[:_BUDGET], max(1, budget - spent))
         out = loop(*round_args)
         if cosim:
             first = []  # this round's first tokens only
@@ -319,13 +330,15 @@ def refusal_load(spec: Spec, order: list[Step], n_res: int, bucket: bool = False
 
 
 def _draws(order: list[Step], rng: np.random.Generator, n: int) -> tuple[np.ndarray, ...]:
-    """Per-stage inputs: batch and overhead tables, each request's worker-visit work and fan-out items."""
+    """Per-stage inputs: batch and overhead tables, each request's worker-visit work, fan-out items
+    and calls (0: the handler splits the items; a `fanout` table's row gives both)."""
     n_k = len(order)
     bmax = max([len(sp.batch_s) for sp in order] + [2])
     batch_s = np.zeros((max(n_k, 1), bmax))
     over_s = np.zeros((max(n_k, 1), bmax))
     work = np.zeros((max(n_k, 1), n))
     items = np.ones((max(n_k, 1), n), dtype=np.int64)
+    ncalls = np.zeros((max(n_k, 1), n), dtype=np.int64)
     for k, sp in enumerate(order):
         if sp.tabled:
             batch_s[k, : len(sp.batch_s)] = sp.batch_s
@@ -337,10 +350,22 @@ def _draws(order: list[Step], rng: np.random.Generator, n: int) -> tuple[np.ndar
             work[k] = sp.p50_s
         else:
             work[k] = sp.p50_s * np.exp(sp.sigma * rng.standard_normal(n))
+        if sp.fanout and sp.tabled:  # a batcher's calls (a worker visit is one job whatever it carries)
+            items[k], ncalls[k] = fanout_draws(sp.fanout, rng.random(n))
+            continue
         frac = sp.items_mean - math.floor(sp.items_mean)
         base = max(1, math.floor(sp.items_mean))
         items[k] = base + (rng.random(n) < frac) if frac > 0 else base
-    return batch_s, over_s, work, items
+    return batch_s, over_s, work, items, ncalls
+
+
+def fanout_draws(table: list[tuple[int, int, float]], u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each visit's (items, calls): the table's row whose cumulative weight share first passes its
+    U(0, 1) draw in `u` (rows in the table's order)."""
+    rows = np.asarray(table, dtype=np.float64).reshape(-1, 3)
+    cum = np.cumsum(rows[:, 2])
+    pick = np.minimum(np.searchsorted(cum, u * cum[-1], side="right"), rows.shape[0] - 1)
+    return rows[pick, 0].astype(np.int64), rows[pick, 1].astype(np.int64)
 
 
 def _offsets(order: list[Step]) -> np.ndarray:
@@ -370,15 +395,17 @@ def _loop(spec: Spec, order: list[Step], res_units: list[float], compiled: bool)
     st_off = _offsets(order)
 
     def loop(*a: Any) -> Any:
-        """(arrivals, routes, route lengths, route stages, batch_s, over_s, work, items, noise, budget)."""
-        t_in, rr, route_len, route_stage, batch_s, over_s, work, items, noise, budget = a
+        """(arrivals, routes, route lengths, route stages, batch_s, over_s, work, items, calls, noise, budget)."""
+        t_in, rr, route_len, route_stage, batch_s, over_s, work, items, ncalls, noise, budget = a
         return fn(
             t_in, rr, route_len, route_stage, *per_stage, fallback, st_off, st_group, g_inflight, g_queue,
-            batch_s, over_s, work, items, units, noise, budget,
+            batch_s, over_s, work, items, ncalls, units, noise, budget,
         )  # fmt: skip
 
     return loop
 
+
+_BUDGET = 10  # the loop's arguments: the budget of work is the last, after the noise
 
 _COLUMNS = (
     ("handler", np.int64), ("resource", np.int64), ("replicas", np.int64), ("servers", np.int64),
@@ -419,7 +446,7 @@ def _cosimulate(
     rr, route_len, route_stage = args[1], args[2], args[3]
     work = args[6].copy()
     done_at, lat = out[0], out[2]
-    left = int(args[9]) - int(out[4])
+    left = int(args[_BUDGET]) - int(out[4])
     unanswered: list[tuple[int, np.ndarray]] = []  # (stage, request indices) a model did not answer
     cuts: list[tuple[str, str]] = []
     for k in cosim:
@@ -449,12 +476,12 @@ def _cosimulate(
             if took.first_s is not None:
                 ok = slice(None) if took.answered is None else took.answered
                 first.append(_first_token(order[k].stage, (at - sent_s[seen])[ok], took.first_s[ok]))
-    second = loop(*args[:6], work, *args[7:9], max(1, left))
+    second = loop(*args[:6], work, *args[7:_BUDGET], max(1, left))
     status, lat2 = second[1], second[2]
     for k, idx in unanswered:
         status[idx] = 0  # cut short: `_result` counts it neither answered nor failed
         lat2[k, idx] = np.nan
-    spent = int(args[9]) - left  # the first pass and the models' simulations
+    spent = int(args[_BUDGET]) - left  # the first pass and the models' simulations
     cut = (cuts[0][0], "; ".join(c for _, c in cuts)) if cuts else None
     return (*second[:4], second[4] + spent, second[5]), cut
 

@@ -161,6 +161,7 @@ def _run(
     over_s: np.ndarray,  # [step, n] host-side overhead after it
     work: np.ndarray,  # [step, request] work of a worker visit (s)
     items: np.ndarray,  # [step, request] items of a visit
+    vcalls: np.ndarray,  # [step, request] calls of a visit (a fan-out table's); 0: the handler's split
     units: np.ndarray,  # cores or GPUs per resource
     uniform: np.ndarray,  # a pool of U(0,1) draws for random routing
     max_events: int,  # a budget of work: events plus the jobs and replicas each one scans
@@ -413,9 +414,17 @@ def _run(
                     seq += 1
                     heapq.heappush(heap, (now + st_timeout[s], seq, EV_TIMEOUT, i, attempt[i]))
                 ncalls, per, k_items = _calls(st_handler[s], items[s, i], st_ipc[s])
+                even = vcalls[s, i] > 0  # the table's calls: the items split as evenly as they go
+                if even:
+                    k_items = items[s, i]
+                    ncalls = min(vcalls[s, i], k_items)
+                    per = k_items // ncalls
                 pending[i] = ncalls
                 for cc in range(ncalls):
-                    size = per if cc < ncalls - 1 else k_items - per * (ncalls - 1)
+                    if even:  # the first (items mod calls) calls carry one item more
+                        size = per + (1 if cc < k_items - per * ncalls else 0)
+                    else:
+                        size = per if cc < ncalls - 1 else k_items - per * (ncalls - 1)
                     # pick a replica
                     reps = st_reps[s]
                     rep = 0

@@ -20,6 +20,7 @@ from archkit.spec.base import (
     Node,
     Seconds,
 )
+from archkit.spec.fanout import Fanout
 from archkit.spec.governance import ConfidenceBreaker, Consent
 from archkit.spec.keys import KeyCustody
 from archkit.spec.model_contract import ModelContract
@@ -263,6 +264,11 @@ class Stage(Node):
         1.0,
         description="items this stage handles per end-to-end request (e.g. 8 line crops per "
         "page); its arrival rate is this times the request rate; at most 10,000",
+    )
+    fanout: Fanout | None = Field(
+        None,
+        description="the items and calls of each visit as a measured distribution (archkit.spec.fanout): "
+        "the simulation draws them per visit; its mean items equal items_per_request (AK118)",
     )
     cpu_ms: Ms | None = Field(
         None,

@@ -46,6 +46,9 @@ class Step:
     max_queue: int  # admission limit: calls a replica's queue holds; 0: unbounded
     items_mean: float
     items_per_call: int
+    # a measured fan-out (`stage.fanout.table`): [items, calls, weight] rows a visit is drawn from,
+    # its calls overriding the handler's split; empty: `items_mean` items split by the handler
+    fanout: list[tuple[int, int, float]] = field(default_factory=list)
     batch_s: list[float] = field(default_factory=list)  # processor time of a batch of n items, n = 0..batch
     over_s: list[float] = field(default_factory=list)  # host-side overhead after it (a model on a GPU)
     p50_s: float = 0.0
