@@ -200,6 +200,7 @@ def run_archkit(url: str, args: argparse.Namespace, folder: Path) -> dict:
         "errors": e2e["errors"],
         "ttft_p50_ms": m["ttft_ms"]["p50_ms"],
         "ttft_n": m["ttft_ms"]["count"],
+        "ttft_mean_ms": m["ttft_ms"]["mean_ms"],
         "itl_p50_ms": m["itl_ms"]["p50_ms"],
         "itl_n": m["itl_ms"]["count"],
         "tpot_p50_ms": m["tpot_ms"]["p50_ms"],
@@ -208,6 +209,8 @@ def run_archkit(url: str, args: argparse.Namespace, folder: Path) -> dict:
         "server_prompt_mean_ms": (m.get("server_prompt_ms") or {}).get("mean_ms"),
         "server_decode_per_token_p50_ms": (m.get("server_decode_per_token_ms") or {}).get("p50_ms"),
         "send_lag_p99_ms": (res.measured.get("generator") or {}).get("send_lag", {}).get("p99_ms"),
+        # when its schedule started (the worker's `started` message, wall clock): its first send
+        "started_at": res.data.started_at,
     }
 
 
@@ -237,6 +240,7 @@ def aiperf_result(out: Path, returncode: int, log: str) -> dict:
     return {
         "requests": int((data.get("request_count") or {}).get("avg") or 0),
         "ttft_p50_ms": ttft["p50"],
+        "ttft_mean_ms": ttft.get("avg"),
         "itl_p50_ms": itl["p50"],  # AIPerf's ITL: per request (latency - TTFT) / (tokens - 1)
         "inter_chunk_p50_ms": icl.get("p50"),  # every gap between chunks, like archkit's ITL
         # its prompt length by its own tokenizer, and the server's count of the same prompts (usage)
@@ -318,13 +322,14 @@ class SlotWatcher:
 
 
 def archkit_start_delay(url: str, args: argparse.Namespace, folder: Path) -> float:
-    """Seconds from calling archkit's loadtest to its first request at the server (spec load, the
-    locust worker's start), measured on one request; it doubles as archkit's warm-up."""
+    """Seconds from calling archkit's loadtest to the start of its schedule (its first send: the
+    spec load and the locust worker's start), on one request, twice: the first call also warms
+    archkit (the worker's imports come from a cold page cache, ~1 s more), the second is timed."""
     one = argparse.Namespace(**(vars(args) | {"requests": 1}))
-    with SlotWatcher(url) as w:
-        t0 = time.monotonic()
-        run_archkit(url, one, folder)
-        return w.first_after(t0, 5) - t0
+    for _ in range(2):
+        t0 = time.time()
+        started = run_archkit(url, one, folder)["started_at"]
+    return float(started - t0)
 
 
 def together_round(
@@ -353,7 +358,9 @@ def together_round(
                 k = max(0, math.ceil((time.monotonic() + 0.05 + delay_s - t_a - period / 2) / period))
                 t_b = t_a + period / 2 + k * period  # when archkit's first request should arrive
                 time.sleep(max(0.0, t_b - delay_s - time.monotonic()))
+                called = time.time()
                 ours = run_archkit(url, args, folder)
+                observed = ours.pop("started_at") - called
                 rc = proc.wait(args.requests / args.rate + 600)
             finally:
                 if proc.poll() is None:
@@ -369,7 +376,8 @@ def together_round(
     return pair(ours, theirs, "together") | {
         "arrangement": {
             "aiperf_first_request_s": round(t_a - t_launch, 2),
-            "archkit_start_delay_s": round(delay_s, 2),
+            "archkit_start_delay_s": round(delay_s, 2),  # as planned
+            "archkit_start_delay_observed_s": round(observed, 2),
             "archkit_first_planned_periods": k + 0.5,
             "requests_seen": len(phases),
             "on_aiperf_grid": len(phases) - len(off),
@@ -416,6 +424,7 @@ def one_round(
         c0 = server_counters(url)
         run = run_aiperf(peer, tok, url, args, folder) if tool == "aiperf" else run_archkit(url, args, folder)
         # what the server counted for this tool's requests (metrics update per finished task)
+        run.pop("started_at", None)
         run["server"] = server_side(c0, server_counters(url), run["requests"])
         got[tool] = run
     return pair(got["archkit"], got["aiperf"], order[0])
@@ -449,9 +458,10 @@ def summarise(rounds: list[dict]) -> dict:
         return _pct(statistics.median(vals)) if vals else None
 
     def client_share(tool: str) -> float:
+        # means of both: the server's prefill time is known per tool only as a sum when both run at once
         return round(
             statistics.median(
-                r[tool]["ttft_p50_ms"] - (r[tool]["server"]["prefill_ms_per_request"] or 0) for r in rounds
+                r[tool]["ttft_mean_ms"] - (r[tool]["server"]["prefill_ms_per_request"] or 0) for r in rounds
             ),
             2,
         )
@@ -471,9 +481,12 @@ def summarise(rounds: list[dict]) -> dict:
             | {"first": r["first"]}
             for r in rounds
         ],
-        # like with like: TTFT less the server's own prefill time of the same requests, i.e. what the
-        # client and the transport add to the first token (queueing aside, at a rate below capacity)
-        "ttft_less_server_prefill_ms": {"archkit": client_share("archkit"), "aiperf": client_share("aiperf")},
+        # like with like: mean TTFT less the server's own mean prefill time of the same requests, i.e.
+        # what the client and the transport add to the first token (queueing aside, below capacity)
+        "ttft_mean_less_server_prefill_ms": {
+            "archkit": client_share("archkit"),
+            "aiperf": client_share("aiperf"),
+        },
         "same_prompt_tokens": all(
             r["archkit"]["server"]["prompt_tokens_per_request"]
             == r["aiperf"]["server"]["prompt_tokens_per_request"]
@@ -528,6 +541,8 @@ def main(argv: list[str] | None = None) -> int:
                 folder.mkdir()
                 if args.mode == "together":
                     rounds.append(together_round(url, peer, tok, args, folder, delay))
+                    # the next round plans with the start-up this one took
+                    delay = rounds[-1]["arrangement"]["archkit_start_delay_observed_s"]
                 else:
                     rounds.append(one_round(url, peer, tok, args, folder, aiperf_first=i % 2 == 1))
             load1 = os.getloadavg()[0]

@@ -227,7 +227,12 @@ def peer_run(tmp_path_factory):
         assert a["requests_seen"] == 2 * REQUESTS and a["between"] == REQUESTS, got["arrangement"]
     keys = ("ttft_p50_diff_pct", "tpot_vs_aiperf_itl_diff_pct", "itl_vs_aiperf_inter_chunk_diff_pct")
     print(
-        f"peer: busy {busy:.2f} cores;", {k: got[k] for k in keys}, got["per_round_pct"], got["arrangement"]
+        f"peer: busy {busy:.2f} cores;",
+        {k: got[k] for k in keys},
+        got["per_round_pct"],
+        got["arrangement"],
+        got["ttft_mean_less_server_prefill_ms"],
+        got["load_average"],
     )
     return got
 
