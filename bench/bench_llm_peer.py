@@ -32,6 +32,7 @@ import http.client
 import json
 import math
 import os
+import resource
 import socket
 import statistics
 import subprocess
@@ -359,9 +360,12 @@ def together_round(
                 t_b = t_a + period / 2 + k * period  # when archkit's first request should arrive
                 time.sleep(max(0.0, t_b - delay_s - time.monotonic()))
                 called = time.time()
+                cpu0 = _children_cpu_s()
                 ours = run_archkit(url, args, folder)
+                cpu1 = _children_cpu_s()  # archkit's locust worker, a child of this process, is reaped
                 observed = ours.pop("started_at") - called
                 rc = proc.wait(args.requests / args.rate + 600)
+                cpu2 = _children_cpu_s()  # AIPerf and the services it reaped
             finally:
                 if proc.poll() is None:
                     proc.kill()
@@ -384,8 +388,16 @@ def together_round(
             "between": len(off),
             "between_phase_median": round(statistics.median(off), 3) if off else None,
             "both_slots_busy_share": round(both_busy, 3),
+            # the clients' own CPU time over the round (user + system s): what they could take from
+            # the server's core on two vCPUs
+            "client_cpu_s": {"archkit": round(cpu1 - cpu0, 2), "aiperf": round(cpu2 - cpu1, 2)},
         }
     }
+
+
+def _children_cpu_s() -> float:
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
 
 
 def attribute_counters(
@@ -513,6 +525,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--rounds", type=int, default=4, help="rounds of both tools (turns: the first alternating)"
     )
+    ap.add_argument(
+        "--client-nice", type=int, default=0, help="run both clients this much nicer than the server"
+    )
     ap.add_argument("--json", type=Path)
     args = ap.parse_args(argv)
     if args.slots is None:
@@ -527,6 +542,10 @@ def main(argv: list[str] | None = None) -> int:
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     server = start_server(exe, model, port, args.slots, args.threads)
+    if args.client_nice:
+        # the clients (AIPerf, archkit's worker, this process) below the server: on two vCPUs a
+        # client's bookkeeping then waits for the server's thread instead of slowing one tool's requests
+        os.nice(args.client_nice)
     rounds: list[dict] = []
     try:
         with tempfile.TemporaryDirectory(prefix="llm-peer-") as tmp:

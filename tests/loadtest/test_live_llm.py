@@ -211,7 +211,7 @@ def peer_run(tmp_path_factory):
         )
     out = tmp_path_factory.mktemp("peer") / "peer.json"
     args = ["--mode", "together", "--rate", "0.5", "--requests", str(REQUESTS), "--rounds", str(ROUNDS),
-            "--isl", "32", "--osl", "16"]  # fmt: skip
+            "--isl", "32", "--osl", "16", "--client-nice", "5"]  # fmt: skip
     r = subprocess.run(
         [sys.executable, str(ROOT / "bench" / "bench_llm_peer.py"), *args, "--json", str(out)],
         capture_output=True,
