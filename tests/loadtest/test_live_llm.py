@@ -174,6 +174,9 @@ def busy_cores(seconds: float = 3.0) -> float:
 # requests in turn and every second of its drift falls on both (in turns, one round's two ~12 s runs
 # differed by up to 58 % in ITL P50 on quiet cores, and the median of 5 rounds missed 5 % once in
 # three runs: docs/benchmarks.md, LLM peer). Each figure is the median of ROUNDS such runs' ratios.
+# Both clients run at nice 5 below the server: at the server's priority, the work of AIPerf's
+# services (~15 % of a core) that fell during archkit's requests slowed the server's prefill of
+# those by up to 12 % (docs/benchmarks.md, "Together").
 # The cores busy now must be few (BUSY_LIMIT), and the load-average guard stays, so CI (whose load
 # average after the parallel pass is above the cores) still skips it.
 BUSY_LIMIT = 0.5
