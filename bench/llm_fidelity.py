@@ -15,7 +15,10 @@ through a measurement lock or directly):
   report    measured against predicted for every level (targets: TTFT P50 +-15 %, TTFT P99
             +-25 %, ITL P50 +-10 %), and the measured knee: the last measured level whose TTFT P99
             stays within twice that of the lowest level (the prediction's definition), against
-            the predicted knee (+-20 %).
+            the predicted knee (+-20 %). Each target is judged twice: on the point estimate, and
+            on the measured percentile's 95 % order-statistics interval (met when the prediction
+            is within the tolerance of every value in it, missed when of none, else "cannot
+            tell": a P99 of fewer than 368 requests always cannot).
 
 The load goes to the engine itself (the `generate` stage the LLM model predicts) unless
 `--target gateway`: the gateway's relay adds its own milliseconds, which the stage model does not
@@ -215,6 +218,13 @@ def level(out: Path, fraction: float, requests: int, target: str, max_s: float =
         "server_prompt_p50_ms": (m.get("server_prompt_ms") or {}).get("p50_ms"),
         "server_decode_per_token_p50_ms": (m.get("server_decode_per_token_ms") or {}).get("p50_ms"),
         "slo": (m.get("slo") or None),
+        # each target's 95 % order-statistics interval (archkit.orderstats), which the report
+        # judges the prediction against beside the point estimate
+        "ci": {
+            "ttft_p50_ms": (m["ttft_ms"].get("ci") or {}).get("p50_ms"),
+            "ttft_p99_ms": (m["ttft_ms"].get("ci") or {}).get("p99_ms"),
+            "itl_p50_ms": (m["itl_ms"].get("ci") or {}).get("p50_ms"),
+        },
     }
     (out / f"measured-{fraction:g}.json").write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
     return doc
@@ -329,6 +339,29 @@ def _err(pred: float, got: float) -> float:
     return round(100.0 * (pred - got) / got, 1) if got else float("nan")
 
 
+def _interval(got: dict, key: str) -> list | None:
+    ci = (got.get("ci") or {}).get(key)
+    return [ci["lo_ms"], ci["hi_ms"], ci["n"]] if ci else None
+
+
+def _span(iv: list | None) -> str:
+    if not iv:
+        return ""
+    lo, hi, n = iv
+    return f", [{lo:g}, {'∞)' if hi is None else f'{hi:g}]'} of n={n}"
+
+
+def _within_95(pred: float, got: dict, key: str, tol: float) -> str:
+    """The prediction against the measured percentile's 95 % interval: met, missed, or cannot tell
+    (a level measured before the intervals were recorded: not known)."""
+    from archkit.orderstats import within_tolerance
+
+    ci = (got.get("ci") or {}).get(key)
+    if not ci:
+        return "not known"
+    return {True: "met", False: "missed", None: "cannot tell"}[within_tolerance(pred, ci, tol)]
+
+
 def report(out: Path) -> dict:
     pred = json.loads((out / "predicted.json").read_text())
     rows, measured = [], []
@@ -349,7 +382,8 @@ def report(out: Path) -> dict:
         measured.append(got)
         f = p["rate_rps"] / pred["knee_rps"]
         checks = {k: {"predicted": p[k], "measured": got[k], "error_pct": _err(p[k], got[k]),
-                      "within": abs(_err(p[k], got[k])) <= tol, "tolerance_pct": tol}
+                      "within": abs(_err(p[k], got[k])) <= tol, "tolerance_pct": tol,
+                      "interval": _interval(got, k), "within_95": _within_95(p[k], got, k, tol)}
                   for k, tol in TARGETS.items()}  # fmt: skip
         rows.append({"fraction": float(f), "rate_rps": p["rate_rps"], "requests": got["requests"],
                      "itl_n": got["itl_n"], "load": [got["load_before"], got["load_after"]], "checks": checks})  # fmt: skip
@@ -370,7 +404,8 @@ def report(out: Path) -> dict:
     print("|---|---|---|---|---|---|---|")
     for r in rows:
         c = r["checks"]
-        cells = [f"{c[k]['predicted']:g} / {c[k]['measured']:g} ms ({c[k]['error_pct']:+g} %{'' if c[k]['within'] else ' ✗'})"
+        cells = [f"{c[k]['predicted']:g} / {c[k]['measured']:g} ms ({c[k]['error_pct']:+g} %{'' if c[k]['within'] else ' ✗'}; "
+                 f"95 %: {c[k]['within_95']}{_span(c[k]['interval'])})"
                  for k in TARGETS]  # fmt: skip
         print(f"| {r['fraction']:g} | {r['rate_rps']:g} | {r['requests']} ({r['itl_n']}) | "
               f"{r['load'][0]:g}-{r['load'][1]:g} | " + " | ".join(cells) + " |")  # fmt: skip

@@ -51,8 +51,10 @@ def run_gateway(
         )
     )
     started = time.monotonic()
+    timed_out = False
 
     async def announce() -> None:
+        nonlocal timed_out
         while not server.started and not server.should_exit:
             await asyncio.sleep(0.05)
         gw = app.state.gateway
@@ -61,6 +63,7 @@ def run_gateway(
                 print(
                     f"not ready after {ready_timeout_s:.0f} s; {not_ready_log()}", file=sys.stderr, flush=True
                 )
+                timed_out = True
                 server.should_exit = True
                 return
             await asyncio.sleep(poll_s)
@@ -81,4 +84,5 @@ def run_gateway(
         asyncio.run(run())
     finally:
         shutil.rmtree(run_dir, ignore_errors=True)
-    return 0 if app.state.gateway.ready or server.started else 1
+    # uvicorn started but the gateway never got ready: that is the timeout's exit 1 too
+    return 1 if timed_out or not server.started else 0

@@ -135,3 +135,23 @@ def decide(budget: float, ci: dict) -> tuple[bool | None, int | None]:
         if size > ci["n"] and f_lo is not None and f_hi is not None and (f_hi <= budget or f_lo > budget):
             return None, size
     return None, None
+
+
+def within_tolerance(predicted: float, ci: dict, tolerance_pct: float) -> bool | None:
+    """Is a prediction within ±tolerance_pct of the quantile this interval bounds, at its confidence?
+
+    The error (predicted − q) / q falls as the true quantile q rises, so it is within the
+    tolerance for every q in [lo, hi] when it is at both ends (True), and for none when even the
+    end nearest the prediction is beyond it (False). Otherwise, or below `min_n` samples (as in
+    `decide`), the run cannot tell (None).
+    """
+    lo, hi = ci.get("lo_ms"), ci.get("hi_ms")
+    if ci["n"] < ci["min_n"] or lo is None or hi is None or lo <= 0:
+        return None
+    tol = tolerance_pct / 100.0
+    at_lo, at_hi = (predicted - lo) / lo, (predicted - hi) / hi
+    if at_lo <= tol and at_hi >= -tol:
+        return True
+    if at_hi > tol or at_lo < -tol:
+        return False
+    return None

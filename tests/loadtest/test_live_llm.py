@@ -67,7 +67,7 @@ def test_tokens_and_timings_from_a_real_engine(engine, tmp_path) -> None:
                             "prompt_tokens": {"mean_tokens": 32},
                             "output_tokens": {"mean_tokens": 16},
                         },
-                        "budgets": {"ttft_p99_ms": 60_000},
+                        "budgets": {"ttft_p99_ms": 60_000, "itl_p50_ms": 60_000},
                     },
                 }
             ]
@@ -96,7 +96,10 @@ def test_tokens_and_timings_from_a_real_engine(engine, tmp_path) -> None:
     assert m["server_prompt_ms"]["count"] == n and m["server_decode_per_token_ms"]["count"] == n
     assert m["server_prompt_ms"]["p50_ms"] < m["ttft_ms"]["p50_ms"]
     assert m["server_decode_per_token_ms"]["p50_ms"] < m["tpot_ms"]["p50_ms"] * 1.25
-    assert {v.id: v.passed for v in res.verdicts if v.id.startswith("llm.")} == {"llm.gen.ttft_p99_ms": True}
+    # judged on their intervals: an ITL P50 over >= 60 gaps is decided; a TTFT P99 over <= 8 requests
+    # is not (it needs 368), however far under its budget every value is
+    got = {v.id: v.outcome for v in res.verdicts if v.id.startswith("llm.")}
+    assert got == {"llm.gen.itl_p50_ms": "pass", "llm.gen.ttft_p99_ms": "inconclusive"}
 
 
 def _knee_spec(tmp_path, host: str):

@@ -205,3 +205,46 @@ def test_the_stages_slo_objectives_travel_with_the_workload_and_are_judged() -> 
     (v,) = [v for v in judge(spec, measured) if v.id == "llm.gen.slo_attainment"]
     assert not v.passed and v.measured == 0.85
     assert "17 of 20 requests (goodput 1.7 req/s" in v.why and "n=20" in v.why
+
+
+def test_token_budgets_are_judged_on_their_intervals() -> None:
+    """113 TTFTs (1..113 ms) and 1,695 ITL gaps (1..15 ms, 113 each): the ITL P50's interval lies
+    within 10 ms and beyond 5 ms, so its budgets pass and fail; a TTFT P99 of 113 requests decides
+    nothing (it needs 368) whatever the budget, and says how many would decide it."""
+    from archkit.loadtest import hist
+    from archkit.loadtest.judge_llm import judge
+
+    ms = load_all()
+    ttft, itl = hist.new(), hist.new()
+    for v in range(1, 114):
+        hist.record_ms(ttft, float(v))
+        for g in range(1, 16):
+            hist.record_ms(itl, float(g))
+    m = {"ttft_ms": ms["ttft_ms"].summary(ttft, {}), "itl_ms": ms["itl_ms"].summary(itl, {})}
+    assert m["ttft_ms"]["ci"]["p99_ms"]["n"] == 113 and m["ttft_ms"]["ci"]["p99_ms"]["hi_ms"] is None
+    # P50 of 1,695 gaps: its interval's ranks (807, 889) both fall on 8 ms (ranks 792..904), kept
+    # as HDR's bucket edges 8.0 and 8.003
+    assert (m["itl_ms"]["ci"]["p50_ms"]["lo_ms"], m["itl_ms"]["ci"]["p50_ms"]["hi_ms"]) == (8.0, 8.003)
+    measured = {"kind": "baseline", "duration_s": 427.0, "scenarios": {"chat": {"measures": m}}}
+
+    def verdicts(budgets: str) -> dict:
+        text = SPEC.replace(
+            "          shared_prefix: {groups: 3, tokens: 20, share: 1.0}\n",
+            f"          shared_prefix: {{groups: 3, tokens: 20, share: 1.0}}\n        budgets: {budgets}\n",
+        )
+        spec = load_text(text, "t.yaml").spec
+        assert spec is not None
+        return {v.metric: v for v in judge(spec, measured)}
+
+    met = verdicts("{ttft_p99_ms: 500, itl_p50_ms: 10}")
+    assert met["itl_p50_ms"].outcome == "pass" and "from 1695 samples" in met["itl_p50_ms"].why
+    assert met["ttft_p99_ms"].outcome == "inconclusive"  # 113 < 368, even with every value under
+    assert "too few samples for a P99 (it needs 368)" in met["ttft_p99_ms"].why
+    missed = verdicts("{ttft_p99_ms: 50, itl_p50_ms: 5}")
+    assert missed["itl_p50_ms"].outcome == "fail"
+    # the interval's low end (X_(109) = 109 ms) is over 50 ms, but below 368 samples nothing is
+    # decided (orderstats.decide): this too is inconclusive, with the run that would decide it
+    assert (
+        missed["ttft_p99_ms"].outcome == "inconclusive"
+        and "samples would decide it" in missed["ttft_p99_ms"].why
+    )

@@ -110,3 +110,18 @@ def test_a_stage_histogram_interval_spans_whole_buckets() -> None:
     assert (lo, hi) == (392, 400)  # both ranks fall in the (1, 2.5] ms bucket
     assert (ci["lo_ms"], ci["hi_ms"]) == (1.0, 2.5)
     assert decide(2.5, ci)[0] is True and decide(0.9, ci)[0] is False and decide(2.0, ci)[0] is None
+
+
+def test_a_prediction_against_an_interval_by_hand() -> None:
+    """Interval [10, 12] ms: 11 is within ±25 % of every value in it; 16 is more than 25 % over even 12
+    (+33 %); 12.8 is within of 12 (+6.7 %) but not of 10 (+28 %): the run cannot tell. Too few samples,
+    or an open end, decide nothing."""
+    from archkit.orderstats import within_tolerance
+
+    ci = {"n": 400, "min_n": 368, "lo_ms": 10.0, "hi_ms": 12.0}
+    assert within_tolerance(11.0, ci, 25) is True
+    assert within_tolerance(16.0, ci, 25) is False
+    assert within_tolerance(7.0, ci, 25) is False  # -30 % of 10, the nearest end
+    assert within_tolerance(12.8, ci, 25) is None
+    assert within_tolerance(11.0, {**ci, "n": 113}, 25) is None
+    assert within_tolerance(11.0, {**ci, "hi_ms": None}, 25) is None

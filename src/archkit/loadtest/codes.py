@@ -72,7 +72,8 @@ CODES: tuple[VerdictCode, ...] = (
         r"llm\.[^.]+\.[a-z0-9_]+",
         "A streamed run of an llm stage within its llm.budgets: TTFT (to the first non-empty token), "
         "ITL (every gap, per token), TPOT (P99 over requests), end to end, output tokens/s sustained; "
-        "from the client's per-chunk timing, exact to 0.1 %, with its sample size.",
+        "from the client's per-chunk timing, exact to 0.1 %; a percentile judged on its 95 % interval "
+        "like LT101 (inconclusive when the interval straddles the budget or the samples are too few).",
         "DESIGN.md, LLM serving: users judge an LLM by TTFT, ITL and TPOT, not one latency",
     ),
     VerdictCode(

@@ -72,7 +72,7 @@ def _fmt(v: float | None, unit: str) -> str:
     return f"{v:.0f} {unit}" if abs(v) >= 1000 else f"{v:.4g} {unit}"
 
 
-def _upper(
+def upper_bound(
     vid: str,
     scope: str,
     metric: str,
@@ -83,7 +83,13 @@ def _upper(
     what: str,
     ci: dict | None = None,
     duration_s: float | None = None,
+    stat: str | None = None,
 ) -> Verdict | None:
+    """An upper budget beside its measurement; a percentile with its interval (`ci`) is judged on it.
+
+    `stat` names the percentile ("p99_ms") where `metric` is a budget field that does not start
+    with it (an llm stage's `ttft_p99_ms`).
+    """
     if budget is None:
         return None
     if measured is None:
@@ -104,10 +110,10 @@ def _upper(
         why = f"{what} {_fmt(measured, unit)} {'≤' if ok else '>'} budget {_fmt(budget, unit)}" + (
             "" if ok else f" (over by {_fmt(measured - budget, unit)})"
         )
-        if metric in PCTS:  # a percentile without its sample count (an older measurement)
+        if (stat or metric) in PCTS:  # a percentile without its sample count (an older measurement)
             why += " (sample count unknown)"
         return Verdict(vid, scope, metric, "<=", budget, measured, unit, ok, why, path)
-    return _percentile(vid, scope, metric, budget, measured, unit, path, what, ci, duration_s)
+    return _percentile(vid, scope, stat or metric, budget, measured, unit, path, what, ci, duration_s, metric)
 
 
 def _interval_text(ci: dict, unit: str) -> str:
@@ -117,7 +123,7 @@ def _interval_text(ci: dict, unit: str) -> str:
     return f"{ci['confidence']:.0%} interval {left}, {right} from {ci['n']} samples"
 
 
-def _percentile(vid, scope, metric, budget, measured, unit, path, what, ci, duration_s) -> Verdict:
+def _percentile(vid, scope, stat, budget, measured, unit, path, what, ci, duration_s, metric) -> Verdict:
     """A percentile budget judged on its order-statistics interval: met, missed or inconclusive."""
     ok, decide_n = decide(budget, ci)
     n = ci["n"]
@@ -129,7 +135,7 @@ def _percentile(vid, scope, metric, budget, measured, unit, path, what, ci, dura
         )
         return Verdict(vid, scope, metric, "<=", budget, measured, unit, ok, f"{why}; {where}", path, n, span)
     if n < ci["min_n"]:
-        reason = f"too few samples for a {metric[:3].upper()} (it needs {ci['min_n']})"
+        reason = f"too few samples for a {stat[:3].upper()} (it needs {ci['min_n']})"
     else:
         reason = f"the interval straddles the budget {_fmt(budget, unit)}"
     decide_s = None
@@ -150,7 +156,7 @@ def judge(spec: Spec, measured: dict) -> list[Verdict]:
     `measured`: {"kind", "offered_rps", "end_to_end": {p50_ms, ..., error_rate, throughput_rps},
     "scenarios": {id: {...}}, "stages": {id: {...}}, "stress": {"knee_rps"}, "chaos": [fault results]}.
     """
-    out: list[Verdict | None] = []  # _upper/_lower give None for a budget not declared; dropped below
+    out: list[Verdict | None] = []  # upper_bound/_lower give None for a budget not declared; dropped below
     b = spec.budgets
     e2e = measured.get("end_to_end") or {}
     kind = measured.get("kind", "baseline")
@@ -161,7 +167,7 @@ def judge(spec: Spec, measured: dict) -> list[Verdict]:
         if kind == "baseline":
             for m in PCTS:
                 out.append(
-                    _upper(
+                    upper_bound(
                         f"end_to_end.{m}",
                         "end_to_end",
                         m,
@@ -175,7 +181,7 @@ def judge(spec: Spec, measured: dict) -> list[Verdict]:
                     )
                 )
             out.append(
-                _upper(
+                upper_bound(
                     "end_to_end.error_rate",
                     "end_to_end",
                     "error_rate",
@@ -198,7 +204,7 @@ def judge(spec: Spec, measured: dict) -> list[Verdict]:
                 got = (measured.get("scenarios") or {}).get(sc.id, {})
                 for m in PCTS:
                     out.append(
-                        _upper(
+                        upper_bound(
                             f"scenario.{sc.id}.{m}",
                             f"scenario {sc.id}",
                             m,
@@ -219,7 +225,7 @@ def judge(spec: Spec, measured: dict) -> list[Verdict]:
                     if got.get(m) is None:
                         continue
                     out.append(
-                        _upper(
+                        upper_bound(
                             f"stage.{st.id}.{m}",
                             f"stage {st.id}",
                             m,

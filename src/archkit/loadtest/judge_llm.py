@@ -2,7 +2,9 @@
 
 A scenario that names an llm stage (`loadtest.scenarios[].llm_stage`) is judged by that stage's
 `llm.budgets`: percentiles from the streaming measures (archkit.loadtest.measures.stream), exact
-to 0.1 % like every latency here, each verdict with its sample size; `slo_attainment` by the
+to 0.1 % like every latency here, judged on their distribution-free 95 % intervals as every other
+percentile budget (`archkit.loadtest.judge`: met, missed, or inconclusive with the run length
+that would decide it — a TTFT P99 from fewer than 368 requests decides nothing); `slo_attainment` by the
 share of requests that met both their TTFT and TPOT objectives, with the goodput it implies. Steady (baseline) runs
 only, like the end-to-end percentiles: stress and chaos runs mix several rates or faults.
 """
@@ -11,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from archkit.loadtest.judge import Verdict
+from archkit.loadtest.judge import Verdict, upper_bound
 from archkit.spec.model import Spec
 
 # budget field -> (measure, statistic, what it is called); "<=" unless named in AT_LEAST
@@ -55,6 +57,26 @@ def _verdict(
                    f"{what} {got:g} {unit} {word} the budget of {budget:g} {unit} (n={n})", path)  # fmt: skip
 
 
+def _judged(
+    vid: str,
+    stage: str,
+    field: str,
+    budget: float,
+    got: float | None,
+    n: int,
+    what: str,
+    path: tuple[Any, ...],
+    ci: dict[str, Any] | None,
+    duration_s: float | None,
+    stat: str,
+) -> Verdict:
+    """A percentile budget on its interval where the measurement carries one, else on its value."""
+    if got is None or ci is None:
+        return _verdict(vid, stage, field, "<=", budget, got, "ms", n, what, path)
+    v = upper_bound(vid, f"llm.{stage}", field, budget, got, "ms", path, what, ci, duration_s, stat)
+    return v if v is not None else _verdict(vid, stage, field, "<=", budget, got, "ms", n, what, path)
+
+
 def judge(spec: Spec, measured: dict[str, Any]) -> list[Verdict]:
     """One verdict per declared token budget of each llm stage a scenario streamed to."""
     if measured.get("kind", "baseline") != "baseline" or spec.loadtest is None:
@@ -79,14 +101,16 @@ def judge(spec: Spec, measured: dict[str, Any]) -> list[Verdict]:
             if budget is not None:
                 got = (m.get(measure) or {}).get(stat)
                 n = (m.get(measure) or {}).get("count") or 0
-                out.append(_verdict(f"llm.{stage_id}.{field}", stage_id, field, "<=", budget, got, "ms", n, what,
-                                    bpath + (field,)))  # fmt: skip
+                ci = ((m.get(measure) or {}).get("ci") or {}).get(stat)
+                out.append(_judged(f"llm.{stage_id}.{field}", stage_id, field, budget, got, n, what,
+                                   bpath + (field,), ci, measured.get("duration_s"), stat))  # fmt: skip
         for field, stat in (("e2e_p50_ms", "p50_ms"), ("e2e_p99_ms", "p99_ms")):
             budget = getattr(b, field)
             if budget is not None:
                 what = f"end-to-end {stat[:3].upper()} of the streamed requests"
-                out.append(_verdict(f"llm.{stage_id}.{field}", stage_id, field, "<=", budget, stats.get(stat), "ms",
-                                    stats.get("requests") or 0, what, bpath + (field,)))  # fmt: skip
+                out.append(_judged(f"llm.{stage_id}.{field}", stage_id, field, budget, stats.get(stat),
+                                   stats.get("requests") or 0, what, bpath + (field,),
+                                   (stats.get("ci") or {}).get(stat), measured.get("duration_s"), stat))  # fmt: skip
         if b.output_tokens_per_s is not None:
             tokens = (m.get("chunks_per_token") or {}).get("output_tokens")
             seconds = measured.get("duration_s") or 0

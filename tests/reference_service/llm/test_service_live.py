@@ -131,3 +131,24 @@ def test_every_slot_busy_is_found_by_the_walk_and_the_admission_limit_sheds(svc)
     assert report.cause == "slots-exhausted", [(r.event, r.output[:100]) for r in report.results]
     assert (status, doc["error"]["code"]) == (429, "overloaded")
     assert results == [200, 200, 200]
+
+
+def test_serve_exits_1_when_the_engine_is_never_ready(tmp_path) -> None:
+    """`serve --external-engine` on a port where no engine listens: the gateway starts but never gets
+    ready, so after `--ready-timeout` the command says so and exits 1 (it exited 0 before: uvicorn had
+    started), leaving no run folder behind."""
+    import subprocess
+
+    from tests.llm_engine import ROOT, free_port
+
+    python = ROOT / "reference_service" / ".venv" / "bin" / "python"
+    if not python.exists():
+        pytest.skip("reference_service/.venv is missing; run `make reference-venv`")
+    before = set(tmp_path.glob("llm-*"))
+    cmd = [str(python), "-m", "reference_service.llm", "serve", "--external-engine", "--engine-port"]
+    cmd += [str(free_port()), "--http-port", str(free_port()), "--ready-timeout", "1"]
+    env = {"PATH": "/usr/bin:/bin", "TMPDIR": str(tmp_path)}
+    res = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=60, check=False, env=env)
+    assert res.returncode == 1, (res.stdout, res.stderr[-2000:])
+    assert "not ready after 1 s" in res.stderr and "ready:" not in res.stdout
+    assert set(tmp_path.glob("llm-*")) == before

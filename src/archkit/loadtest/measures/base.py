@@ -80,6 +80,8 @@ class Measure:
         out: dict[str, Any] = {"count": s["count"], "unit": self.unit}
         for key in ("mean", "min", "max", "p50", "p95", "p99"):
             out[key + suffix] = s[key + "_ms"]
+        if self.unit == "ms":  # each percentile's 95 % interval, which the budget verdicts judge on
+            out["ci"] = hist.intervals(h)
         return out
 
 
