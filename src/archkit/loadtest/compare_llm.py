@@ -5,11 +5,10 @@ efficiency and workload, the environment's calibration applied) simulated at the
 offered the stage's scenario (SIM_REQUESTS requests, seed 0, the spec's replicas), so every
 streamed baseline shows how far the model was off, as `compare` does for the pipeline's stages.
 
-The engine rows separate the machine from the model. Where the server returns its own `timings`
-(llama.cpp), the client-side figures are compared with the server's: the model's one-sequence
-decode step at the workload's mean context against the server's decode time per token, and the
-model's prefill of the uncached prompt against the server's prompt time. When the engine's own
-step is off by as much as the ITL, the engine ran at another speed than it was calibrated at (a
+The engine row separates the machine from the model. Where the server returns its own `timings`
+(llama.cpp), the model's one-sequence decode step at the workload's mean context is compared with
+the server's decode time per token (P50 over requests). When the engine's own step is off by as
+much as the ITL, the engine ran at another speed than it was calibrated at (a
 shared machine's minute: docs/benchmarks.md, LLM fidelity), which recalibrating fixes, not the
 model.
 """
