@@ -7,6 +7,8 @@ forked child (`valid_harness._in_fork`), with the bounds lowered so that the tes
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -151,3 +153,24 @@ def test_a_paused_stage_is_run_again_not_counted(harness: Any, monkeypatch: pyte
     # tried again for STARVED_WALL_S, every try starved: said so, and counted
     assert len(problems) == 1 and problems[0].startswith("check: starved: the 0.6 s wall-clock net at 0.0")
     assert tally.over_bounds == 1
+
+
+def test_a_stage_resumed_by_measure_gets_its_retries_anew(
+    harness: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each try of this stage is starved and then resumed (a SIGCONT, as `measure` sends when it ends
+    a pause): the retry budget (STARVED_WALL_S, here 1 s) counts from the last resume, so the fifth
+    try, 2.5 s after the first, still runs, and answers; without resumes it would have been counted
+    over after ~1 s (the test above)."""
+    monkeypatch.setitem(vh.BOUNDS_S, "check", 0.05)
+    monkeypatch.setattr(vh, "STARVED_WALL_S", 1.0)
+    calls: list[int] = []
+
+    def paused_and_resumed() -> None:
+        calls.append(1)
+        if len(calls) <= 4:
+            os.kill(os.getpid(), signal.SIGCONT)
+            time.sleep(5)  # the wall-clock net (0.6 s) ends it: starved
+
+    problems, tally = harness(paused_and_resumed)
+    assert problems == [] and (tally.over_bounds, tally.tracebacks) == (0, 0)

@@ -57,6 +57,16 @@ STARVED = "starved"  # a wall-clock net that fired before the stage had used its
 # how long a starved stage is tried again: a nice-19 batch under load 14 got no CPU for tens of
 # seconds at a time (batch 30: four `check` runs starved in 27 s), and `measure` pauses for minutes
 STARVED_WALL_S = 900.0
+# ... counted from the last time the batch was resumed (SIGCONT: `measure` pauses a batch with
+# SIGSTOP and resumes it with SIGCONT): a chain of measurements held batch 10 (2026-12-04, 01:00-
+# 01:34) paused for most of 33 minutes, and a stage starved through 15 of them counted at 0.41 CPU s.
+# A stage that is resumed again and again is still tried for at most this long in all.
+STARVED_TOTAL_S = 4 * STARVED_WALL_S
+_RESUMED = [0]  # SIGCONTs this child has heard
+
+
+def _on_resume(signum: int, frame: FrameType | None) -> None:
+    _RESUMED[0] += 1
 
 
 def _timeout(fired: list[str], limit_s: float, took: float) -> str:
@@ -160,14 +170,24 @@ def _stages_in_child(text: str, render: bool) -> dict[str, Any]:
     """Every stage for one spec, in this (forked) process: per stage (problem, CPU s, detail)."""
     path = _TMP / "valid.yaml"
     path.write_text(text, encoding="utf-8")
+    signal.signal(signal.SIGCONT, _on_resume)
     out: dict[str, Any] = {"stages": {}}
     for stage, fn in _stages(path, render).items():
         problem, took, detail = _timed(fn, BOUNDS_S[stage])
         if problem and not problem.startswith("traceback"):
             problem, took, detail = _timed(fn, BOUNDS_S[stage])  # shared machine: slow twice to count
-        since = time.monotonic()  # a paused or starved process says nothing of the spec: again
-        while (problem or "").startswith(STARVED) and time.monotonic() - since < STARVED_WALL_S:
+        # a paused or starved process says nothing of the spec: again, for STARVED_WALL_S since it
+        # was last resumed
+        first = since = time.monotonic()
+        seen = _RESUMED[0]
+        while (
+            (problem or "").startswith(STARVED)
+            and time.monotonic() - since < STARVED_WALL_S
+            and time.monotonic() - first < STARVED_TOTAL_S
+        ):
             problem, took, detail = _timed(fn, BOUNDS_S[stage])
+            if _RESUMED[0] != seen:
+                since, seen = time.monotonic(), _RESUMED[0]
         out["stages"][stage] = [problem, took, detail]
     out["rss_mib"] = peak_rss_mib()
     # Graphviz and PlantUML run as child processes: their peak is reported, the 512 MiB bound is

@@ -9,7 +9,10 @@ model or the spec (DESIGN: the prediction loop), never noise to hide.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from archkit import engines
+from archkit.loadtest import compare_llm
 from archkit.perf.fanout import calls_per_visit
 from archkit.spec.model import Spec
 
@@ -47,9 +50,12 @@ def _rows(pred: dict, meas: dict, keys: tuple[str, ...]) -> dict:
     return out
 
 
-def compare(spec: Spec, measured: dict, env: str | None, host: str | None = None) -> dict:
+def compare(
+    spec: Spec, measured: dict, env: str | None, host: str | None = None, base: Path | None = None
+) -> dict:
     """The prediction at the offered rate next to what the run measured (`host`: the target's URL,
-    asked for the runtime it serves with, to compare with the calibration's)."""
+    asked for the runtime it serves with, to compare with the calibration's; `base`: the spec's
+    folder, for an llm workload's trace files)."""
     rate = measured.get("offered_rps")
     if measured.get("kind") == "stress":
         rate = (measured.get("stress") or {}).get("knee_offered_rps") or rate
@@ -93,6 +99,12 @@ def compare(spec: Spec, measured: dict, env: str | None, host: str | None = None
                 "predicted": _predicted_from(spec, sid),
                 "measured": _measured_by(m),
             }
+    try:
+        llm = compare_llm.compare_llm(spec, measured, base)
+    except Exception as exc:  # as above: the measurement is kept whatever the LLM model does
+        llm, out["llm_error"] = {}, f"LLM prediction failed: {type(exc).__name__}: {exc}"
+    if llm:
+        out["llm"] = llm
     try:
         curve = predicted_curve(spec, measured, pred.get("knee_rps"))
     except Exception as exc:  # the overlay is a picture: it must not lose the comparison
@@ -235,6 +247,7 @@ def _table_rows(cmp: dict) -> list[list[str]]:
             rows.append(
                 [f"stage {sid}", key, _fmt(r["predicted"]), _fmt(r["measured"]), _fmt(r["error_pct"], " %")]
             )
+    rows += compare_llm.table_rows(cmp.get("llm") or {})
     knee = cmp.get("knee_rps")
     if knee:
         measured = _fmt(knee["measured"])
@@ -267,7 +280,9 @@ def section(cmp: dict | None) -> tuple[str, list[str], list[list[str]], list[str
         + [
             f"stage {sid}: predicted from {b['predicted']}; measured by {b['measured']}."
             for sid, b in (cmp.get("stage_basis") or {}).items()
-        ],
+        ]
+        + [f"llm {sid}: predicted by {c['basis']}." for sid, c in (cmp.get("llm") or {}).items()]
+        + ([cmp["llm_error"]] if cmp.get("llm_error") else []),
     )
 
 
@@ -286,6 +301,8 @@ def prediction_lines(cmp: dict | None) -> list[str]:
             continue
         if w.startswith("stage ") and k not in FANOUT_KEYS and (w in seen or k == "p99_ms"):
             continue
+        if w.startswith("llm ") and k in ("itl_p99_ms", "tpot_p50_ms"):
+            continue  # the terminal keeps TTFT P50/P99, ITL P50 and the engine's step
         seen.add(w)
         out.append(f"predicted {w} {k}: {p} vs measured {m} ({e})" + (f" [{FOREIGN}]" if foreign else ""))
     return out

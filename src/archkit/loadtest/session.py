@@ -294,6 +294,7 @@ def _measured(
     level: Level,
     target_host: str,
     basis: Basis | None = None,
+    spec_dir: Path | None = None,
 ) -> dict:
     """What the run measured, end to end and per scenario, second and phase, with the stages'
     decomposition from the metrics, the stress and chaos analyses and the model's prediction."""
@@ -324,7 +325,7 @@ def _measured(
             measured["stress"]["predicted_knee_rps"] = round(basis.knee_rps, 6)  # archkit.perf.llm's
     if plan.kind == "chaos" and injector:
         measured["chaos"] = chaos_mod.analyse(injector.records, data.seconds, spec, plan.duration_s)
-    measured["predicted"] = compare_mod.compare(spec, measured, opts.env, target_host)
+    measured["predicted"] = compare_mod.compare(spec, measured, opts.env, target_host, spec_dir)
     return measured
 
 
@@ -407,7 +408,7 @@ def execute(
         alerts = _stop_prometheus(live_prom, alert_notes)
     after = scrape.snapshot(urls)
 
-    measured = _measured(spec, plan, opts, data, before, after, injector, level, target_host, basis)
+    measured = _measured(spec, plan, opts, data, before, after, injector, level, target_host, basis, spec_dir)
     verdicts = judge_mod.judge(spec, measured) + judge_llm.judge(spec, measured)
     b = spec.budgets
     budgets = {
