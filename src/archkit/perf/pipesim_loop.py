@@ -413,12 +413,13 @@ def _run(
                 if st_timeout[s] > 0:
                     seq += 1
                     heapq.heappush(heap, (now + st_timeout[s], seq, EV_TIMEOUT, i, attempt[i]))
-                ncalls, per, k_items = _calls(st_handler[s], items[s, i], st_ipc[s])
                 even = vcalls[s, i] > 0  # the table's calls: the items split as evenly as they go
                 if even:
                     k_items = items[s, i]
                     ncalls = min(vcalls[s, i], k_items)
                     per = k_items // ncalls
+                else:
+                    ncalls, per, k_items = _calls(st_handler[s], items[s, i], st_ipc[s])
                 pending[i] = ncalls
                 for cc in range(ncalls):
                     if even:  # the first (items mod calls) calls carry one item more
