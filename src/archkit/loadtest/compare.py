@@ -12,7 +12,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from archkit import engines
-from archkit.loadtest import compare_llm
 from archkit.perf.fanout import calls_per_visit
 from archkit.spec.model import Spec
 
@@ -99,6 +98,8 @@ def compare(
                 "predicted": _predicted_from(spec, sid),
                 "measured": _measured_by(m),
             }
+    from archkit.loadtest import compare_llm  # it takes error_pct from here
+
     try:
         llm = compare_llm.compare_llm(spec, measured, base)
     except Exception as exc:  # as above: the measurement is kept whatever the LLM model does
@@ -247,7 +248,10 @@ def _table_rows(cmp: dict) -> list[list[str]]:
             rows.append(
                 [f"stage {sid}", key, _fmt(r["predicted"]), _fmt(r["measured"]), _fmt(r["error_pct"], " %")]
             )
-    rows += compare_llm.table_rows(cmp.get("llm") or {})
+    if cmp.get("llm"):
+        from archkit.loadtest.compare_llm import table_rows
+
+        rows += table_rows(cmp["llm"])
     knee = cmp.get("knee_rps")
     if knee:
         measured = _fmt(knee["measured"])

@@ -18,6 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from archkit.loadtest.compare import error_pct
 from archkit.spec.model import Spec
 
 SIM_REQUESTS = 8_000  # as `archkit capacity` predicts an llm stage (perf.llm.analysis.SIM_REQUESTS)
@@ -31,16 +32,14 @@ TOKEN_ROWS: dict[str, tuple[str, str]] = {
 }
 
 
-def _err(p: float | None, m: float | None) -> float | None:
-    if p is None or m is None or m == 0:
-        return None
-    return round((p - m) / m * 100.0, 1)
-
-
 def _row(p: float | None, m: float | None, n: int | None = None) -> dict[str, Any] | None:
     if p is None or m is None:
         return None
-    row: dict[str, Any] = {"predicted": round(float(p), 3), "measured": m, "error_pct": _err(float(p), m)}
+    row: dict[str, Any] = {
+        "predicted": round(float(p), 3),
+        "measured": m,
+        "error_pct": error_pct(float(p), m),
+    }
     if n is not None:
         row["n"] = n
     return row
@@ -78,7 +77,7 @@ def compare_llm(spec: Spec, measured: dict, base: Path | None = None) -> dict:
     for sid, (rate, m) in sorted(_streamed(spec, measured).items()):
         stage = spec.stage(sid)
         assert stage is not None and stage.llm is not None
-        a = analysis.analyse(spec, stage, base=base, search=False)
+        a = analysis.analyse(spec, stage, base=base, search=False, predict=False)
         if a.rep is None or not a.fits or rate <= 0:
             continue  # nothing to predict with (no device, or a request that does not fit)
         per = rate / a.replicas

@@ -484,10 +484,18 @@ def _means(llm: LlmStage, base: Path | None) -> tuple[float, float]:
 
 
 def analyse(
-    spec: Spec, stage: Stage, *, base: Path | None = None, search: bool = True, work: WorkBudget | None = None
+    spec: Spec,
+    stage: Stage,
+    *,
+    base: Path | None = None,
+    search: bool = True,
+    work: WorkBudget | None = None,
+    predict: bool = True,
 ) -> LlmAnalysis:
     """The full analysis of one LLM stage (search: the 90 % rate, the knee, a recommendation if missed),
-    its simulations within `work` (`budget_note` says what the budget cut short)."""
+    its simulations within `work` (`budget_note` says what the budget cut short). `predict=False`
+    leaves out the simulation at the design rate (a caller that simulates its own rate needs only
+    the replica and its closed-form figures)."""
     work = work or WorkBudget()
     cuts_before = work.cuts
     llm = stage.llm
@@ -513,7 +521,7 @@ def analyse(
         a.binding = _binding(a)
         return a
     a.capacity_rps = capacity_rps(rep, a.prompt_mean, a.output_mean)
-    if rate is not None and rate > 0:
+    if predict and rate is not None and rate > 0:
         per = rate / replicas
         if per > a.capacity_rps * 1.5:
             a.notes.append(
