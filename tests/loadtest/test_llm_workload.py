@@ -248,3 +248,17 @@ def test_token_budgets_are_judged_on_their_intervals() -> None:
         missed["ttft_p99_ms"].outcome == "inconclusive"
         and "samples would decide it" in missed["ttft_p99_ms"].why
     )
+
+
+def test_the_measures_a_budget_judges_carry_their_intervals() -> None:
+    """Every measure judge_llm reads a percentile of is `judged` (its summary has the intervals the
+    verdict needs), and no other: the intervals cost ~0.1 s a measure in every phase's summary."""
+    from archkit.loadtest import hist
+    from archkit.loadtest.judge_llm import PERCENTILES
+
+    judged = {measure for measure, _, _ in PERCENTILES.values()}
+    ms = load_all()
+    assert {name for name, m in ms.items() if m.judged} == judged
+    h = hist.new()
+    hist.record_ms(h, 5.0)
+    assert all(("ci" in ms[name].summary(h, {})) == (name in judged) for name in ("ttft_ms", "setup_ms"))

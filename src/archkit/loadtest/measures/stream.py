@@ -30,6 +30,7 @@ class TimeToFirstToken(Measure):
 
     name = "ttft_ms"
     title = "time to first token (send → first non-empty content)"
+    judged = True
 
     def values(self, sample: Sample) -> Sequence[float]:
         st = sample.stream
@@ -42,6 +43,7 @@ class InterTokenLatency(Measure):
 
     name = "itl_ms"
     title = "inter-token latency (every gap, per token)"
+    judged = True
 
     def values(self, sample: Sample) -> Sequence[float]:
         st = sample.stream
@@ -62,6 +64,7 @@ class TimePerOutputToken(Measure):
 
     name = "tpot_ms"
     title = "time per output token (per request)"
+    judged = True
 
     def values(self, sample: Sample) -> Sequence[float]:
         st, end = sample.stream, _end_ms(sample)
