@@ -7,6 +7,9 @@
 # N / rate seconds; default REQUESTS, 20). The default offers the issue's 30/60/85 % and brackets
 # the knee at 100/115/130 %, each with >= ~110 requests so that a TTFT P99 rests on more than the
 # largest value (at the reference workload's 16 output tokens the 30 % level takes ~8 min).
+# RECALIBRATE=1: each level calibrates its freshly started engine first and is predicted from that
+# (calibrate -> capacity -> loadtest in the same minutes); the levels' rates stay fractions of the
+# first prediction's knee, which the measured knee is judged against.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-out/llm-fidelity}
@@ -18,6 +21,6 @@ $MEASURE "$PY" bench/llm_fidelity.py predict --out "$OUT" --fractions "$fraction
 for l in $LEVELS; do
   n=${REQUESTS:-20}
   [[ $l == *:* ]] && n=${l##*:}
-  $MEASURE "$PY" bench/llm_fidelity.py level --out "$OUT" --fraction "${l%%:*}" --requests "$n"
+  $MEASURE "$PY" bench/llm_fidelity.py level --out "$OUT" --fraction "${l%%:*}" --requests "$n" ${RECALIBRATE:+--recalibrate}
 done
 "$PY" bench/llm_fidelity.py report --out "$OUT"
