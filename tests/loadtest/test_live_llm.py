@@ -179,22 +179,23 @@ def busy_cores(seconds: float = 3.0) -> float:
 # three runs: docs/benchmarks.md, LLM peer). Each figure is the median of ROUNDS such runs' ratios.
 # Both clients run at nice 5 below the server: at the server's priority, the work of AIPerf's
 # services (~15 % of a core) that fell during archkit's requests slowed the server's prefill of
-# those by up to 12 % (docs/benchmarks.md, "Together").
-# The cores busy now must be few (BUSY_LIMIT), and the load-average guard stays, so CI (whose load
-# average after the parallel pass is above the cores) still skips it.
+# those by up to 12 % (docs/benchmarks.md, "Together"). The server runs on the last vCPU and both
+# clients on the other (--pin-server): niced but not pinned, archkit's gaps read 3.5-6.5 % over
+# AIPerf's in two of three rounds on 2026-12-04's machine (a Zen 4 VM). Pinned, one round in three
+# still read ~10 % apart in every figure (the host moves each vCPU's speed on its own: the server's
+# decode step follows its own vCPU's speed, r = 0.6), so the median is of 5 rounds.
+# It is a CI gate: it waits (at most QUIET_WAIT_S) for a window in which other processes keep fewer
+# than BUSY_LIMIT cores busy, measured now from /proc/stat, and runs then. The load average is no
+# guard: after the parallel test pass it reads 3-4 for a minute on idle cores, and a guard on it
+# skipped this comparison in every CI run.
 BUSY_LIMIT = 0.5
-ROUNDS = 3
+QUIET_WAIT_S = 90.0
+ROUNDS = 5
 REQUESTS = 20  # per tool and round: 40 s at 0.5 req/s each
-QUIET = os.getloadavg()[0] <= (os.cpu_count() or 1)
 needs_peer = [
     needs_engine,
     pytest.mark.skipif(
         peer.aiperf() is None, reason="AIPerf missing: make setup installs it (mk/llm_peer.mk)"
-    ),
-    pytest.mark.skipif(
-        not QUIET,
-        reason="the load average is above the cores: the peer comparison is measured on quiet cores "
-        "(docs/benchmarks.md, LLM peer)",
     ),
 ]
 
@@ -210,14 +211,17 @@ def peer_run(tmp_path_factory):
     """archkit and AIPerf at once on one two-slot llama-server, each at 0.5 req/s with its arrivals
     between the other's (a request takes ~0.4 s on idle cores, ~1.2 s on busy ones, so the two
     seldom overlap): ROUNDS rounds of REQUESTS requests per tool."""
-    busy = busy_cores()
+    deadline = time.monotonic() + QUIET_WAIT_S
+    while (busy := busy_cores()) > BUSY_LIMIT and time.monotonic() < deadline:
+        pass
     if busy > BUSY_LIMIT:
         pytest.skip(
-            f"{busy:.2f} cores busy with other work (limit {BUSY_LIMIT}): the engine's core is not free"
+            f"{busy:.2f} cores busy with other work for {QUIET_WAIT_S:g} s (limit {BUSY_LIMIT}): "
+            "the engine's core is not free"
         )
     out = tmp_path_factory.mktemp("peer") / "peer.json"
     args = ["--mode", "together", "--rate", "0.5", "--requests", str(REQUESTS), "--rounds", str(ROUNDS),
-            "--isl", "32", "--osl", "16", "--client-nice", "5"]  # fmt: skip
+            "--isl", "32", "--osl", "16", "--client-nice", "5", "--pin-server"]  # fmt: skip
     r = subprocess.run(
         [sys.executable, str(ROOT / "bench" / "bench_llm_peer.py"), *args, "--json", str(out)],
         capture_output=True,
