@@ -17,6 +17,11 @@ $(STAMPS)/llm-peer: mk/llm_peer.mk bench/llm_peer/gguf_tokenizer.py | $(STAMPS)/
 	  $(ARCHKIT_PEER_TOKENIZER)
 	@touch $@
 
+# The AIPerf cross-check as tests (not in `make test`: tests/loadtest/test_live_llm.py says why).
+.PHONY: test-llm-peer
+test-llm-peer: setup
+	ARCHKIT_PEER_GATE=1 $(BIN)/python -m pytest -m live -s tests/loadtest/test_live_llm.py -k aiperf
+
 .PHONY: bench-llm-peer
 bench-llm-peer: setup
 	$(BIN)/python bench/bench_llm_peer.py --rate 1 --requests 40 --isl 64 --osl 32
