@@ -436,7 +436,7 @@ def report(out: Path) -> dict:
     if measured:
         knee = measured_knee(pred["knee_rps"], measured)
         own = [r["own_knee_rps"] for r in rows if r["own_knee_rps"]]
-        if own:  # levels calibrated in their own minutes: the knee of every calibration of the run
+        if own and knee["measured"]:  # levels calibrated in their own minutes: every calibration's knee
             every = sorted([pred["knee_rps"], *own])
             mid = (
                 every[len(every) // 2]
@@ -459,7 +459,12 @@ def report(out: Path) -> dict:
         print(f"| {r['fraction']:g} | {r['rate_rps']:g} | {r['requests']} ({r['itl_n']}) | "
               f"{r['load'][0]:g}-{r['load'][1]:g} | " + " | ".join(cells) + " |")  # fmt: skip
     if knee:
-        print(f"\nknee: predicted {knee['predicted']:g} req/s, measured {knee['measured']:g} req/s "
+        got = (
+            "none (the lightest level already crossed)"
+            if knee["measured"] is None
+            else f"{knee['measured']:g} req/s"
+        )
+        print(f"\nknee: predicted {knee['predicted']:g} req/s, measured {got} "
               f"(bracket {knee['bracket']}, light TTFT P99 {knee['light_ttft_p99_ms']:g} ms): "
               + ("censored: the knee is above every level offered" if knee["censored"] else f"{knee['error_pct']:+g} %{'' if knee['within'] else ' ✗'}"))  # fmt: skip
         if knee["under_again_above_the_crossing_rps"]:
