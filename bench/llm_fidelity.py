@@ -33,6 +33,7 @@ import json
 import os
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import time
@@ -396,7 +397,8 @@ def measured_knee(predicted: float, measured: list[dict]) -> dict:
     levels = sorted(measured, key=lambda g: g["rate_rps"])
     light = levels[0]["ttft_p99_ms"]
     first = next((i for i, g in enumerate(levels) if g["ttft_p99_ms"] > 2 * light or g["errors"]), None)
-    mk = levels[(len(levels) if first is None else first) - 1]["rate_rps"] if first != 0 else None
+    below = levels if first is None else levels[:first]
+    mk = below[-1]["rate_rps"] if below else None
     above = None if first is None else levels[first]["rate_rps"]
     back = (
         [] if first is None else [g["rate_rps"] for g in levels[first + 1 :] if g["ttft_p99_ms"] <= 2 * light]
@@ -437,12 +439,7 @@ def report(out: Path) -> dict:
         knee = measured_knee(pred["knee_rps"], measured)
         own = [r["own_knee_rps"] for r in rows if r["own_knee_rps"]]
         if own and knee["measured"]:  # levels calibrated in their own minutes: every calibration's knee
-            every = sorted([pred["knee_rps"], *own])
-            mid = (
-                every[len(every) // 2]
-                if len(every) % 2
-                else (every[len(every) // 2 - 1] + every[len(every) // 2]) / 2
-            )
+            mid = statistics.median([pred["knee_rps"], *own])
             knee["levels_own_knees_rps"] = own
             knee["median_of_calibrations_rps"] = round(mid, 4)
             knee["median_error_pct"] = _err(mid, knee["measured"])
